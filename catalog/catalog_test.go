@@ -1,0 +1,151 @@
+package catalog_test
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tekvirt/tekvirt/catalog"
+	"github.com/tekvirt/tekvirt/tasks/step"
+)
+
+const testImage = "127.0.0.1:5000/tekvirt/tekvirt-step@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+func typedTasks(t *testing.T) map[string]*pipelinev1.Task {
+	t.Helper()
+	objs, err := catalog.InstallObjects("tekvirt", testImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*pipelinev1.Task{}
+	for _, o := range objs {
+		if o.GetKind() != "Task" {
+			continue
+		}
+		var task pipelinev1.Task
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, &task, true); err != nil {
+			t.Fatalf("task %s has fields Tekton does not know: %v", o.GetName(), err)
+		}
+		out[task.Name] = &task
+	}
+	if len(out) == 0 {
+		t.Fatal("catalog has no tasks")
+	}
+	return out
+}
+
+// TestTasksPassTektonValidation runs Tekton's own validation on every task,
+// as its admission webhook would.
+func TestTasksPassTektonValidation(t *testing.T) {
+	for name, task := range typedTasks(t) {
+		task.SetDefaults(context.Background())
+		if err := task.Validate(context.Background()); err != nil {
+			t.Errorf("task %s: %v", name, err)
+		}
+		for _, s := range task.Spec.Steps {
+			if s.Image != testImage {
+				t.Errorf("task %s step %s: image %q not resolved", name, s.Name, s.Image)
+			}
+			if len(s.Command) == 0 {
+				t.Errorf("task %s step %s: no command (Tekton cannot look up entrypoints here)", name, s.Name)
+			}
+			if s.Script != "" {
+				t.Errorf("task %s step %s: params must reach Go as args, not a script", name, s.Name)
+			}
+		}
+		for _, k := range []string{"tekton.dev/pipelines.minVersion", "tekton.dev/categories", "tekton.dev/tags", "tekton.dev/displayName", "tekton.dev/platforms"} {
+			if task.Annotations[k] == "" {
+				t.Errorf("task %s: missing catalog annotation %s", name, k)
+			}
+		}
+		if task.Labels["app.kubernetes.io/version"] == "" {
+			t.Errorf("task %s: missing label app.kubernetes.io/version", name)
+		}
+	}
+}
+
+var paramRef = regexp.MustCompile(`^\$\(params\.([A-Za-z0-9_]+)(\[\*\])?\)$`)
+
+// TestParamsMatchStepFlags checks that every param reaches the step, string
+// params as a flag the step command defines and arrays as positional args.
+func TestParamsMatchStepFlags(t *testing.T) {
+	root := step.Root()
+	for name, task := range typedTasks(t) {
+		for _, s := range task.Spec.Steps {
+			if len(s.Command) < 2 || s.Command[0] != "/ko-app/tekvirt-step" {
+				t.Errorf("task %s step %s: command %v is not the tekvirt-step multi-call", name, s.Name, s.Command)
+				continue
+			}
+			cmd, _, err := root.Find([]string{s.Command[1]})
+			if err != nil || cmd == root {
+				t.Errorf("task %s: tekvirt-step has no subcommand %q", name, s.Command[1])
+				continue
+			}
+			used := map[string]bool{}
+			positional := false
+			for _, a := range s.Args {
+				if a == "--" {
+					positional = true
+					continue
+				}
+				flag, value, isFlag := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+				if positional || !strings.HasPrefix(a, "--") {
+					m := paramRef.FindStringSubmatch(a)
+					if m == nil || m[2] == "" {
+						t.Errorf("task %s: positional arg %q is not an array param", name, a)
+						continue
+					}
+					used[m[1]] = true
+					continue
+				}
+				if !isFlag || cmd.Flags().Lookup(flag) == nil {
+					t.Errorf("task %s: arg %q: %s has no flag --%s", name, a, s.Command[1], flag)
+					continue
+				}
+				if m := paramRef.FindStringSubmatch(value); m != nil {
+					used[m[1]] = true
+				}
+			}
+			for _, p := range task.Spec.Params {
+				if !used[p.Name] {
+					t.Errorf("task %s: param %s never reaches the step", name, p.Name)
+				}
+			}
+		}
+	}
+}
+
+func TestInstallObjectsAreLabelledAndBound(t *testing.T) {
+	objs, err := catalog.InstallObjects("ns1", testImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+		if o.GetNamespace() != "ns1" {
+			t.Errorf("%s %s namespace = %q", o.GetKind(), o.GetName(), o.GetNamespace())
+		}
+		if o.GetLabels()[catalog.ManagedByLabel] != catalog.ManagedBy {
+			t.Errorf("%s %s is not labelled", o.GetKind(), o.GetName())
+		}
+	}
+	if kinds["Task"] == 0 || kinds["Task"] != kinds["ServiceAccount"] || kinds["Task"] != kinds["RoleBinding"] {
+		t.Fatalf("kinds = %v, want one ServiceAccount and RoleBinding per Task", kinds)
+	}
+}
+
+func TestResolveImagesNamesMissingImage(t *testing.T) {
+	_, err := catalog.ResolveImages(`image: ko://example.test/cmd/x`, map[string]string{"example.test/cmd/y": "r"})
+	if err == nil || !strings.Contains(err.Error(), "ko://example.test/cmd/x") {
+		t.Fatalf("err = %v", err)
+	}
+	got, err := catalog.ResolveImages(`["ko://example.test/cmd/y"]`, map[string]string{"example.test/cmd/y": "reg/y@sha256:1"})
+	if err != nil || got != `["reg/y@sha256:1"]` {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}

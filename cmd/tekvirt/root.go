@@ -1,0 +1,164 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tekvirt/tekvirt/e2e/cluster"
+	"github.com/tekvirt/tekvirt/e2e/registry"
+)
+
+const modulePath = "github.com/tekvirt/tekvirt"
+
+type globalFlags struct {
+	home   string
+	source string
+}
+
+func newRoot() *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:           "tekvirt",
+		Short:         "Virtual machines on Kubernetes as Tekton pipelines",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	defHome := os.Getenv("TEKVIRT_HOME")
+	if defHome == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			defHome = filepath.Join(h, ".tekvirt")
+		}
+	}
+	root.PersistentFlags().StringVar(&g.home, "home", defHome, "state directory ($TEKVIRT_HOME)")
+	root.PersistentFlags().StringVar(&g.source, "source", "", "tekvirt source tree (default: found from the working directory)")
+	root.AddCommand(upCmd(g), downCmd(g), statusCmd(g), registryCmd())
+	return root
+}
+
+func (g *globalFlags) cluster(cmd *cobra.Command) (*cluster.Cluster, error) {
+	src := g.source
+	if src == "" {
+		var err error
+		if src, err = findSource(); err != nil {
+			return nil, err
+		}
+	}
+	return cluster.New(g.home, src, cmd.OutOrStdout())
+}
+
+// findSource walks up from the working directory to the tekvirt module root.
+func findSource() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(data), "module "+modulePath+"\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run tekvirt inside its source tree or pass --source: it builds the cluster's binaries from it")
+		}
+		dir = parent
+	}
+}
+
+func upCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "up",
+		Short: "Bring the local cluster up (idempotent: starts only what is not running)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.cluster(cmd)
+			if err != nil {
+				return err
+			}
+			return c.Up(cmd.Context())
+		},
+	}
+}
+
+func downCmd(g *globalFlags) *cobra.Command {
+	var wipe bool
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop what `tekvirt up` started",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.cluster(cmd)
+			if err != nil {
+				return err
+			}
+			return c.Down(wipe)
+		},
+	}
+	cmd.Flags().BoolVar(&wipe, "wipe", false, "also remove all cluster state (the build cache is kept)")
+	return cmd
+}
+
+func statusCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show which components run",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.cluster(cmd)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "COMPONENT\tSTATE\tPID\tLOG")
+			down := 0
+			for _, s := range c.Status() {
+				state := "running"
+				if s.PID == 0 {
+					state, down = "stopped", down+1
+				}
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", s.Name, state, s.PID, s.LogFile)
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if down > 0 {
+				return fmt.Errorf("%d components are not running; `tekvirt up` starts them", down)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\nexport KUBECONFIG=%s\n", c.Kubeconfig())
+			return nil
+		},
+	}
+}
+
+func registryCmd() *cobra.Command {
+	var addr, dir string
+	cmd := &cobra.Command{
+		Use:    "registry",
+		Short:  "Serve the local OCI registry (started by `tekvirt up`)",
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := registry.New(dir)
+			if err != nil {
+				return err
+			}
+			srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+			go func() {
+				<-cmd.Context().Done()
+				_ = srv.Close()
+			}()
+			if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", cluster.RegistryAddr, "listen address")
+	cmd.Flags().StringVar(&dir, "dir", "", "storage directory")
+	_ = cmd.MarkFlagRequired("dir")
+	return cmd
+}

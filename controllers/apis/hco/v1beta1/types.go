@@ -1,0 +1,78 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupVersion is hco.kubevirt.io/v1beta1.
+var GroupVersion = schema.GroupVersion{Group: "hco.kubevirt.io", Version: "v1beta1"}
+
+// AddToScheme registers the types of this package.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &HyperConverged{}, &HyperConvergedList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
+
+// DefaultTektonPipelinesNamespace is where the catalog goes when the spec
+// names no namespace.
+const DefaultTektonPipelinesNamespace = "tekvirt"
+
+// HyperConvergedSpec is the supported subset of the upstream spec.
+type HyperConvergedSpec struct {
+	// TektonPipelinesNamespace is the namespace the catalog's Tasks and
+	// Pipelines are installed into.
+	// +kubebuilder:default=tekvirt
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	TektonPipelinesNamespace *string `json:"tektonPipelinesNamespace,omitempty"`
+}
+
+// HyperConvergedStatus mirrors the upstream status conditions.
+type HyperConvergedStatus struct {
+	// Conditions are Available, Progressing, Degraded and ReconcileComplete.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ObservedGeneration is the spec generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// InstalledObjects counts the catalog objects applied on the last reconcile.
+	// +optional
+	InstalledObjects int `json:"installedObjects,omitempty"`
+}
+
+// HyperConverged is the single entry object of the installation.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=hco;hcos
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+type HyperConverged struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +kubebuilder:default={}
+	Spec   HyperConvergedSpec   `json:"spec,omitempty"`
+	Status HyperConvergedStatus `json:"status,omitempty"`
+}
+
+// CatalogNamespace is the namespace the catalog goes into.
+func (h *HyperConverged) CatalogNamespace() string {
+	if h.Spec.TektonPipelinesNamespace == nil || *h.Spec.TektonPipelinesNamespace == "" {
+		return DefaultTektonPipelinesNamespace
+	}
+	return *h.Spec.TektonPipelinesNamespace
+}
+
+// HyperConvergedList is a list of HyperConverged.
+// +kubebuilder:object:root=true
+type HyperConvergedList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HyperConverged `json:"items"`
+}

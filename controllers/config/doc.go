@@ -1,0 +1,28 @@
+// Package config embeds the controller's deployment manifests: the CRDs and
+// RBAC that controller-gen generates (crd/, rbac/role.yaml), the hand-written
+// binding and Deployment (rbac/, manager/) and the default HyperConverged
+// (samples/). Images are named ko://<import path> and resolved on install.
+package config
+
+import "embed"
+
+// FS holds every manifest under this folder.
+//
+//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml
+var FS embed.FS
+
+// Files in the order they are applied.
+var Files = []string{
+	"manager/namespace.yaml",
+	"crd/hco.kubevirt.io_hyperconvergeds.yaml",
+	"rbac/role.yaml",
+	"rbac/service_account.yaml",
+	"rbac/role_binding.yaml",
+	"manager/manager.yaml",
+}
+
+// DefaultHyperConverged is the entry object `tekvirt up` creates.
+const DefaultHyperConverged = "samples/hyperconverged.yaml"
+
+// Namespace is where the controller runs.
+const Namespace = "tekvirt-system"

@@ -1,0 +1,69 @@
+package hyperconverged
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+)
+
+// Condition types, as the upstream operator reports them.
+const (
+	ConditionAvailable         = "Available"
+	ConditionProgressing       = "Progressing"
+	ConditionDegraded          = "Degraded"
+	ConditionReconcileComplete = "ReconcileComplete"
+)
+
+// Condition reasons.
+const (
+	ReasonInstalled     = "CatalogInstalled"
+	ReasonInstallFailed = "CatalogInstallFailed"
+	ReasonNotSingleton  = "NotTheSingleton"
+)
+
+// SingletonName is the one HyperConverged name the controller acts on, as
+// the upstream operator enforces.
+const SingletonName = "kubevirt-hyperconverged"
+
+// observed is what one reconcile saw.
+type observed struct {
+	installed int
+	err       error
+	// notSingleton is set for a HyperConverged that is not the one acted on.
+	notSingleton bool
+}
+
+// setConditions writes the status conditions for what a reconcile observed.
+func setConditions(hc *hcov1beta1.HyperConverged, o observed) {
+	gen := hc.Generation
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&hc.Status.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen,
+		})
+	}
+	hc.Status.ObservedGeneration = gen
+	switch {
+	case o.notSingleton:
+		msg := fmt.Sprintf("only the HyperConverged named %q is reconciled; delete this one", SingletonName)
+		set(ConditionAvailable, metav1.ConditionFalse, ReasonNotSingleton, msg)
+		set(ConditionProgressing, metav1.ConditionFalse, ReasonNotSingleton, msg)
+		set(ConditionDegraded, metav1.ConditionTrue, ReasonNotSingleton, msg)
+		set(ConditionReconcileComplete, metav1.ConditionFalse, ReasonNotSingleton, msg)
+	case o.err != nil:
+		msg := fmt.Sprintf("installing the catalog into %s: %v", hc.CatalogNamespace(), o.err)
+		set(ConditionAvailable, metav1.ConditionFalse, ReasonInstallFailed, msg)
+		set(ConditionProgressing, metav1.ConditionTrue, ReasonInstallFailed, msg)
+		set(ConditionDegraded, metav1.ConditionTrue, ReasonInstallFailed, msg)
+		set(ConditionReconcileComplete, metav1.ConditionFalse, ReasonInstallFailed, msg)
+	default:
+		hc.Status.InstalledObjects = o.installed
+		msg := fmt.Sprintf("%d catalog objects installed in %s", o.installed, hc.CatalogNamespace())
+		set(ConditionAvailable, metav1.ConditionTrue, ReasonInstalled, msg)
+		set(ConditionProgressing, metav1.ConditionFalse, ReasonInstalled, msg)
+		set(ConditionDegraded, metav1.ConditionFalse, ReasonInstalled, msg)
+		set(ConditionReconcileComplete, metav1.ConditionTrue, ReasonInstalled, msg)
+	}
+}

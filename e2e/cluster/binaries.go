@@ -1,0 +1,243 @@
+package cluster
+
+import (
+	"context"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// binaries are the paths of every executable the cluster runs.
+type binaries struct {
+	kube    string // dir with kube-apiserver, kubelet, kubectl, ...
+	tekton  string // dir with controller, webhook, entrypoint, ...
+	tkn     string
+	tekvirt string // dir with tekvirt, tekvirt-controller, tekvirt-step
+}
+
+func (b binaries) k(name string) string { return filepath.Join(b.kube, name) }
+
+// toolBuild is one pinned tools module under e2e/tools.
+type toolBuild struct {
+	name     string // folder under e2e/tools and cache prefix
+	module   string // the required module whose version keys the cache
+	pkgs     []string
+	ldflags  func(version string) string
+	coldHint string
+}
+
+var toolBuilds = []toolBuild{
+	{
+		name:   "kubernetes",
+		module: "k8s.io/kubernetes",
+		pkgs:   []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubectl"},
+		ldflags: func(v string) string {
+			minor := strings.Split(v, ".")[1]
+			var b strings.Builder
+			b.WriteString("-s -w")
+			for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+				fmt.Fprintf(&b, " -X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean", pkg, v, pkg, pkg, minor, pkg)
+			}
+			return b.String()
+		},
+		coldHint: "~20 min on 2 cores the first time",
+	},
+	{
+		name:     "tekton",
+		module:   "github.com/tektoncd/pipeline",
+		pkgs:     []string{"controller", "webhook", "entrypoint", "nop", "workingdirinit", "sidecarlogresults"},
+		ldflags:  func(string) string { return "-s -w" },
+		coldHint: "~10 min on 2 cores the first time",
+	},
+	{
+		name:     "tkn",
+		module:   "github.com/tektoncd/cli",
+		pkgs:     []string{"tkn"},
+		ldflags:  func(string) string { return "-s -w" },
+		coldHint: "~5 min on 2 cores the first time",
+	},
+}
+
+// importPath maps a tool's short package name to its import path.
+func (t toolBuild) importPath(pkg string) string {
+	return t.module + "/cmd/" + pkg
+}
+
+// toolVersion asks the go command which version of t.module the tools
+// module pins; the version keys the binary cache.
+func (c *Cluster) toolVersion(t toolBuild) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", t.module)
+	cmd.Dir = filepath.Join(c.Source, "e2e", "tools", t.name)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("reading the %s version pinned in e2e/tools/%s: %w", t.module, t.name, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func (c *Cluster) toolDir(t toolBuild, version string) string {
+	return c.path("cache", t.name+"-"+version)
+}
+
+// buildTool builds t into its versioned cache folder unless it is there.
+func (c *Cluster) buildTool(ctx context.Context, t toolBuild) (string, error) {
+	v, err := c.toolVersion(t)
+	if err != nil {
+		return "", err
+	}
+	dir := c.toolDir(t, v)
+	if _, err := os.Stat(filepath.Join(dir, t.pkgs[len(t.pkgs)-1])); err == nil {
+		c.progress("%-24s cached (%s)", t.name+" "+v, dir)
+		return dir, nil
+	}
+	tmp := dir + ".partial"
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
+	}
+	args := []string{"build", "-trimpath", "-ldflags", t.ldflags(v), "-o", tmp + "/"}
+	for _, p := range t.pkgs {
+		args = append(args, t.importPath(p))
+	}
+	label := fmt.Sprintf("building %s %s (%s)", t.name, v, t.coldHint)
+	if err := c.goBuild(ctx, label, filepath.Join(c.Source, "e2e", "tools", t.name), "build-"+t.name, args); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// goBuild runs the go command in dir with progress every 30 s.
+func (c *Cluster) goBuild(ctx context.Context, label, dir, logName string, args []string) error {
+	start := time.Now()
+	c.progress("%s ...", label)
+	logPath := c.LogFile(logName)
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%s: %w", label, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("%s failed: %w; see %s", label, err, logPath)
+			}
+			c.progress("%s done in %s", label, since(start))
+			return nil
+		case <-tick.C:
+			c.progress("%s ... %s", label, since(start))
+		}
+	}
+}
+
+// buildAll builds or finds every binary and links the user-facing ones into bin/.
+func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
+	var b binaries
+	dirs := make([]string, len(toolBuilds))
+	for i, t := range toolBuilds {
+		d, err := c.buildTool(ctx, t)
+		if err != nil {
+			return b, err
+		}
+		dirs[i] = d
+	}
+	b.kube, b.tekton, b.tkn = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn")
+	b.tekvirt = c.path("cache", "tekvirt")
+	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause"}
+	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", args); err != nil {
+		return b, err
+	}
+	links := map[string]string{
+		"kubectl": b.k("kubectl"),
+		"tkn":     b.tkn,
+		"tekvirt": filepath.Join(b.tekvirt, "tekvirt"),
+	}
+	for name, target := range links {
+		link := filepath.Join(c.BinDir(), name)
+		_ = os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// knownBinaries returns binary paths without building, for Down and Status.
+func (c *Cluster) knownBinaries() binaries {
+	b := binaries{tekvirt: c.path("cache", "tekvirt")}
+	dirs := make([]string, len(toolBuilds))
+	for i, t := range toolBuilds {
+		v, _ := c.toolVersion(t)
+		dirs[i] = c.toolDir(t, v)
+	}
+	b.kube, b.tekton, b.tkn = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn")
+	return b
+}
+
+// hostTools are the Debian executables the cluster needs, with their packages.
+var hostTools = []struct{ path, pkg string }{
+	{"/usr/bin/etcd", "etcd-server"},
+	{"/usr/bin/containerd", "containerd"},
+	{"/usr/sbin/runc", "runc"},
+	{cniBinDir + "/bridge", "containernetworking-plugins"},
+	{"/usr/sbin/iptables", "iptables"},
+	{"/usr/sbin/libvirtd", "libvirt-daemon libvirt-daemon-driver-qemu"},
+	{"/usr/sbin/virtlogd", "libvirt-daemon"},
+	{"/usr/bin/qemu-system-x86_64", "qemu-system-x86"},
+	{"/bin/busybox", "busybox-static"},
+}
+
+// preflight checks the host tools and names the packages that are missing.
+func (c *Cluster) preflight() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("tekvirt up runs a kubelet, containerd and libvirtd and must run as root")
+	}
+	var missing []string
+	for _, t := range hostTools {
+		if _, err := os.Stat(t.path); err != nil {
+			missing = append(missing, t.pkg)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing host packages; install them with: apt-get install -y %s", strings.Join(missing, " "))
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		return fmt.Errorf("the go command is needed to build the cluster's binaries: %w", err)
+	}
+	if dynamic, err := isDynamic("/bin/busybox"); err != nil || dynamic {
+		return fmt.Errorf("/bin/busybox must be static (apt-get install -y busybox-static): dynamic=%v err=%v", dynamic, err)
+	}
+	return nil
+}
+
+// isDynamic reports whether an ELF file needs a dynamic loader.
+func isDynamic(path string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return true, nil
+		}
+	}
+	return false, nil
+}

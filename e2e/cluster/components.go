@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// processes lists the daemons in start order.
+func (c *Cluster) processes(b binaries) []*process {
+	pki := func(f string) string { return filepath.Join(c.pkiDir(), f) }
+	etc := func(f string) string { return c.path("etc", f) }
+	apiAddr := net.JoinHostPort("0.0.0.0", strconv.Itoa(APIServerPort))
+	return []*process{
+		{
+			name: "registry", binary: filepath.Join(b.tekvirt, "tekvirt"),
+			args:  []string{"registry", "--addr", RegistryAddr, "--dir", c.path("data", "registry")},
+			ports: []string{RegistryAddr}, ready: httpReady(nil, "http://"+RegistryAddr+"/v2/"),
+		},
+		{
+			name: "etcd", binary: "/usr/bin/etcd",
+			args: []string{"--name", "tekvirt", "--data-dir", c.path("data", "etcd"),
+				"--listen-client-urls", "http://" + etcdClientAddr, "--advertise-client-urls", "http://" + etcdClientAddr,
+				"--listen-peer-urls", "http://" + etcdPeerAddr, "--initial-advertise-peer-urls", "http://" + etcdPeerAddr,
+				"--initial-cluster", "tekvirt=http://" + etcdPeerAddr, "--unsafe-no-fsync"},
+			env:   []string{"ETCD_UNSUPPORTED_ARCH=amd64"},
+			ports: []string{etcdClientAddr, etcdPeerAddr}, ready: httpReady(nil, "http://"+etcdClientAddr+"/health"),
+		},
+		{
+			name: "kube-apiserver", binary: b.k("kube-apiserver"),
+			args: []string{"--etcd-servers", "http://" + etcdClientAddr,
+				"--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(APIServerPort), "--advertise-address", c.NodeIP.String(),
+				"--service-cluster-ip-range", serviceCIDR, "--allow-privileged=true",
+				"--client-ca-file", pki("ca.crt"), "--tls-cert-file", pki("apiserver.crt"), "--tls-private-key-file", pki("apiserver.key"),
+				"--kubelet-client-certificate", pki("apiserver-kubelet-client.crt"), "--kubelet-client-key", pki("apiserver-kubelet-client.key"),
+				"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+				"--service-account-key-file", pki("sa.pub"), "--service-account-signing-key-file", pki("sa.key"),
+				"--authorization-mode", "Node,RBAC", "--enable-admission-plugins", "NodeRestriction", "--profiling=false"},
+			ports: []string{apiAddr}, ready: c.apiReady(), readyTimeout: 2 * time.Minute,
+		},
+		{
+			name: "kube-controller-manager", binary: b.k("kube-controller-manager"),
+			args: []string{"--kubeconfig", etc("controller-manager.kubeconfig"),
+				"--authentication-kubeconfig", etc("controller-manager.kubeconfig"), "--authorization-kubeconfig", etc("controller-manager.kubeconfig"),
+				"--service-account-private-key-file", pki("sa.key"), "--root-ca-file", pki("ca.crt"),
+				"--cluster-signing-cert-file", pki("ca.crt"), "--cluster-signing-key-file", pki("ca.key"),
+				"--use-service-account-credentials", "--leader-elect=false", "--bind-address", "127.0.0.1", "--profiling=false"},
+			ports: []string{"127.0.0.1:10257"}, ready: httpReady(insecureTLS(), "https://127.0.0.1:10257/healthz"),
+		},
+		{
+			name: "kube-scheduler", binary: b.k("kube-scheduler"),
+			args: []string{"--kubeconfig", etc("scheduler.kubeconfig"),
+				"--authentication-kubeconfig", etc("scheduler.kubeconfig"), "--authorization-kubeconfig", etc("scheduler.kubeconfig"),
+				"--leader-elect=false", "--bind-address", "127.0.0.1", "--profiling=false"},
+			ports: []string{"127.0.0.1:10259"}, ready: httpReady(insecureTLS(), "https://127.0.0.1:10259/healthz"),
+		},
+		{
+			name: "containerd", binary: "/usr/bin/containerd",
+			args:  []string{"--config", etc("containerd.toml")},
+			ready: socketReady(c.containerdSocket()),
+		},
+		{
+			name: "kubelet", binary: b.k("kubelet"),
+			args: []string{"--config", etc("kubelet.yaml"), "--kubeconfig", etc("kubelet.kubeconfig"),
+				"--hostname-override", c.NodeName, "--node-ip", c.NodeIP.String(), "--root-dir", c.path("data", "kubelet")},
+			ports: []string{"0.0.0.0:10250", "127.0.0.1:10248"}, ready: httpReady(nil, "http://127.0.0.1:10248/healthz"),
+		},
+		{
+			name: "kube-proxy", binary: b.k("kube-proxy"),
+			args:  []string{"--config", etc("kube-proxy.yaml")},
+			ports: []string{"127.0.0.1:10256"}, ready: httpReady(nil, "http://127.0.0.1:10256/livez"),
+		},
+		{
+			name: "virtlogd", binary: "/usr/sbin/virtlogd",
+			ready: socketReady("/run/libvirt/virtlogd-sock"),
+		},
+		{
+			name: "libvirtd", binary: "/usr/sbin/libvirtd",
+			args:  []string{"-f", etc("libvirtd.conf")},
+			ready: socketReady(c.LibvirtSocket()),
+		},
+	}
+}
+
+func insecureTLS() *tls.Config {
+	// Component health endpoints serve self-signed certificates; only
+	// liveness is read from them.
+	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // health probe of a local self-signed endpoint
+}
+
+func httpReady(tlsConfig *tls.Config, url string) func(context.Context) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
+	}
+}
+
+// apiReady polls /readyz with the admin identity.
+func (c *Cluster) apiReady() func(context.Context) error {
+	return func(ctx context.Context) error {
+		cert, err := tls.LoadX509KeyPair(filepath.Join(c.pkiDir(), "admin.crt"), filepath.Join(c.pkiDir(), "admin.key"))
+		if err != nil {
+			return err
+		}
+		caPEM, err := os.ReadFile(filepath.Join(c.pkiDir(), "ca.crt"))
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(caPEM)
+		cfg := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool}
+		return httpReady(cfg, fmt.Sprintf("https://127.0.0.1:%d/readyz", APIServerPort))(ctx)
+	}
+}
+
+func socketReady(path string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "unix", path)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}
+}

@@ -1,0 +1,209 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// clientCerts are the client identities of the control plane and node, with
+// the kubeconfig each one gets under etc/.
+var clientCerts = []certRequest{
+	{file: "admin", cn: "tekvirt-admin", orgs: []string{"system:masters"}},
+	{file: "controller-manager", cn: "system:kube-controller-manager"},
+	{file: "scheduler", cn: "system:kube-scheduler"},
+	{file: "kube-proxy", cn: "system:kube-proxy"},
+	{file: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
+}
+
+// writeConfigs creates the PKI, kubeconfigs and component config files. It
+// keeps existing keys so running components and users' kubeconfigs stay valid.
+func (c *Cluster) writeConfigs() error {
+	ca, err := loadOrCreateCA(c.pkiDir())
+	if err != nil {
+		return fmt.Errorf("certificate authority: %w", err)
+	}
+	reqs := append([]certRequest{}, clientCerts...)
+	reqs = append(reqs,
+		certRequest{file: "kubelet", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}},
+		certRequest{file: "kubelet-serving", cn: c.NodeName, dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
+		certRequest{file: "apiserver", cn: "kube-apiserver", server: true,
+			dns: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost", c.NodeName},
+			ips: []net.IP{net.ParseIP(kubernetesSvcIP).To4(), net.IPv4(127, 0, 0, 1), c.NodeIP}},
+	)
+	for _, r := range reqs {
+		if err := ca.issue(c.pkiDir(), r); err != nil {
+			return err
+		}
+	}
+	if err := ensureServiceAccountKey(c.pkiDir()); err != nil {
+		return fmt.Errorf("service account key: %w", err)
+	}
+	local := fmt.Sprintf("https://127.0.0.1:%d", APIServerPort)
+	for _, name := range []string{"controller-manager", "scheduler", "kube-proxy", "kubelet"} {
+		if err := c.writeKubeconfig(c.path("etc", name+".kubeconfig"), name, local); err != nil {
+			return err
+		}
+	}
+	if err := c.writeKubeconfig(c.Kubeconfig(), "admin", local); err != nil {
+		return err
+	}
+	files := map[string]string{
+		c.path("etc", "kubelet.yaml"):               c.kubeletConfig(),
+		c.path("etc", "kube-proxy.yaml"):            c.kubeProxyConfig(),
+		c.path("etc", "containerd.toml"):            c.containerdConfig(),
+		c.path("etc", "cni", "10-tekvirt.conflist"): cniConfig,
+		c.path("etc", "libvirtd.conf"):              c.libvirtdConfig(),
+	}
+	for path, content := range files {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := writeIfChanged(path, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeIfChanged leaves an identical file alone: kube-proxy exits when its
+// configuration file changes, even to the same content.
+func writeIfChanged(path string, content []byte, mode os.FileMode) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, content, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (c *Cluster) kubeletConfig() string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %[1]s/ca.crt}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://%[2]s
+tlsCertFile: %[1]s/kubelet-serving.crt
+tlsPrivateKeyFile: %[1]s/kubelet-serving.key
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+clusterDomain: cluster.local
+serializeImagePulls: false
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%%, imagefs.available: 1%%, nodefs.inodesFree: 1%%}
+imageGCHighThresholdPercent: 99
+imageGCLowThresholdPercent: 95
+maxPods: 250
+`, c.pkiDir(), c.containerdSocket())
+}
+
+func (c *Cluster) kubeProxyConfig() string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: %s}
+mode: iptables
+clusterCIDR: %s
+hostnameOverride: %s
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0}
+nodePortAddresses: [primary]
+`, c.path("etc", "kube-proxy.kubeconfig"), podCIDR, c.NodeName)
+}
+
+func (c *Cluster) containerdSocket() string { return c.path("run", "containerd", "containerd.sock") }
+
+// containerdConfig is the CRI configuration known to work here: cgroupfs,
+// restrict_oom_score_adj (no CAP_SYS_RESOURCE), and the local registry as a
+// plain-HTTP mirror of itself.
+func (c *Cluster) containerdConfig() string {
+	return fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+[grpc]
+  address = %[3]q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "%[4]s/tekvirt/tekvirt-pause:latest"
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %[5]q
+    conf_dir = %[6]q
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[4]s"]
+    endpoint = ["http://%[4]s"]
+`, c.path("data", "containerd"), c.path("run", "containerd", "state"), c.containerdSocket(),
+		RegistryAddr, cniBinDir, c.path("etc", "cni"))
+}
+
+const cniConfig = `{
+  "cniVersion": "1.0.0",
+  "name": "tekvirt",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "tekvirt0",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "` + podCIDR + `"}]], "routes": [{"dst": "0.0.0.0/0"}]}
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`
+
+// LibvirtSocket is the libvirtd socket the node runtime connects to.
+func (c *Cluster) LibvirtSocket() string { return c.path("run", "libvirt", "libvirt-sock") }
+
+func (c *Cluster) libvirtdConfig() string {
+	return fmt.Sprintf("unix_sock_dir = %q\nauth_unix_rw = \"none\"\nauth_unix_ro = \"none\"\nunix_sock_group = \"root\"\n",
+		filepath.Dir(c.LibvirtSocket()))
+}
+
+// prepareHost sets the kernel switches pods and Services need and the user
+// and folders libvirt's QEMU driver expects where no init system made them.
+func (c *Cluster) prepareHost() error {
+	for _, m := range []string{"br_netfilter", "overlay"} {
+		// Built-in or already loaded on some kernels; the sysctls below tell.
+		_ = exec.Command("modprobe", m).Run()
+	}
+	sysctls := map[string]string{
+		"net/ipv4/ip_forward":                 "1",
+		"net/bridge/bridge-nf-call-iptables":  "1",
+		"net/bridge/bridge-nf-call-ip6tables": "1",
+	}
+	for k, v := range sysctls {
+		if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil && k == "net/ipv4/ip_forward" {
+			return fmt.Errorf("enabling %s: %w", strings.ReplaceAll(k, "/", "."), err)
+		}
+	}
+	if err := exec.Command("id", "libvirt-qemu").Run(); err != nil {
+		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "libvirt-qemu").CombinedOutput(); err != nil {
+			return fmt.Errorf("creating the libvirt-qemu user: %v: %s", err, out)
+		}
+	}
+	for _, d := range []string{"/var/log/libvirt/qemu", "/var/lib/libvirt/qemu", "/var/cache/libvirt/qemu", "/run/libvirt", filepath.Dir(c.LibvirtSocket()), c.path("run", "containerd")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/tekvirt/tekvirt/catalog"
+	"github.com/tekvirt/tekvirt/e2e/ocibuild"
+)
+
+// Images maps the import path of each program the cluster runs (the ko://
+// names used in Tekton's and tekvirt's manifests) to its pushed digest reference.
+type Images map[string]string
+
+const (
+	tektonModule  = "github.com/tektoncd/pipeline"
+	tekvirtModule = "github.com/tekvirt/tekvirt"
+	// ShellImageKey names the busybox image in Images; it is Tekton's shell image.
+	ShellImageKey = "busybox"
+)
+
+// goBinaryImage is an image holding one static Go binary at /ko-app/<name>,
+// the layout Tekton's controller expects of its entrypoint image.
+func goBinaryImage(binary string, args ...string) ocibuild.Spec {
+	name := filepath.Base(binary)
+	return ocibuild.Spec{
+		Files: map[string]ocibuild.File{
+			"/ko-app/" + name: {Source: binary, Mode: 0o755},
+			"/var/run/ko":     {Dir: true},
+			"/tmp":            {Dir: true, Mode: 0o1777},
+		},
+		Entrypoint: append([]string{"/ko-app/" + name}, args...),
+		Env:        []string{"KO_DATA_PATH=/var/run/ko"},
+	}
+}
+
+// busyboxImage is Debian's static busybox with every applet linked in /bin.
+func busyboxImage() (ocibuild.Spec, error) {
+	out, err := exec.Command("/bin/busybox", "--list").Output()
+	if err != nil {
+		return ocibuild.Spec{}, fmt.Errorf("listing busybox applets: %w", err)
+	}
+	files := map[string]ocibuild.File{
+		"/bin/busybox": {Source: "/bin/busybox", Mode: 0o755},
+		"/tmp":         {Dir: true, Mode: 0o1777},
+	}
+	for _, applet := range strings.Fields(string(out)) {
+		if applet != "busybox" {
+			files["/bin/"+applet] = ocibuild.File{Link: "/bin/busybox"}
+		}
+	}
+	return ocibuild.Spec{Files: files, Entrypoint: []string{"/bin/sh"}}, nil
+}
+
+// pushImages builds and pushes every image; unchanged images upload nothing.
+func (c *Cluster) pushImages(b binaries) (Images, error) {
+	bb, err := busyboxImage()
+	if err != nil {
+		return nil, err
+	}
+	specs := map[string]ocibuild.Spec{
+		ShellImageKey:                             bb,
+		tekvirtModule + "/cmd/tekvirt-pause":      goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-pause")),
+		tekvirtModule + "/cmd/tekvirt-controller": goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-controller")),
+		tekvirtModule + "/cmd/tekvirt-step":       goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-step")),
+	}
+	for _, p := range toolBuilds[1].pkgs {
+		specs[tektonModule+"/cmd/"+p] = goBinaryImage(filepath.Join(b.tekton, p))
+	}
+	images := Images{}
+	for key, spec := range specs {
+		repo := "tekvirt/" + filepath.Base(key)
+		if strings.HasPrefix(key, tektonModule) {
+			repo = "tekton/" + filepath.Base(key)
+		}
+		// Pushed by tag too: containerd names the sandbox image by tag.
+		ref, err := ocibuild.Push(spec, RegistryAddr+"/"+repo+":latest")
+		if err != nil {
+			return nil, err
+		}
+		images[key] = ref
+	}
+	c.progress("%-24s pushed %d images to %s", "images", len(images), RegistryAddr)
+	return images, nil
+}
+
+// Resolve replaces every ko://<import path> in manifest with its image.
+func (im Images) Resolve(manifest string) (string, error) {
+	return catalog.ResolveImages(manifest, im)
+}

@@ -1,0 +1,120 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tekvirt/tekvirt/catalog"
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+)
+
+// install pushes the images and deploys Tekton and tekvirt into the cluster.
+func (c *Cluster) install(ctx context.Context, b binaries) error {
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	k := &kube{cs: cs}
+	a, err := newApplier(cfg)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := k.waitNodeReady(ctx, c.NodeName); err != nil {
+		return err
+	}
+	c.progress("%-24s Ready (%s)", "node "+c.NodeName, since(start))
+	images, err := c.pushImages(b)
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	if err := c.installTekton(ctx, a, k, images); err != nil {
+		return err
+	}
+	c.progress("%-24s available in %s", "tekton pipelines", since(start))
+	start = time.Now()
+	if err := c.installTekvirt(ctx, a, k, images); err != nil {
+		return err
+	}
+	c.progress("%-24s available in %s", "tekvirt controller", since(start))
+	return nil
+}
+
+// installTekvirt applies the task ClusterRoles, the controller and the
+// default HyperConverged, then waits until the catalog is installed.
+func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, images Images) error {
+	roles, err := catalog.ClusterRoles()
+	if err != nil {
+		return err
+	}
+	if err := a.apply(ctx, roles); err != nil {
+		return err
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range append(append([]string{}, ctrlconfig.Files...), ctrlconfig.DefaultHyperConverged) {
+		data, err := fs.ReadFile(ctrlconfig.FS, f)
+		if err != nil {
+			return err
+		}
+		resolved, err := images.Resolve(string(data))
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		docs, err := decodeManifests([]byte(resolved))
+		if err != nil {
+			return fmt.Errorf("decoding %s: %w", f, err)
+		}
+		objs = append(objs, docs...)
+	}
+	if err := a.apply(ctx, objs); err != nil {
+		return err
+	}
+	if err := k.waitDeployment(ctx, ctrlconfig.Namespace, "tekvirt-controller"); err != nil {
+		return err
+	}
+	hc := objs[len(objs)-1]
+	return waitAvailable(ctx, a, hc)
+}
+
+var hyperConvergedGVR = schema.GroupVersionResource{Group: "hco.kubevirt.io", Version: "v1beta1", Resource: "hyperconvergeds"}
+
+// waitAvailable waits for the HyperConverged to report Available=True for
+// its current generation, and reports its message otherwise.
+func waitAvailable(ctx context.Context, a *applier, hc *unstructured.Unstructured) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := a.dyn.Resource(hyperConvergedGVR).Namespace(hc.GetNamespace()).Get(ctx, hc.GetName(), metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] != "Available" {
+				continue
+			}
+			last = fmt.Sprintf("%v: %v", m["reason"], m["message"])
+			gen, _ := m["observedGeneration"].(int64)
+			return m["status"] == "True" && gen == got.GetGeneration(), nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("HyperConverged %s/%s not Available: %s (kubectl -n %s logs deploy/tekvirt-controller)", hc.GetNamespace(), hc.GetName(), last, hc.GetNamespace())
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is one daemon the cluster runs on this machine.
+type process struct {
+	name   string
+	binary string
+	args   []string
+	env    []string
+	// ports are TCP addresses the process listens on; checked before a start
+	// so that a port taken by something else gets a clear message.
+	ports []string
+	// ready returns nil once the process serves.
+	ready func(ctx context.Context) error
+	// readyTimeout bounds the wait for ready after a start.
+	readyTimeout time.Duration
+}
+
+func (c *Cluster) pidFile(name string) string { return filepath.Join(c.Home, "run", name+".pid") }
+
+// LogFile is where the named component writes its output.
+func (c *Cluster) LogFile(name string) string { return filepath.Join(c.Home, "logs", name+".log") }
+
+// pid returns the PID of the named component when it is running, else 0.
+func (c *Cluster) pid(p *process) int {
+	data, err := os.ReadFile(c.pidFile(p.name))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	if !processMatches(pid, p.binary) {
+		return 0
+	}
+	return pid
+}
+
+// processMatches reports whether pid is alive and runs binary, so that a PID
+// reused by an unrelated process is never taken for ours.
+func processMatches(pid int, binary string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(cmdline) == 0 {
+		return false
+	}
+	if isZombie(pid) {
+		return false
+	}
+	argv0 := strings.SplitN(string(cmdline), "\x00", 2)[0]
+	return filepath.Base(argv0) == filepath.Base(binary)
+}
+
+// ensure starts p unless it already runs, then waits until it is ready.
+func (c *Cluster) ensure(ctx context.Context, p *process) error {
+	start := time.Now()
+	if pid := c.pid(p); pid != 0 {
+		c.progress("%-24s running (pid %d)", p.name, pid)
+		return nil
+	}
+	for _, addr := range p.ports {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s: port %s is already in use by another process; stop it or free the port (%v)", p.name, addr, err)
+		}
+		l.Close()
+	}
+	logPath := c.LogFile(p.name)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s: opening log: %w", p.name, err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "\n=== tekvirt starting %s at %s: %s %s\n", p.name, time.Now().Format(time.RFC3339), p.binary, strings.Join(p.args, " "))
+	cmd := exec.Command(p.binary, p.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), p.env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%s: starting %s: %w (log: %s)", p.name, p.binary, err, logPath)
+	}
+	pid := cmd.Process.Pid
+	if err := os.WriteFile(c.pidFile(p.name), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("%s: writing pid file: %w", p.name, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := waitReady(ctx, p, exited); err != nil {
+		return fmt.Errorf("%s did not start: %w; see %s", p.name, err, logPath)
+	}
+	c.progress("%-24s started (pid %d) in %s", p.name, pid, since(start))
+	return nil
+}
+
+func waitReady(ctx context.Context, p *process, exited <-chan error) error {
+	timeout := p.readyTimeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("exited during start-up (%v)", err)
+		default:
+		}
+		if p.ready == nil {
+			return nil
+		}
+		if last = p.ready(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %s: %w", timeout, last)
+		case err := <-exited:
+			return fmt.Errorf("exited during start-up (%v)", err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// stop terminates the named component if Up started it and it still runs.
+func (c *Cluster) stop(p *process) error {
+	pid := c.pid(p)
+	defer os.Remove(c.pidFile(p.name))
+	if pid == 0 {
+		return nil
+	}
+	if err := terminate(pid, 15*time.Second); err != nil {
+		return fmt.Errorf("stopping %s (pid %d): %w", p.name, pid, err)
+	}
+	c.progress("%-24s stopped", p.name)
+	return nil
+}
+
+// terminate sends SIGTERM to pid's process group, then SIGKILL after grace.
+func terminate(pid int, grace time.Duration) error {
+	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(pid, 0) != nil || isZombie(pid) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+// isZombie reports whether pid has exited but not been reaped (state Z, the
+// field after the ")" that closes the command name), or is gone.
+func isZombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }

@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// stopContainers stops the containerd shims of this cluster (found by the
+// containerd socket in their command line), which the pods' processes hang
+// off; containerd itself leaves them running by design.
+func (c *Cluster) stopContainers() error {
+	sock := c.containerdSocket()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") && strings.Contains(string(cmdline), sock) {
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		// Killing a shim's process group takes the pod's containers with it.
+		_ = terminate(pid, 5*time.Second)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if len(pids) > 0 {
+		c.progress("%-24s stopped %d container shims", "containers", len(pids))
+	}
+	return nil
+}
+
+// wipe unmounts everything under Home and removes all state but the build
+// cache and the bin links.
+func (c *Cluster) wipe() error {
+	if err := c.unmountAll(); err != nil {
+		return err
+	}
+	for _, d := range []string{"pki", "run", "logs", "etc", "data", "kubeconfig"} {
+		if err := os.RemoveAll(c.path(d)); err != nil {
+			return fmt.Errorf("removing %s: %w", c.path(d), err)
+		}
+	}
+	c.progress("%-24s removed (build cache kept in %s)", "state", c.path("cache"))
+	return nil
+}
+
+// unmountAll lazily unmounts every mount below Home, deepest first, and also
+// the pod volume mounts the kubelet left.
+func (c *Cluster) unmountAll() error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var mounts []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && strings.HasPrefix(fields[4], c.Home+"/") {
+			mounts = append(mounts, fields[4])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
+	for _, m := range mounts {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && err != syscall.EINVAL && err != syscall.ENOENT {
+			return fmt.Errorf("unmounting %s: %w", m, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,38 @@
+package result
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// DirEnv overrides the results directory (tests); Tekton's is DefaultDir.
+const DirEnv = "TEKVIRT_RESULTS_DIR"
+
+// DefaultDir is where Tekton collects step results.
+const DefaultDir = "/tekton/results"
+
+// Dir returns the results directory in effect.
+func Dir() string {
+	if d := os.Getenv(DirEnv); d != "" {
+		return d
+	}
+	return DefaultDir
+}
+
+// Write stores every result under Dir, in name order, and fails on the
+// first one it cannot write.
+func Write(results map[string]string) error {
+	names := make([]string, 0, len(results))
+	for n := range results {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(Dir(), n), []byte(results[n]), 0o644); err != nil {
+			return fmt.Errorf("writing result %s: %w", n, err)
+		}
+	}
+	return nil
+}
