@@ -1,0 +1,277 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+func TestNodeReady(t *testing.T) {
+	f := framework.New(t)
+	nodes, err := f.Kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 1 {
+		t.Fatalf("nodes = %d, want 1", len(nodes.Items))
+	}
+	for _, c := range nodes.Items[0].Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+			t.Fatalf("node %s not Ready: %s", nodes.Items[0].Name, c.Message)
+		}
+	}
+}
+
+// TestPodRuns runs a pod that reads the API server through the kubernetes
+// Service (kube-proxy's ClusterIP), so pod networking and Services are real.
+func TestPodRuns(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	image := registryImage(t, f, "tekvirt/busybox")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "hello", Image: image,
+				Command: []string{"sh", "-c", "echo hello from a pod && nc -w 5 10.96.0.1 443 </dev/null && echo service reachable"},
+			}},
+		},
+	}
+	if _, err := f.Kube.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, "pod Succeeded", func() error {
+		p, err := f.Kube.CoreV1().Pods(ns).Get(context.Background(), "hello", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			t.Fatalf("pod failed: %+v", p.Status.ContainerStatuses)
+		}
+		if p.Status.Phase != corev1.PodSucceeded {
+			return framework.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+	logs, err := f.Kube.CoreV1().Pods(ns).GetLogs("hello", &corev1.PodLogOptions{}).DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logs), "hello from a pod") || !strings.Contains(string(logs), "service reachable") {
+		t.Fatalf("pod logs = %q", logs)
+	}
+}
+
+// registryImage returns the digest reference the Tekton controller was given
+// for our busybox (its -shell-image), which is what `tekvirt up` pushed.
+func registryImage(t *testing.T, f *framework.Framework, repo string) string {
+	t.Helper()
+	d, err := f.Kube.AppsV1().Deployments("tekton-pipelines").Get(context.Background(), "tekton-pipelines-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := d.Spec.Template.Spec.Containers[0].Args
+	for i := range args {
+		if args[i] == "-shell-image" && strings.Contains(args[i+1], repo) {
+			return args[i+1]
+		}
+	}
+	t.Fatalf("no %s image in the tekton controller args %v", repo, args)
+	return ""
+}
+
+func TestGenerateSSHKeysWithTkn(t *testing.T) {
+	f := framework.New(t)
+	suffix := rand.String(5)
+	pub, priv := "e2e-authorized-"+suffix, "e2e-key-"+suffix
+	ns := framework.CatalogNamespace
+	t.Cleanup(func() { deleteSecrets(f, ns, pub, priv) })
+	cmd := exec.Command(f.Bin("tkn"), "task", "start", "generate-ssh-keys", "-n", ns, "-s", "generate-ssh-keys-task",
+		"-p", "publicKeySecretName="+pub, "-p", "privateKeySecretName="+priv,
+		"-p", "privateKeyConnectionOptions=user:root,disable-strict-host-key-checking:true",
+		"-p", "additionalSSHKeygenOptions=-t rsa -b 2048 -C e2e",
+		"-p", "publicKeySecretNamespace=", "-p", "privateKeySecretNamespace=",
+		"--showlog")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tkn task start: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "private key stored in secret "+ns+"/"+priv) {
+		t.Fatalf("tkn output lacks the step's report:\n%s", out.String())
+	}
+	checkKeyPair(t, f, ns, pub, ns, priv)
+}
+
+// checkKeyPair verifies the private key parses, matches one public key entry
+// and carries the connection options.
+func checkKeyPair(t *testing.T, f *framework.Framework, pubNS, pub, privNS, priv string) {
+	t.Helper()
+	ps, err := f.Kube.CoreV1().Secrets(pubNS).Get(context.Background(), pub, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("public key secret: %v", err)
+	}
+	ks, err := f.Kube.CoreV1().Secrets(privNS).Get(context.Background(), priv, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("private key secret: %v", err)
+	}
+	if ks.Type != corev1.SecretTypeSSHAuth || string(ks.Data["user"]) != "root" {
+		t.Fatalf("private key secret type %s data keys %v", ks.Type, keys(ks.Data))
+	}
+	signer, err := ssh.ParsePrivateKey(ks.Data[corev1.SSHAuthPrivateKey])
+	if err != nil {
+		t.Fatalf("private key does not parse: %v", err)
+	}
+	for _, v := range ps.Data {
+		pk, _, _, _, err := ssh.ParseAuthorizedKey(v)
+		if err == nil && bytes.Equal(pk.Marshal(), signer.PublicKey().Marshal()) {
+			return
+		}
+	}
+	t.Fatalf("no entry of %s/%s matches the private key (entries %v)", pubNS, pub, keys(ps.Data))
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func deleteSecrets(f *framework.Framework, ns string, names ...string) {
+	for _, n := range names {
+		_ = f.Kube.CoreV1().Secrets(ns).Delete(context.Background(), n, metav1.DeleteOptions{})
+	}
+}
+
+// TestSamplesRun runs every task sample as written, in the catalog namespace.
+func TestSamplesRun(t *testing.T) {
+	f := framework.New(t)
+	samples, err := filepath.Glob("../tasks/*/samples/*.yaml")
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("no samples found: %v", err)
+	}
+	for _, s := range samples {
+		t.Run(strings.TrimPrefix(s, "../tasks/"), func(t *testing.T) {
+			data, err := os.ReadFile(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tr pipelinev1.TaskRun
+			if err := yaml.UnmarshalStrict(data, &tr); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+			tr.Namespace = framework.CatalogNamespace
+			r := framework.NewTaskRunRunner(t, f, &tr).CreateTaskRun().ExpectSuccess()
+			res := r.Results()
+			deleteSecrets(f, res["publicKeySecretNamespace"], res["publicKeySecretName"])
+			deleteSecrets(f, res["privateKeySecretNamespace"], res["privateKeySecretName"])
+		})
+	}
+}
+
+func sshKeysTaskRun(params map[string]string) *pipelinev1.TaskRun {
+	tr := &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-ssh-", Namespace: framework.CatalogNamespace},
+		Spec: pipelinev1.TaskRunSpec{
+			ServiceAccountName: "generate-ssh-keys-task",
+			TaskRef:            &pipelinev1.TaskRef{Name: "generate-ssh-keys"},
+		},
+	}
+	for k, v := range params {
+		tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: k, Value: *pipelinev1.NewStructuredValues(v)})
+	}
+	return tr
+}
+
+func TestGenerateSSHKeysBadInput(t *testing.T) {
+	f := framework.New(t)
+	ns := framework.CatalogNamespace
+	t.Run("unsupported key type", func(t *testing.T) {
+		framework.NewTaskRunRunner(t, f, sshKeysTaskRun(map[string]string{"additionalSSHKeygenOptions": "-t dsa"})).
+			CreateTaskRun().ExpectFailure(`unsupported key type -t "dsa"`)
+	})
+	t.Run("existing private key secret is never overwritten", func(t *testing.T) {
+		name := "e2e-precious-" + rand.String(5)
+		t.Cleanup(func() { deleteSecrets(f, ns, name) })
+		_, err := f.Kube.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Data:       map[string][]byte{"ssh-privatekey": []byte("keep me")},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		framework.NewTaskRunRunner(t, f, sshKeysTaskRun(map[string]string{"privateKeySecretName": name})).
+			CreateTaskRun().ExpectFailure(fmt.Sprintf(`private key secret %s/%s already exists`, ns, name))
+		got, err := f.Kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil || string(got.Data["ssh-privatekey"]) != "keep me" || len(got.Data) != 1 {
+			t.Fatalf("existing secret changed: %v %v", got.Data, err)
+		}
+	})
+	t.Run("wrong param type is rejected by Tekton", func(t *testing.T) {
+		tr := sshKeysTaskRun(nil)
+		tr.Spec.Params = pipelinev1.Params{{Name: "privateKeyConnectionOptions", Value: *pipelinev1.NewStructuredValues("user:root")}}
+		framework.NewTaskRunRunner(t, f, tr).CreateTaskRun().ExpectFailure(`privateKeyConnectionOptions`)
+	})
+}
+
+// TestCatalogIsRestored deletes and edits an installed Task and waits for
+// the controller to put it back.
+func TestCatalogIsRestored(t *testing.T) {
+	f := framework.New(t)
+	tasks := f.Tekton.TektonV1().Tasks(framework.CatalogNamespace)
+	orig, err := tasks.Get(context.Background(), "generate-ssh-keys", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"spec":{"description":"tampered"}}`)
+	if _, err := tasks.Patch(context.Background(), orig.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "e2e"}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "edited Task restored", func() error {
+		got, err := tasks.Get(context.Background(), orig.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Spec.Description != orig.Spec.Description {
+			return framework.Errorf("description still %q", got.Spec.Description)
+		}
+		return nil
+	})
+	if err := tasks.Delete(context.Background(), orig.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "deleted Task restored", func() error {
+		got, err := tasks.Get(context.Background(), orig.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if got.UID == orig.UID {
+			return framework.Errorf("still the old object")
+		}
+		return nil
+	})
+}
