@@ -1,6 +1,7 @@
 // Package config embeds the controller's deployment manifests: the CRDs and
 // RBAC that controller-gen generates (crd/, rbac/role.yaml), the hand-written
-// binding and Deployment (rbac/, manager/) and the default HyperConverged
+// binding and Deployment (rbac/, manager/), the node volume provisioner's
+// RBAC and default StorageClass (hostpath/) and the default HyperConverged
 // (samples/). Images are named ko://<import path> and resolved on install.
 package config
 
@@ -8,7 +9,7 @@ import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml
+//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml
 var FS embed.FS
 
 // Files in the order they are applied.
@@ -19,6 +20,9 @@ var Files = []string{
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",
 	"manager/manager.yaml",
+	"hostpath/role.yaml",
+	"hostpath/role_binding.yaml",
+	"hostpath/storageclass.yaml",
 }
 
 // DefaultHyperConverged is the entry object `tekvirt up` creates.

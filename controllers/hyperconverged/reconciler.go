@@ -152,4 +152,3 @@ func (r *Reconciler) requestsForAll(ctx context.Context, _ client.Object) []reco
 	}
 	return out
 }
-

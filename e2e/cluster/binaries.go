@@ -160,7 +160,7 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 	}
 	b.kube, b.tekton, b.tkn = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn")
 	b.tekvirt = c.path("cache", "tekvirt")
-	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause"}
+	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", args); err != nil {
 		return b, err
 	}
@@ -202,6 +202,7 @@ var hostTools = []struct{ path, pkg string }{
 	{"/usr/sbin/virtlogd", "libvirt-daemon"},
 	{"/usr/bin/qemu-system-x86_64", "qemu-system-x86"},
 	{"/bin/busybox", "busybox-static"},
+	{"/sbin/mkfs.xfs", "xfsprogs"},
 }
 
 // preflight checks the host tools and names the packages that are missing.

@@ -125,13 +125,19 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.prepareHost(); err != nil {
 		return err
 	}
-	for _, p := range c.processes(bins) {
-		if err := c.ensure(ctx, p); err != nil {
+	procs := c.processes(bins)
+	for _, p := range procs {
+		if err := c.ensureUnless(ctx, p, p.afterInstall); err != nil {
 			return err
 		}
 	}
 	if err := c.install(ctx, bins); err != nil {
 		return err
+	}
+	for _, p := range procs {
+		if err := c.ensureUnless(ctx, p, !p.afterInstall); err != nil {
+			return err
+		}
 	}
 	c.progress("cluster is up")
 	fmt.Fprintf(c.Out, "\nexport KUBECONFIG=%s\nexport PATH=%s:$PATH\n", c.Kubeconfig(), c.BinDir())
@@ -150,6 +156,7 @@ func (c *Cluster) Down(wipe bool) error {
 		}
 		errs = append(errs, c.stop(procs[i]))
 	}
+	errs = append(errs, c.unmountStorage())
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -164,6 +171,13 @@ type ComponentStatus struct {
 	Name    string
 	PID     int
 	LogFile string
+}
+
+func (c *Cluster) ensureUnless(ctx context.Context, p *process, skip bool) error {
+	if skip {
+		return nil
+	}
+	return c.ensure(ctx, p)
 }
 
 // Status lists every component and its PID (0 when not running).

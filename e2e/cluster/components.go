@@ -13,6 +13,8 @@ import (
 	"time"
 )
 
+const hostpathProbeAddr = "127.0.0.1:10270"
+
 // processes lists the daemons in start order.
 func (c *Cluster) processes(b binaries) []*process {
 	pki := func(f string) string { return filepath.Join(c.pkiDir(), f) }
@@ -76,6 +78,13 @@ func (c *Cluster) processes(b binaries) []*process {
 			name: "kube-proxy", binary: b.k("kube-proxy"),
 			args:  []string{"--config", etc("kube-proxy.yaml")},
 			ports: []string{"127.0.0.1:10256"}, ready: httpReady(nil, "http://127.0.0.1:10256/livez"),
+		},
+		{
+			name: "hostpath-provisioner", binary: filepath.Join(b.tekvirt, "tekvirt-hostpath"),
+			args: []string{"--kubeconfig", etc("hostpath.kubeconfig"), "--root", c.StorageRoot(), "--node", c.NodeName,
+				"--health-probe-bind-address", hostpathProbeAddr},
+			ports: []string{hostpathProbeAddr}, ready: httpReady(nil, "http://"+hostpathProbeAddr+"/readyz"),
+			afterInstall: true,
 		},
 		{
 			name: "virtlogd", binary: "/usr/sbin/virtlogd",

@@ -17,6 +17,7 @@ var clientCerts = []certRequest{
 	{file: "controller-manager", cn: "system:kube-controller-manager"},
 	{file: "scheduler", cn: "system:kube-scheduler"},
 	{file: "kube-proxy", cn: "system:kube-proxy"},
+	{file: "hostpath", cn: "system:tekvirt-hostpath"},
 	{file: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
 }
 
@@ -44,7 +45,7 @@ func (c *Cluster) writeConfigs() error {
 		return fmt.Errorf("service account key: %w", err)
 	}
 	local := fmt.Sprintf("https://127.0.0.1:%d", APIServerPort)
-	for _, name := range []string{"controller-manager", "scheduler", "kube-proxy", "kubelet"} {
+	for _, name := range []string{"controller-manager", "scheduler", "kube-proxy", "kubelet", "hostpath"} {
 		if err := c.writeKubeconfig(c.path("etc", name+".kubeconfig"), name, local); err != nil {
 			return err
 		}
@@ -199,6 +200,9 @@ func (c *Cluster) prepareHost() error {
 		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "libvirt-qemu").CombinedOutput(); err != nil {
 			return fmt.Errorf("creating the libvirt-qemu user: %v: %s", err, out)
 		}
+	}
+	if err := c.ensureStorage(); err != nil {
+		return fmt.Errorf("storage pool: %w", err)
 	}
 	for _, d := range []string{"/var/log/libvirt/qemu", "/var/lib/libvirt/qemu", "/var/cache/libvirt/qemu", "/run/libvirt", filepath.Dir(c.LibvirtSocket()), c.path("run", "containerd")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -1,0 +1,86 @@
+package hostpath
+
+import (
+	"fmt"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Provisioner is the provisioner name StorageClasses refer to.
+const Provisioner = "tekvirt.io/hostpath"
+
+// Annotations the provisioner reads and writes.
+const (
+	annProvisionedBy      = "pv.kubernetes.io/provisioned-by"
+	annStorageProvisioner = "volume.kubernetes.io/storage-provisioner"
+	annBetaProvisioner    = "volume.beta.kubernetes.io/storage-provisioner"
+)
+
+// wantsVolume reports whether pvc waits for a volume from this provisioner.
+func wantsVolume(pvc *corev1.PersistentVolumeClaim) bool {
+	if pvc.Spec.VolumeName != "" || pvc.DeletionTimestamp != nil {
+		return false
+	}
+	a := pvc.Annotations
+	return a[annStorageProvisioner] == Provisioner || a[annBetaProvisioner] == Provisioner
+}
+
+// volumeName is the PV name for a claim, stable so a retry finds its PV.
+func volumeName(pvc *corev1.PersistentVolumeClaim) string { return "pvc-" + string(pvc.UID) }
+
+// volumeFor builds the PersistentVolume for pvc of class, stored in dir on node.
+func volumeFor(pvc *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, root, node string) (*corev1.PersistentVolume, error) {
+	if pvc.Spec.VolumeMode != nil && *pvc.Spec.VolumeMode == corev1.PersistentVolumeBlock {
+		return nil, fmt.Errorf("claim %s/%s asks for volumeMode Block; %s provides Filesystem volumes only", pvc.Namespace, pvc.Name, Provisioner)
+	}
+	if pvc.Spec.Selector != nil {
+		return nil, fmt.Errorf("claim %s/%s has a selector; %s cannot provision for selectors", pvc.Namespace, pvc.Name, Provisioner)
+	}
+	size, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	if !ok {
+		return nil, fmt.Errorf("claim %s/%s requests no storage size", pvc.Namespace, pvc.Name)
+	}
+	reclaim := corev1.PersistentVolumeReclaimDelete
+	if class.ReclaimPolicy != nil {
+		reclaim = *class.ReclaimPolicy
+	}
+	dirType := corev1.HostPathDirectory
+	fs := corev1.PersistentVolumeFilesystem
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        volumeName(pvc),
+			Annotations: map[string]string{annProvisionedBy: Provisioner},
+		},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   pvc.Spec.AccessModes,
+			PersistentVolumeReclaimPolicy: reclaim,
+			StorageClassName:              class.Name,
+			VolumeMode:                    &fs,
+			MountOptions:                  class.MountOptions,
+			ClaimRef: &corev1.ObjectReference{
+				Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID,
+			},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: filepath.Join(root, volumeName(pvc)), Type: &dirType},
+			},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
+				}}}},
+			}},
+		},
+	}, nil
+}
+
+// releasedForDeletion reports whether pv is ours, released and to be deleted.
+func releasedForDeletion(pv *corev1.PersistentVolume) bool {
+	return pv.Annotations[annProvisionedBy] == Provisioner &&
+		pv.Status.Phase == corev1.VolumeReleased &&
+		pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete &&
+		pv.DeletionTimestamp == nil
+}

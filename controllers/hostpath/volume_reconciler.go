@@ -1,0 +1,56 @@
+package hostpath
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// VolumeReconciler deletes released volumes whose reclaim policy is Delete,
+// data first.
+type VolumeReconciler struct {
+	Client client.Client
+	Root   string
+}
+
+// Reconcile removes one released volume.
+func (r *VolumeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pv := &corev1.PersistentVolume{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pv); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !releasedForDeletion(pv) || pv.Spec.HostPath == nil {
+		return ctrl.Result{}, nil
+	}
+	dir := pv.Spec.HostPath.Path
+	if !within(r.Root, dir) {
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("volume %s path %s is outside %s; not deleting it", pv.Name, dir, r.Root))
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return ctrl.Result{}, fmt.Errorf("removing data of %s: %w", klog.KObj(pv), err)
+	}
+	if err := r.Client.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting %s: %w", klog.KObj(pv), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("deleted released volume", "volume", pv.Name, "path", dir)
+	return ctrl.Result{}, nil
+}
+
+// within reports whether path is a directory strictly inside root.
+func within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..") && !filepath.IsAbs(rel)
+}
+
+// SetupWithManager watches volumes.
+func (r *VolumeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("hostpath-volume").For(&corev1.PersistentVolume{}).Complete(r)
+}

@@ -1,0 +1,111 @@
+package hostpath
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func claim(mut func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolumeClaim {
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "disk", UID: "u1",
+			Annotations: map[string]string{annStorageProvisioner: Provisioner}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if mut != nil {
+		mut(pvc)
+	}
+	return pvc
+}
+
+func TestVolumeFor(t *testing.T) {
+	retain := corev1.PersistentVolumeReclaimRetain
+	block := corev1.PersistentVolumeBlock
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hp"}, Provisioner: Provisioner}
+	tests := []struct {
+		name    string
+		pvc     *corev1.PersistentVolumeClaim
+		class   *storagev1.StorageClass
+		wantErr string
+		check   func(t *testing.T, pv *corev1.PersistentVolume)
+	}{
+		{name: "filesystem claim", pvc: claim(nil), class: class, check: func(t *testing.T, pv *corev1.PersistentVolume) {
+			if pv.Name != "pvc-u1" || pv.Spec.HostPath.Path != "/root/pvc-u1" {
+				t.Fatalf("name %s path %s", pv.Name, pv.Spec.HostPath.Path)
+			}
+			if pv.Spec.ClaimRef.UID != "u1" || pv.Spec.ClaimRef.Name != "disk" || pv.Spec.StorageClassName != "hp" {
+				t.Fatalf("claimRef %+v class %s", pv.Spec.ClaimRef, pv.Spec.StorageClassName)
+			}
+			if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+				t.Fatalf("reclaim %s", pv.Spec.PersistentVolumeReclaimPolicy)
+			}
+			if got := pv.Spec.Capacity[corev1.ResourceStorage]; got.String() != "1Gi" {
+				t.Fatalf("capacity %s", got.String())
+			}
+			if v := pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values; v[0] != "node1" {
+				t.Fatalf("node affinity %v", v)
+			}
+		}},
+		{name: "class reclaim policy is kept", pvc: claim(nil), class: &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hp"}, ReclaimPolicy: &retain},
+			check: func(t *testing.T, pv *corev1.PersistentVolume) {
+				if pv.Spec.PersistentVolumeReclaimPolicy != retain {
+					t.Fatalf("reclaim %s", pv.Spec.PersistentVolumeReclaimPolicy)
+				}
+			}},
+		{name: "block is refused", pvc: claim(func(p *corev1.PersistentVolumeClaim) { p.Spec.VolumeMode = &block }), class: class, wantErr: "volumeMode Block"},
+		{name: "selector is refused", pvc: claim(func(p *corev1.PersistentVolumeClaim) { p.Spec.Selector = &metav1.LabelSelector{} }), class: class, wantErr: "selector"},
+		{name: "no size", pvc: claim(func(p *corev1.PersistentVolumeClaim) { p.Spec.Resources.Requests = nil }), class: class, wantErr: "no storage size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pv, err := volumeFor(tt.pvc, tt.class, "/root", "node1")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "ns/disk") {
+					t.Fatalf("err = %v, want %q naming ns/disk", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, pv)
+		})
+	}
+}
+
+func TestWantsVolumeAndRelease(t *testing.T) {
+	if !wantsVolume(claim(nil)) {
+		t.Fatal("pending claim of our provisioner not wanted")
+	}
+	if wantsVolume(claim(func(p *corev1.PersistentVolumeClaim) { p.Spec.VolumeName = "x" })) {
+		t.Fatal("bound claim wanted")
+	}
+	if wantsVolume(claim(func(p *corev1.PersistentVolumeClaim) { p.Annotations[annStorageProvisioner] = "other" })) {
+		t.Fatal("claim of another provisioner wanted")
+	}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{annProvisionedBy: Provisioner}},
+		Spec:   corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeReleased}}
+	if !releasedForDeletion(pv) {
+		t.Fatal("released volume not deleted")
+	}
+	pv.Status.Phase = corev1.VolumeBound
+	if releasedForDeletion(pv) {
+		t.Fatal("bound volume deleted")
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for path, want := range map[string]bool{"/data/pvc-1": true, "/data": false, "/data/../etc": false, "/etc": false, "/data/a/b": true} {
+		if got := within("/data", path); got != want {
+			t.Errorf("within(/data, %s) = %v", path, got)
+		}
+	}
+}
