@@ -55,7 +55,7 @@ func TestDynamicVolume(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "writer", Namespace: ns},
 		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
+			RestartPolicy:   corev1.RestartPolicyNever,
 			SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr(int64(65532))},
 			Containers: []corev1.Container{{
 				Name: "writer", Image: registryImage(t, f, "tekvirt/busybox"),

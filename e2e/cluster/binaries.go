@@ -222,8 +222,12 @@ func (c *Cluster) preflight() error {
 	if _, err := exec.LookPath("go"); err != nil {
 		return fmt.Errorf("the go command is needed to build the cluster's binaries: %w", err)
 	}
-	if dynamic, err := isDynamic("/bin/busybox"); err != nil || dynamic {
-		return fmt.Errorf("/bin/busybox must be static (apt-get install -y busybox-static): dynamic=%v err=%v", dynamic, err)
+	dynamic, err := isDynamic("/bin/busybox")
+	if err != nil {
+		return fmt.Errorf("reading /bin/busybox: %w", err)
+	}
+	if dynamic {
+		return fmt.Errorf("/bin/busybox is dynamically linked; images need the static one: apt-get install -y busybox-static")
 	}
 	return nil
 }

@@ -198,7 +198,7 @@ func (c *Cluster) prepareHost() error {
 	}
 	if err := exec.Command("id", "libvirt-qemu").Run(); err != nil {
 		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "libvirt-qemu").CombinedOutput(); err != nil {
-			return fmt.Errorf("creating the libvirt-qemu user: %v: %s", err, out)
+			return fmt.Errorf("creating the libvirt-qemu user: %w: %s", err, out)
 		}
 	}
 	if err := c.ensureStorage(); err != nil {

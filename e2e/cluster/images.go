@@ -1,7 +1,11 @@
 package cluster
 
 import (
+	"runtime"
+	"sync"
+
 	"fmt"
+	"golang.org/x/sync/errgroup"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -70,17 +74,25 @@ func (c *Cluster) pushImages(b binaries) (Images, error) {
 		specs[tektonModule+"/cmd/"+p] = goBinaryImage(filepath.Join(b.tekton, p))
 	}
 	images := Images{}
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
 	for key, spec := range specs {
 		repo := "tekvirt/" + filepath.Base(key)
 		if strings.HasPrefix(key, tektonModule) {
 			repo = "tekton/" + filepath.Base(key)
 		}
-		// Pushed by tag too: containerd names the sandbox image by tag.
-		ref, err := ocibuild.Push(spec, RegistryAddr+"/"+repo+":latest")
-		if err != nil {
-			return nil, err
-		}
-		images[key] = ref
+		g.Go(func() error {
+			// Pushed by tag too: containerd names the sandbox image by tag.
+			ref, err := ocibuild.Push(spec, RegistryAddr+"/"+repo+":latest")
+			mu.Lock()
+			defer mu.Unlock()
+			images[key] = ref
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	c.progress("%-24s pushed %d images to %s", "images", len(images), RegistryAddr)
 	return images, nil

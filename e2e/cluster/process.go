@@ -77,7 +77,7 @@ func (c *Cluster) ensure(ctx context.Context, p *process) error {
 	for _, addr := range p.ports {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("%s: port %s is already in use by another process; stop it or free the port (%v)", p.name, addr, err)
+			return fmt.Errorf("%s: port %s is already in use by another process; stop it or free the port: %w", p.name, addr, err)
 		}
 		l.Close()
 	}
@@ -119,7 +119,7 @@ func waitReady(ctx context.Context, p *process, exited <-chan error) error {
 	for {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("exited during start-up (%v)", err)
+			return fmt.Errorf("exited during start-up: %w", err)
 		default:
 		}
 		if p.ready == nil {
@@ -132,7 +132,7 @@ func waitReady(ctx context.Context, p *process, exited <-chan error) error {
 		case <-ctx.Done():
 			return fmt.Errorf("not ready after %s: %w", timeout, last)
 		case err := <-exited:
-			return fmt.Errorf("exited during start-up (%v)", err)
+			return fmt.Errorf("exited during start-up: %w", err)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -32,7 +32,7 @@ func (c *Cluster) ensureStorage() error {
 	pool := c.storagePoolFile()
 	if _, err := os.Stat(pool); os.IsNotExist(err) {
 		if out, err := exec.Command("truncate", "-s", storagePoolSize, pool).CombinedOutput(); err != nil {
-			return fmt.Errorf("creating storage pool file: %v: %s", err, out)
+			return fmt.Errorf("creating storage pool file: %w: %s", err, out)
 		}
 		if out, err := exec.Command("mkfs.xfs", "-q", "-m", "reflink=1", pool).CombinedOutput(); err != nil {
 			os.Remove(pool)

@@ -68,8 +68,11 @@ func (c *Cluster) tektonManifests(images Images) ([]*unstructured.Unstructured, 
 // setShellImage points the controller's -shell-image flag at our busybox.
 func setShellImage(deploy *unstructured.Unstructured, image string) error {
 	containers, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
-	if err != nil || len(containers) == 0 {
-		return fmt.Errorf("tekton controller deployment has no containers: %v", err)
+	if err != nil {
+		return fmt.Errorf("reading the tekton controller's containers: %w", err)
+	}
+	if len(containers) == 0 {
+		return fmt.Errorf("tekton controller deployment has no containers")
 	}
 	ctr := containers[0].(map[string]any)
 	args, _ := ctr["args"].([]any)

@@ -3,6 +3,7 @@ package ocibuild
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
@@ -47,9 +48,11 @@ func Build(spec Spec) (v1.Image, error) {
 		return nil, err
 	}
 	data := buf.Bytes()
+	// BestSpeed: the layers are static binaries pushed over loopback, where
+	// gzip time, not size, is what a user waits for.
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
-	})
+	}, tarball.WithCompressionLevel(gzip.BestSpeed))
 	if err != nil {
 		return nil, fmt.Errorf("reading layer: %w", err)
 	}

@@ -1,0 +1,79 @@
+package tekvirt_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// layerRules keeps the architecture of design.md honest: a package under
+// the prefix may not import (directly or not) any package with a banned prefix.
+var layerRules = []struct {
+	pkgPrefix string
+	banned    []string
+	why       string
+}{
+	{"github.com/tekvirt/tekvirt/images", []string{"k8s.io/", "sigs.k8s.io/", "github.com/tektoncd/", "libvirt.org/"}, "images/ is a pure disk image library"},
+	{"github.com/tekvirt/tekvirt/runtime", []string{"github.com/tektoncd/"}, "the node runtime knows no Tekton"},
+	{"github.com/tekvirt/tekvirt/tasks", []string{"github.com/tekvirt/tekvirt/controllers", "github.com/tekvirt/tekvirt/e2e", "github.com/tekvirt/tekvirt/runtime"}, "task steps depend only on images/ and client libraries"},
+	{"github.com/tekvirt/tekvirt/controllers", []string{"github.com/tekvirt/tekvirt/e2e", "github.com/tekvirt/tekvirt/runtime", "libvirt.org/"}, "reconcilers create runs, they do no node or data work"},
+	{"github.com/tekvirt/tekvirt/catalog", []string{"github.com/tekvirt/tekvirt/controllers", "github.com/tekvirt/tekvirt/e2e"}, "catalog is data"},
+}
+
+type goPackage struct {
+	ImportPath string
+	Deps       []string
+}
+
+func TestLayering(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	checked := 0
+	for dec.More() {
+		var p goPackage
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range layerRules {
+			if !strings.HasPrefix(p.ImportPath, r.pkgPrefix) {
+				continue
+			}
+			checked++
+			for _, d := range p.Deps {
+				for _, b := range r.banned {
+					if strings.HasPrefix(d, b) {
+						t.Errorf("%s imports %s: %s", p.ImportPath, d, r.why)
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no package matched any layer rule")
+	}
+}
+
+// TestEveryPackageHasDoc makes every package carry a doc.go.
+func TestEveryPackageHasDoc(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}} {{.Name}} {{range .GoFiles}}{{.}} {{end}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if f[1] == "main" {
+			continue
+		}
+		has := false
+		for _, g := range f[2:] {
+			has = has || g == "doc.go"
+		}
+		if !has {
+			t.Errorf("package %s (%s) has no doc.go", f[1], f[0])
+		}
+	}
+}
