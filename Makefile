@@ -16,7 +16,7 @@ help: ## list targets
 build: ## compile everything
 	$(GO) build ./...
 
-test: verify-gen test-unit e2e ## everything CI runs: generated files, unit tests, cluster up, e2e
+test: verify-gen lint test-unit e2e ## everything CI runs: generated files, lint, unit tests, cluster up, e2e
 
 test-unit: ## unit tests only (no cluster needed)
 	$(GO) vet ./...
