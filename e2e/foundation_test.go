@@ -58,19 +58,7 @@ func TestPodRuns(t *testing.T) {
 	if _, err := f.Kube.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 2*time.Minute, "pod Succeeded", func() error {
-		p, err := f.Kube.CoreV1().Pods(ns).Get(context.Background(), "hello", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase == corev1.PodFailed {
-			t.Fatalf("pod failed: %+v", p.Status.ContainerStatuses)
-		}
-		if p.Status.Phase != corev1.PodSucceeded {
-			return framework.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	f.WaitPodSucceeded(t, ns, "hello", 2*time.Minute)
 	logs, err := f.Kube.CoreV1().Pods(ns).GetLogs("hello", &corev1.PodLogOptions{}).DoRaw(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -70,19 +70,7 @@ func TestDynamicVolume(t *testing.T) {
 	if _, err := f.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 2*time.Minute, "writer pod Succeeded", func() error {
-		p, err := f.Kube.CoreV1().Pods(ns).Get(ctx, "writer", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase == corev1.PodFailed {
-			t.Fatalf("writer pod failed: %+v", p.Status.ContainerStatuses)
-		}
-		if p.Status.Phase != corev1.PodSucceeded {
-			return framework.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	f.WaitPodSucceeded(t, ns, "writer", 2*time.Minute)
 	data, err := os.ReadFile(filepath.Join(dir, "file"))
 	if err != nil || string(data) != "persisted\n" {
 		t.Fatalf("file on the node = %q, %v", data, err)

@@ -108,3 +108,22 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 
 // Errorf is fmt.Errorf, for conditions passed to Eventually.
 var Errorf = fmt.Errorf
+
+// WaitPodSucceeded waits for a pod to succeed and fails the test at once if
+// it fails, naming its container states.
+func (f *Framework) WaitPodSucceeded(t testing.TB, ns, name string, timeout time.Duration) {
+	t.Helper()
+	Eventually(t, timeout, "pod "+ns+"/"+name+" Succeeded", func() error {
+		p, err := f.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			t.Fatalf("pod %s/%s failed: %+v", ns, name, p.Status.ContainerStatuses)
+		}
+		if p.Status.Phase != corev1.PodSucceeded {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+}
