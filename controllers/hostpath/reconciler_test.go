@@ -1,0 +1,107 @@
+package hostpath
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/tekvirt/tekvirt/controllers/testenv"
+)
+
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for err := cond(); err != nil; err = cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestProvisionAndReclaim runs both reconcilers against a real API server:
+// a claim gets a directory and a bound-to-be volume; once the volume is
+// Released its directory and the volume go. The API server runs no PV
+// controller here, so the test plays its part (the Released phase).
+func TestProvisionAndReclaim(t *testing.T) {
+	cfg := testenv.Start(t)
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := (&ClaimReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test"), Root: root, Node: "node1"}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&VolumeReconciler{Client: mgr.GetClient(), Root: root}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hp"}, Provisioner: Provisioner}
+	if err := c.Create(bg, class); err != nil {
+		t.Fatal(err)
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "disk", Namespace: "default", Annotations: map[string]string{annStorageProvisioner: Provisioner}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: &class.Name,
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := c.Create(bg, pvc); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	eventually(t, "volume provisioned", func() error {
+		return c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, pv)
+	})
+	dir := pv.Spec.HostPath.Path
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() || st.Mode().Perm() != 0o777 {
+		t.Fatalf("volume directory %s: %v %v", dir, st, err)
+	}
+	if err := os.WriteFile(dir+"/data", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pv.Status.Phase = corev1.VolumeReleased
+	if err := c.Status().Update(bg, pv); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "released volume reclaimed", func() error {
+		// Without kube-controller-manager the pv-protection finalizer stays:
+		// a deletion timestamp is what the reconciler can achieve.
+		got := &corev1.PersistentVolume{}
+		if err := c.Get(bg, client.ObjectKey{Name: pv.Name}, got); !apierrors.IsNotFound(err) && got.DeletionTimestamp == nil {
+			return fmt.Errorf("volume not deleted: %w", err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			return fmt.Errorf("directory still there: %w", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,203 @@
+package hyperconverged
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	"github.com/tekvirt/tekvirt/controllers/testenv"
+)
+
+const stepImage = "127.0.0.1:5000/tekvirt/tekvirt-step@sha256:1111111111111111111111111111111111111111111111111111111111111111"
+
+// startController runs the reconciler against a real API server holding the
+// HyperConverged and Tekton Task CRDs, and returns a client of it.
+func startController(t *testing.T) client.Client {
+	t.Helper()
+	tekton := testenv.ModuleDir(t, "github.com/tektoncd/pipeline")
+	cfg := testenv.Start(t, filepath.Join("..", "config", "crd"), filepath.Join(tekton, "config", "300-crds", "300-task.yaml"))
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := hcov1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	skip := true // each test runs its own manager with the same controller name
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlconfig.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func task(name, ns string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("tekton.dev/v1")
+	u.SetKind("Task")
+	u.SetName(name)
+	u.SetNamespace(ns)
+	return u
+}
+
+func condition(c client.Client, key client.ObjectKey, typ string) (*metav1.Condition, *hcov1beta1.HyperConverged, error) {
+	hc := &hcov1beta1.HyperConverged{}
+	if err := c.Get(context.Background(), key, hc); err != nil {
+		return nil, nil, err
+	}
+	cond := meta.FindStatusCondition(hc.Status.Conditions, typ)
+	if cond == nil {
+		return nil, hc, fmt.Errorf("no %s condition yet", typ)
+	}
+	return cond, hc, nil
+}
+
+func TestReconcilerInstallsRestoresAndRemovesCatalog(t *testing.T) {
+	c := startController(t)
+	ctx := context.Background()
+	hc := &hcov1beta1.HyperConverged{ObjectMeta: metav1.ObjectMeta{Name: SingletonName, Namespace: "tekvirt-system"}}
+	if err := c.Create(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(hc)
+	eventually(t, "HyperConverged Available", func() error {
+		cond, got, err := condition(c, key, ConditionAvailable)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != got.Generation {
+			return fmt.Errorf("Available = %s (%s)", cond.Status, cond.Message)
+		}
+		return nil
+	})
+	installed := task("generate-ssh-keys", "tekvirt")
+	if err := c.Get(ctx, client.ObjectKeyFromObject(installed), installed); err != nil {
+		t.Fatalf("catalog Task not installed: %v", err)
+	}
+	steps, _, _ := unstructured.NestedSlice(installed.Object, "spec", "steps")
+	if img := steps[0].(map[string]any)["image"]; img != stepImage {
+		t.Fatalf("Task step image = %v, want %s", img, stepImage)
+	}
+	var rb rbacv1.RoleBinding
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "tekvirt", Name: "generate-ssh-keys-task"}, &rb); err != nil {
+		t.Fatalf("task RoleBinding: %v", err)
+	}
+	if rb.RoleRef.Name != "tekvirt-generate-ssh-keys-task" || rb.Subjects[0].Name != "generate-ssh-keys-task" {
+		t.Fatalf("RoleBinding = %+v", rb)
+	}
+
+	uid := installed.GetUID()
+	if err := c.Delete(ctx, installed); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deleted Task restored", func() error {
+		got := task("generate-ssh-keys", "tekvirt")
+		if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
+			return err
+		}
+		if got.GetUID() == uid {
+			return fmt.Errorf("old object still there")
+		}
+		return nil
+	})
+
+	if err := c.Delete(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "catalog removed with the HyperConverged", func() error {
+		if err := c.Get(ctx, key, &hcov1beta1.HyperConverged{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("HyperConverged still there: %w", err)
+		}
+		got := task("generate-ssh-keys", "tekvirt")
+		if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Task still there: %w", err)
+		}
+		return nil
+	})
+}
+
+func TestReconcilerHonorsNamespaceAndSingleton(t *testing.T) {
+	c := startController(t)
+	ctx := context.Background()
+	ns := "custom-catalog"
+	hc := &hcov1beta1.HyperConverged{
+		ObjectMeta: metav1.ObjectMeta{Name: SingletonName, Namespace: "tekvirt-system"},
+		Spec:       hcov1beta1.HyperConvergedSpec{TektonPipelinesNamespace: &ns},
+	}
+	other := &hcov1beta1.HyperConverged{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: "tekvirt-system"}}
+	for _, o := range []*hcov1beta1.HyperConverged{hc, other} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "catalog in the namespace of the spec", func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "generate-ssh-keys"}, task("", ""))
+	})
+	eventually(t, "second HyperConverged Degraded", func() error {
+		cond, got, err := condition(c, client.ObjectKeyFromObject(other), ConditionDegraded)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionTrue || cond.Reason != ReasonNotSingleton {
+			return fmt.Errorf("Degraded = %s/%s", cond.Status, cond.Reason)
+		}
+		if len(got.Finalizers) != 0 {
+			return fmt.Errorf("the second HyperConverged got finalizers %v", got.Finalizers)
+		}
+		return nil
+	})
+}
