@@ -1,0 +1,96 @@
+package config_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tekvirt/tekvirt/controllers/testenv"
+)
+
+// vmManifest is a VirtualMachine as KubeVirt's user guide writes one.
+const vmManifest = `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: testvm
+spec:
+  runStrategy: Halted
+  template:
+    metadata:
+      labels:
+        kubevirt.io/size: small
+    spec:
+      domain:
+        cpu:
+          cores: 1
+        devices:
+          disks:
+            - name: containerdisk
+              disk:
+                bus: virtio
+            - name: cloudinitdisk
+              disk:
+                bus: virtio
+          interfaces:
+            - name: default
+              masquerade: {}
+        resources:
+          requests:
+            memory: 64M
+      networks:
+        - name: default
+          pod: {}
+      volumes:
+        - name: containerdisk
+          containerDisk:
+            image: quay.example/containerdisks/cirros:latest
+        - name: cloudinitdisk
+          cloudInitNoCloud:
+            userDataBase64: SGkuXG4=
+`
+
+// TestKubeVirtCRDsAcceptUpstreamManifests loads the generated KubeVirt CRDs
+// into a real API server and checks that a manifest written for KubeVirt is
+// accepted unchanged under strict field validation, while an unknown field
+// is rejected by name.
+func TestKubeVirtCRDsAcceptUpstreamManifests(t *testing.T) {
+	cfg := testenv.Start(t, "crd/kubevirt.io_virtualmachines.yaml", "crd/kubevirt.io_virtualmachineinstances.yaml")
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vms := dyn.Resource(schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}).Namespace("default")
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(vmManifest), &obj); err != nil {
+		t.Fatal(err)
+	}
+	strict := metav1.CreateOptions{FieldValidation: "Strict"}
+	got, err := vms.Create(context.Background(), &unstructured.Unstructured{Object: obj}, strict)
+	if err != nil {
+		t.Fatalf("upstream VirtualMachine manifest rejected: %v", err)
+	}
+	if rs, _, _ := unstructured.NestedString(got.Object, "spec", "runStrategy"); rs != "Halted" {
+		t.Fatalf("runStrategy = %q after a round trip", rs)
+	}
+	mem, _, _ := unstructured.NestedString(got.Object, "spec", "template", "spec", "domain", "resources", "requests", "memory")
+	if mem != "64M" {
+		t.Fatalf("memory request = %q after a round trip (pruned?)", mem)
+	}
+
+	bad := &unstructured.Unstructured{Object: obj}
+	bad.SetName("typo")
+	if err := unstructured.SetNestedField(bad.Object, int64(1), "spec", "template", "spec", "domain", "cpu", "coress"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = vms.Create(context.Background(), bad, strict)
+	if err == nil || !strings.Contains(err.Error(), "coress") {
+		t.Fatalf("err = %v, want the unknown field spec.template.spec.domain.cpu.coress named", err)
+	}
+}
