@@ -1,5 +1,5 @@
-// Package runtime is to hold the node side of tekvirt: a handler per node
-// that watches the VMIs placed on it and one launcher per VM owning a
-// libvirt domain. It is empty until the VM runtime work lands; the layering
-// test already keeps Tekton out of it.
+// Package runtime is the node side of tekvirt: a handler per node that
+// watches the VMIs placed on it and one launcher per VM owning a libvirt
+// domain. So far it holds domain/, the VMI -> libvirt XML conversion; the
+// handler and launcher come next. The layering test keeps Tekton out of it.
 package runtime

@@ -1,0 +1,88 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+
+	"libvirt.org/go/libvirtxml"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// Volume is a VMI volume as the launcher prepared it on the node.
+type Volume struct {
+	// Path of the disk image file.
+	Path string
+	// Format is the image format, "raw" or "qcow2".
+	Format string
+	// ReadOnly attaches the disk read-only (container disk bases, seeds).
+	ReadOnly bool
+}
+
+// Options carry what the node knows and the VMI does not.
+type Options struct {
+	// KVM selects hardware virtualization; false runs TCG.
+	KVM bool
+	// Volumes maps VMI volume names to prepared files.
+	Volumes map[string]Volume
+	// Kernel and Initrd are the files of spec.domain.firmware.kernelBoot,
+	// extracted from its container image.
+	Kernel, Initrd string
+	// AgentSocket is where the guest agent channel's socket goes.
+	AgentSocket string
+	// SerialSocket and SerialLog are the serial console's socket and log file.
+	SerialSocket, SerialLog string
+}
+
+// Configurator adds one concern of vmi to d.
+type Configurator func(vmi *v1.VirtualMachineInstance, opts *Options, d *libvirtxml.Domain) error
+
+// Configurators in the order Convert applies them.
+var Configurators = []Configurator{
+	ConfigureMachine,
+	ConfigureCPUAndMemory,
+	ConfigureBoot,
+	ConfigureDisks,
+	ConfigureNetwork,
+	ConfigureChannels,
+}
+
+// Name is the libvirt domain name of a VMI.
+func Name(vmi *v1.VirtualMachineInstance) string { return vmi.Namespace + "_" + vmi.Name }
+
+// Convert builds the domain for vmi, or reports every field it cannot express.
+func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, error) {
+	d := &libvirtxml.Domain{}
+	var errs []error
+	for _, c := range Configurators {
+		errs = append(errs, c(vmi, &opts, d))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	return d, nil
+}
+
+// ConfigureMachine sets identity, machine type and lifecycle actions.
+func ConfigureMachine(vmi *v1.VirtualMachineInstance, opts *Options, d *libvirtxml.Domain) error {
+	d.Type = "qemu"
+	if opts.KVM {
+		d.Type = "kvm"
+	}
+	d.Name = Name(vmi)
+	d.UUID = string(vmi.UID)
+	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.UUID != "" {
+		d.UUID = string(fw.UUID)
+	}
+	if d.OS == nil {
+		d.OS = &libvirtxml.DomainOS{}
+	}
+	d.OS.Type = &libvirtxml.DomainOSType{Type: "hvm", Arch: "x86_64", Machine: "pc"}
+	d.Features = &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}}
+	d.OnPoweroff, d.OnReboot, d.OnCrash = "destroy", "restart", "destroy"
+	if d.Devices == nil {
+		d.Devices = &libvirtxml.DomainDeviceList{}
+	}
+	d.Devices.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
+	return nil
+}
