@@ -203,6 +203,7 @@ var hostTools = []struct{ path, pkg string }{
 	{"/usr/bin/qemu-system-x86_64", "qemu-system-x86"},
 	{"/bin/busybox", "busybox-static"},
 	{"/sbin/mkfs.xfs", "xfsprogs"},
+	{"/usr/sbin/depmod", "kmod"},
 }
 
 // preflight checks the host tools and names the packages that are missing.

@@ -1,0 +1,219 @@
+package guest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+//go:embed init.sh
+var initScript []byte
+
+//go:embed inittab
+var inittab []byte
+
+// modules are loaded in the guest with their dependencies first.
+var modules = []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ext4"}
+
+// Guest is a built guest: boot it with Kernel and Initrd.
+type Guest struct {
+	Kernel string
+	Initrd string
+	// KernelVersion is the Debian kernel release, e.g. 6.1.0-57-amd64.
+	KernelVersion string
+}
+
+// Build makes the guest under dir, reusing an earlier build of the same
+// packages and init files.
+func Build(ctx context.Context, dir string) (*Guest, error) {
+	kpkg, err := kernelPackage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kver := strings.TrimPrefix(kpkg, "linux-image-")
+	sum := sha256.Sum256(append(append([]byte(kpkg+"\x00"), initScript...), inittab...))
+	out := filepath.Join(dir, "guest-"+hex.EncodeToString(sum[:6]))
+	g := &Guest{Kernel: filepath.Join(out, "vmlinuz"), Initrd: filepath.Join(out, "initrd.gz"), KernelVersion: kver}
+	if _, err := os.Stat(g.Initrd); err == nil {
+		return g, nil
+	}
+	work := out + ".work"
+	if err := os.RemoveAll(work); err != nil {
+		return nil, err
+	}
+	root := filepath.Join(work, "root")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	if err := run(ctx, work, "apt-get", "download", kpkg, "qemu-guest-agent"); err != nil {
+		return nil, err
+	}
+	debs, _ := filepath.Glob(filepath.Join(work, "*.deb"))
+	for _, d := range debs {
+		if err := run(ctx, work, "dpkg-deb", "-x", d, root); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeOutputs(ctx, g, root, out); err != nil {
+		return nil, err
+	}
+	return g, os.RemoveAll(work)
+}
+
+// writeOutputs packs the initramfs from the unpacked packages in root and
+// writes it and the kernel into out.
+func writeOutputs(ctx context.Context, g *Guest, root, out string) error {
+	entries, err := initramfs(ctx, root, g.KernelVersion)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err := writeCPIO(zw, entries); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	kernel, err := os.ReadFile(filepath.Join(root, "boot", "vmlinuz-"+g.KernelVersion))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(g.Kernel, kernel, 0o644); err != nil {
+		return err
+	}
+	// The initrd goes last and atomically: its presence marks a complete build.
+	if err := os.WriteFile(g.Initrd+".tmp", buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(g.Initrd+".tmp", g.Initrd)
+}
+
+// kernelPackage names the kernel image package Debian's meta package points to.
+func kernelPackage(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "apt-cache", "depends", "linux-image-amd64").Output()
+	if err != nil {
+		return "", fmt.Errorf("resolving the Debian kernel package: %w", err)
+	}
+	m := regexp.MustCompile(`Depends: (linux-image-[0-9][^\s]*-amd64)`).FindSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("apt-cache depends linux-image-amd64 names no kernel image: %s", out)
+	}
+	return string(m[1]), nil
+}
+
+// initramfs lists the files of the guest's initramfs.
+func initramfs(ctx context.Context, root, kver string) (map[string]cpioEntry, error) {
+	e := map[string]cpioEntry{}
+	for _, d := range []string{"bin", "sbin", "etc", "proc", "sys", "dev", "run", "tmp", "usr", "usr/sbin", "lib", "lib64", "lib/modules", "var", "root"} {
+		e[d] = cpioEntry{mode: modeDir | 0o755}
+	}
+	busybox, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		return nil, fmt.Errorf("reading /bin/busybox (apt-get install busybox-static): %w", err)
+	}
+	e["bin/busybox"] = cpioEntry{mode: modeFile | 0o755, data: busybox}
+	e["bin/sh"] = cpioEntry{mode: modeSymlink | 0o777, data: []byte("busybox")}
+	e["init"] = cpioEntry{mode: modeFile | 0o755, data: initScript}
+	e["etc/inittab"] = cpioEntry{mode: modeFile | 0o644, data: inittab}
+	// qemu-ga powers the guest off through shutdown(8), which busybox lacks.
+	e["sbin/shutdown"] = cpioEntry{mode: modeFile | 0o755, data: []byte("#!/bin/sh\nexec /bin/poweroff -f\n")}
+	if err := addModules(ctx, e, root, kver); err != nil {
+		return nil, err
+	}
+	if err := addProgram(e, filepath.Join(root, "usr/sbin/qemu-ga"), "usr/sbin/qemu-ga"); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// addModules adds the modules and etc/modules.load, their insmod order as
+// modprobe --show-depends gives it, each module once.
+func addModules(ctx context.Context, e map[string]cpioEntry, root, kver string) error {
+	if err := run(ctx, root, "depmod", "-b", root, kver); err != nil {
+		return err
+	}
+	modRoot := filepath.Join(root, "lib", "modules", kver)
+	seen := map[string]bool{}
+	var order []string
+	for _, m := range modules {
+		out, err := exec.CommandContext(ctx, "modprobe", "-d", root, "-S", kver, "--show-depends", m).Output()
+		if err != nil {
+			return fmt.Errorf("resolving module %s: %w", m, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || f[0] != "insmod" {
+				continue
+			}
+			rel, err := filepath.Rel(modRoot, f[1])
+			if err != nil || seen[rel] {
+				continue
+			}
+			seen[rel] = true
+			order = append(order, rel)
+			data, err := os.ReadFile(f[1])
+			if err != nil {
+				return err
+			}
+			e[filepath.Join("lib/modules", rel)] = cpioEntry{mode: modeFile | 0o644, data: data}
+			addParents(e, filepath.Join("lib/modules", rel))
+		}
+	}
+	e["etc/modules.load"] = cpioEntry{mode: modeFile | 0o644, data: []byte(strings.Join(order, "\n") + "\n")}
+	return nil
+}
+
+// addProgram adds a dynamically linked program and the libraries ldd finds
+// for it on this (Debian) machine.
+func addProgram(e map[string]cpioEntry, src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	e[dst] = cpioEntry{mode: modeFile | 0o755, data: data}
+	out, err := exec.Command("ldd", src).Output()
+	if err != nil {
+		return fmt.Errorf("ldd %s: %w", src, err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)(/\S+\.so[.\d]*)\s`).FindAllStringSubmatch(string(out), -1) {
+		lib := m[1]
+		data, err := os.ReadFile(lib)
+		if err != nil {
+			return fmt.Errorf("library %s of %s: %w", lib, src, err)
+		}
+		rel := strings.TrimPrefix(lib, "/")
+		e[rel] = cpioEntry{mode: modeFile | 0o755, data: data}
+		addParents(e, rel)
+	}
+	return nil
+}
+
+func addParents(e map[string]cpioEntry, rel string) {
+	for d := filepath.Dir(rel); d != "." && d != "/"; d = filepath.Dir(d) {
+		if _, ok := e[d]; !ok {
+			e[d] = cpioEntry{mode: modeDir | 0o755}
+		}
+	}
+}
+
+func run(ctx context.Context, dir, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
