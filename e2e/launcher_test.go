@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"libvirt.org/go/libvirt"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/framework"
+	"github.com/tekvirt/tekvirt/e2e/guest"
+	"github.com/tekvirt/tekvirt/runtime/agent"
+	"github.com/tekvirt/tekvirt/runtime/domain"
+	"github.com/tekvirt/tekvirt/runtime/launcher"
+)
+
+// TestLauncherBootsGuestThroughLibvirt runs a kernel-boot VMI through the
+// launcher on the libvirtd `tekvirt up` started: the domain XML of
+// runtime/domain must be accepted by real libvirt, the guest must boot, the
+// agent must run a command, and a guest poweroff must end the run as
+// Succeeded with the transient domain gone.
+func TestLauncherBootsGuestThroughLibvirt(t *testing.T) {
+	home := framework.Home()
+	sock := filepath.Join(home, "run", "libvirt", "libvirt-sock")
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("no libvirtd socket at %s: run `tekvirt up` first", sock)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	g, err := guest.Build(ctx, filepath.Join(home, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// QEMU runs as libvirt-qemu: it must reach the kernel and create the
+	// agent socket, so the VM's files live outside $TEKVIRT_HOME (which may
+	// sit in a private home directory) in a folder it owns.
+	dir := filepath.Join("/run/tekvirt/vms", "e2e-launcher")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for _, f := range []string{g.Kernel, g.Initrd} {
+		if out, err := exec.Command("cp", f, dir).CombinedOutput(); err != nil {
+			t.Fatalf("staging %s: %v %s", f, err, out)
+		}
+	}
+	if out, err := exec.Command("chown", "-R", "libvirt-qemu", dir).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	vmi := &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "e2e", Name: "launcher", UID: "3f0e4a8c-1b2d-4c5e-8f7a-9b0c1d2e3f40"},
+		Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{
+			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
+			Firmware: &v1.Firmware{KernelBoot: &v1.KernelBoot{
+				KernelArgs: "console=ttyS0 panic=-1 quiet",
+				Container:  &v1.KernelBootContainer{Image: "local/guest", KernelPath: "/boot/vmlinuz", InitrdPath: "/boot/initrd.gz"},
+			}},
+		}},
+	}
+	opts := domain.Options{
+		Kernel: filepath.Join(dir, filepath.Base(g.Kernel)), Initrd: filepath.Join(dir, filepath.Base(g.Initrd)),
+		AgentSocket:  filepath.Join(dir, "agent.sock"),
+		SerialSocket: filepath.Join(dir, "serial.sock"),
+		SerialLog:    filepath.Join(dir, "serial.log"),
+	}
+	type result struct {
+		exit launcher.Exit
+		err  error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		e, err := launcher.Run(ctx, "qemu:///system?socket="+sock, vmi, opts)
+		done <- result{e, err}
+	}()
+	var c *agent.Client
+	for c == nil {
+		select {
+		case r := <-done:
+			t.Fatalf("launcher ended before the agent answered: %+v %v", r.exit, r.err)
+		default:
+		}
+		if ctx.Err() != nil {
+			log, _ := os.ReadFile(opts.SerialLog)
+			t.Fatalf("guest agent never answered; serial log:\n%s", log)
+		}
+		if cl, err := agent.Dial(ctx, opts.AgentSocket); err == nil {
+			sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+			if cl.Sync(sctx) == nil {
+				c = cl
+			} else {
+				cl.Close()
+			}
+			scancel()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	defer c.Close()
+	t.Logf("guest agent connected %s after the launcher started", time.Since(start).Round(time.Millisecond))
+	res, err := c.Exec(ctx, "/bin/uname", []string{"-r"}, 50*time.Millisecond)
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != g.KernelVersion {
+		t.Fatalf("uname -r in guest: %+v %v", res, err)
+	}
+	// The agent does not answer a poweroff it runs itself; the exit is what counts.
+	_, _ = c.Exec(ctx, "/bin/poweroff", []string{"-f"}, 50*time.Millisecond)
+	select {
+	case r := <-done:
+		if r.err != nil || !r.exit.Succeeded {
+			t.Fatalf("launcher exit = %+v, %v; want a Succeeded shutdown", r.exit, r.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("domain did not stop after poweroff")
+	}
+	conn, err := libvirt.NewConnect("qemu:///system?socket=" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if dom, err := conn.LookupDomainByName(domain.Name(vmi)); err == nil {
+		dom.Free()
+		t.Fatalf("transient domain %s still known to libvirt", domain.Name(vmi))
+	}
+}

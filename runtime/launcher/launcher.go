@@ -1,0 +1,142 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"libvirt.org/go/libvirt"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/runtime/domain"
+)
+
+// Exit says how a domain ended.
+type Exit struct {
+	// Reason is the libvirt lifecycle event detail, e.g. "Shutdown", "Crashed".
+	Reason string
+	// Succeeded is true for a guest-initiated shutdown, the VMI's Succeeded phase.
+	Succeeded bool
+}
+
+var eventLoop sync.Once
+
+// startEventLoop runs libvirt's default event loop, which lifecycle
+// callbacks need, once per process.
+func startEventLoop() error {
+	var err error
+	eventLoop.Do(func() {
+		if err = libvirt.EventRegisterDefaultImpl(); err != nil {
+			return
+		}
+		go func() {
+			for {
+				if libvirt.EventRunDefaultImpl() != nil {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}()
+	})
+	return err
+}
+
+// Run starts vmi as a domain on the libvirt at uri and waits until it stops.
+// Cancelling ctx destroys the domain.
+func Run(ctx context.Context, uri string, vmi *v1.VirtualMachineInstance, opts domain.Options) (Exit, error) {
+	def, err := domain.Convert(vmi, opts)
+	if err != nil {
+		return Exit{}, err
+	}
+	xml, err := def.Marshal()
+	if err != nil {
+		return Exit{}, fmt.Errorf("encoding domain %s: %w", def.Name, err)
+	}
+	if err := startEventLoop(); err != nil {
+		return Exit{}, fmt.Errorf("starting the libvirt event loop: %w", err)
+	}
+	conn, err := libvirt.NewConnect(uri)
+	if err != nil {
+		return Exit{}, fmt.Errorf("connecting to %s: %w", uri, err)
+	}
+	defer conn.Close()
+	ended := make(chan Exit, 1)
+	cb, err := conn.DomainEventLifecycleRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventLifecycle) {
+		if name, _ := d.GetName(); name != def.Name {
+			return
+		}
+		if exit, done := exitOf(ev); done {
+			select {
+			case ended <- exit:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return Exit{}, fmt.Errorf("watching domain events: %w", err)
+	}
+	defer func() { _ = conn.DomainEventDeregister(cb) }()
+	dom, err := conn.DomainCreateXML(xml, libvirt.DOMAIN_NONE)
+	if err != nil {
+		return Exit{}, fmt.Errorf("starting domain %s: %w", def.Name, err)
+	}
+	defer dom.Free()
+	return wait(ctx, dom, ended)
+}
+
+// wait returns when the domain ends, polling its state too in case an
+// event was missed.
+func wait(ctx context.Context, dom *libvirt.Domain, ended <-chan Exit) (Exit, error) {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case e := <-ended:
+			return e, nil
+		case <-ctx.Done():
+			if err := dom.Destroy(); err != nil && !isGone(err) {
+				return Exit{}, fmt.Errorf("destroying domain: %w", err)
+			}
+			return Exit{Reason: "Destroyed"}, nil
+		case <-tick.C:
+			state, _, err := dom.GetState()
+			if isGone(err) || (err == nil && (state == libvirt.DOMAIN_SHUTOFF || state == libvirt.DOMAIN_CRASHED)) {
+				select {
+				case e := <-ended:
+					return e, nil
+				default:
+					return Exit{Reason: "Gone"}, nil
+				}
+			}
+		}
+	}
+}
+
+func isGone(err error) bool {
+	var lerr libvirt.Error
+	return errors.As(err, &lerr) && lerr.Code == libvirt.ERR_NO_DOMAIN
+}
+
+// exitOf maps a lifecycle event to how the domain ended, if it did.
+func exitOf(ev *libvirt.DomainEventLifecycle) (Exit, bool) {
+	switch ev.Event {
+	case libvirt.DOMAIN_EVENT_STOPPED:
+		switch libvirt.DomainEventStoppedDetailType(ev.Detail) {
+		case libvirt.DOMAIN_EVENT_STOPPED_SHUTDOWN:
+			return Exit{Reason: "Shutdown", Succeeded: true}, true
+		case libvirt.DOMAIN_EVENT_STOPPED_DESTROYED:
+			return Exit{Reason: "Destroyed"}, true
+		case libvirt.DOMAIN_EVENT_STOPPED_CRASHED:
+			return Exit{Reason: "Crashed"}, true
+		case libvirt.DOMAIN_EVENT_STOPPED_FAILED:
+			return Exit{Reason: "Failed"}, true
+		default:
+			return Exit{Reason: fmt.Sprintf("Stopped (detail %d)", ev.Detail)}, true
+		}
+	case libvirt.DOMAIN_EVENT_CRASHED:
+		return Exit{Reason: "Crashed"}, true
+	}
+	return Exit{}, false
+}
