@@ -47,7 +47,7 @@ func TestLauncherBootsGuestThroughLibvirt(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	for _, f := range []string{g.Kernel, g.Initrd} {
 		if out, err := exec.Command("cp", f, dir).CombinedOutput(); err != nil {
 			t.Fatalf("staging %s: %v %s", f, err, out)
@@ -124,9 +124,9 @@ func TestLauncherBootsGuestThroughLibvirt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _, _ = conn.Close() }()
 	if dom, err := conn.LookupDomainByName(domain.Name(vmi)); err == nil {
-		dom.Free()
+		_ = dom.Free()
 		t.Fatalf("transient domain %s still known to libvirt", domain.Name(vmi))
 	}
 }

@@ -61,7 +61,7 @@ func Run(ctx context.Context, uri string, vmi *v1.VirtualMachineInstance, opts d
 	if err != nil {
 		return Exit{}, fmt.Errorf("connecting to %s: %w", uri, err)
 	}
-	defer conn.Close()
+	defer func() { _, _ = conn.Close() }()
 	ended := make(chan Exit, 1)
 	cb, err := conn.DomainEventLifecycleRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventLifecycle) {
 		if name, _ := d.GetName(); name != def.Name {
@@ -82,7 +82,7 @@ func Run(ctx context.Context, uri string, vmi *v1.VirtualMachineInstance, opts d
 	if err != nil {
 		return Exit{}, fmt.Errorf("starting domain %s: %w", def.Name, err)
 	}
-	defer dom.Free()
+	defer func() { _ = dom.Free() }()
 	return wait(ctx, dom, ended)
 }
 
