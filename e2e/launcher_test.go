@@ -18,7 +18,6 @@ import (
 
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/e2e/guest"
-	"github.com/tekvirt/tekvirt/runtime/agent"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
@@ -72,39 +71,27 @@ func TestLauncherBootsGuestThroughLibvirt(t *testing.T) {
 		SerialSocket: filepath.Join(dir, "serial.sock"),
 		SerialLog:    filepath.Join(dir, "serial.log"),
 	}
-	type result struct {
-		exit launcher.Exit
-		err  error
-	}
-	done := make(chan result, 1)
 	start := time.Now()
-	go func() {
-		e, err := launcher.Run(ctx, "qemu:///system?socket="+sock, vmi, opts)
-		done <- result{e, err}
-	}()
-	var c *agent.Client
-	for c == nil {
-		select {
-		case r := <-done:
-			t.Fatalf("launcher ended before the agent answered: %+v %v", r.exit, r.err)
-		default:
+	vm, err := launcher.Start("qemu:///system?socket="+sock, vmi, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	t.Logf("domain started in %s", time.Since(start).Round(time.Millisecond))
+	c := vm.Agent()
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		err := c.Ping(pctx)
+		pcancel()
+		if err == nil {
+			break
 		}
 		if ctx.Err() != nil {
 			log, _ := os.ReadFile(opts.SerialLog)
-			t.Fatalf("guest agent never answered; serial log:\n%s", log)
-		}
-		if cl, err := agent.Dial(ctx, opts.AgentSocket); err == nil {
-			sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
-			if cl.Sync(sctx) == nil {
-				c = cl
-			} else {
-				cl.Close()
-			}
-			scancel()
+			t.Fatalf("guest agent never answered (%v); serial log:\n%s", err, log)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	defer c.Close()
 	t.Logf("guest agent connected %s after the launcher started", time.Since(start).Round(time.Millisecond))
 	res, err := c.Exec(ctx, "/bin/uname", []string{"-r"}, 50*time.Millisecond)
 	if err != nil || strings.TrimSpace(string(res.Stdout)) != g.KernelVersion {
@@ -112,13 +99,9 @@ func TestLauncherBootsGuestThroughLibvirt(t *testing.T) {
 	}
 	// The agent does not answer a poweroff it runs itself; the exit is what counts.
 	_, _ = c.Exec(ctx, "/bin/poweroff", []string{"-f"}, 50*time.Millisecond)
-	select {
-	case r := <-done:
-		if r.err != nil || !r.exit.Succeeded {
-			t.Fatalf("launcher exit = %+v, %v; want a Succeeded shutdown", r.exit, r.err)
-		}
-	case <-ctx.Done():
-		t.Fatal("domain did not stop after poweroff")
+	exit, err := vm.Wait(ctx)
+	if err != nil || !exit.Succeeded {
+		t.Fatalf("launcher exit = %+v, %v; want a Succeeded shutdown", exit, err)
 	}
 	conn, err := libvirt.NewConnect("qemu:///system?socket=" + sock)
 	if err != nil {

@@ -12,25 +12,57 @@ import (
 	"time"
 )
 
+// Transport carries one QGA command (a JSON object) to the agent and
+// returns its reply line.
+type Transport interface {
+	Command(ctx context.Context, cmd []byte) ([]byte, error)
+}
+
 // Client talks to one guest agent. It is not safe for concurrent use: QGA
 // answers requests in order on one stream.
 type Client struct {
+	t Transport
+}
+
+// New returns a client over t, e.g. libvirt's agent channel.
+func New(t Transport) *Client { return &Client{t: t} }
+
+// socket is a Transport over the agent's unix socket, for a QEMU that
+// libvirt does not manage.
+type socket struct {
 	conn net.Conn
 	r    *bufio.Reader
 }
 
-// Dial connects to the agent socket at path.
+// Dial connects to the agent socket at path. Call Sync before the first
+// command.
 func Dial(ctx context.Context, path string) (*Client, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to guest agent socket %s: %w", path, err)
 	}
-	return &Client{conn: conn, r: bufio.NewReader(conn)}, nil
+	return &Client{t: &socket{conn: conn, r: bufio.NewReader(conn)}}, nil
 }
 
-// Close closes the connection.
-func (c *Client) Close() error { return c.conn.Close() }
+// Close closes a socket connection; other transports have nothing to close.
+func (c *Client) Close() error {
+	if s, ok := c.t.(*socket); ok {
+		return s.conn.Close()
+	}
+	return nil
+}
+
+func (s *socket) Command(ctx context.Context, cmd []byte) ([]byte, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.conn.SetDeadline(dl)
+		defer func() { _ = s.conn.SetDeadline(time.Time{}) }()
+	}
+	if _, err := s.conn.Write(append(cmd, '\n')); err != nil {
+		return nil, err
+	}
+	return s.r.ReadBytes('\n')
+}
 
 type request struct {
 	Execute   string `json:"execute"`
@@ -47,20 +79,13 @@ type response struct {
 
 // call sends one command and decodes its return value into out.
 func (c *Client) call(ctx context.Context, cmd string, args, out any) error {
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.conn.SetDeadline(dl)
-		defer func() { _ = c.conn.SetDeadline(time.Time{}) }()
-	}
 	data, err := json.Marshal(request{Execute: cmd, Arguments: args})
 	if err != nil {
 		return err
 	}
-	if _, err := c.conn.Write(append(data, '\n')); err != nil {
-		return fmt.Errorf("guest agent %s: %w", cmd, err)
-	}
-	line, err := c.r.ReadBytes('\n')
+	line, err := c.t.Command(ctx, data)
 	if err != nil {
-		return fmt.Errorf("guest agent %s: reading reply: %w", cmd, err)
+		return fmt.Errorf("guest agent %s: %w", cmd, err)
 	}
 	var resp response
 	if err := json.Unmarshal(line, &resp); err != nil {
@@ -75,21 +100,26 @@ func (c *Client) call(ctx context.Context, cmd string, args, out any) error {
 	return nil
 }
 
-// Sync discards stale replies on the stream (an agent restarted, or an
-// earlier client gone mid-call) by waiting for the echo of a fresh id, as
-// the protocol prescribes before the first command.
+// Sync discards stale replies on a socket stream (an agent restarted, or
+// an earlier client gone mid-call) by waiting for the echo of a fresh id, as
+// the protocol prescribes before the first command. Other transports (libvirt)
+// synchronize themselves.
 func (c *Client) Sync(ctx context.Context) error {
+	s, ok := c.t.(*socket)
+	if !ok {
+		return c.Ping(ctx)
+	}
 	id := rand.Int64N(1 << 40)
 	if dl, ok := ctx.Deadline(); ok {
-		_ = c.conn.SetDeadline(dl)
-		defer func() { _ = c.conn.SetDeadline(time.Time{}) }()
+		_ = s.conn.SetDeadline(dl)
+		defer func() { _ = s.conn.SetDeadline(time.Time{}) }()
 	}
 	data, _ := json.Marshal(request{Execute: "guest-sync", Arguments: map[string]int64{"id": id}})
-	if _, err := c.conn.Write(append(data, '\n')); err != nil {
+	if _, err := s.conn.Write(append(data, '\n')); err != nil {
 		return fmt.Errorf("guest agent guest-sync: %w", err)
 	}
 	for {
-		line, err := c.r.ReadBytes('\n')
+		line, err := s.r.ReadBytes('\n')
 		if err != nil {
 			return fmt.Errorf("guest agent guest-sync: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/runtime/agent"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 )
 
@@ -43,47 +44,91 @@ func startEventLoop() error {
 	return err
 }
 
-// Run starts vmi as a domain on the libvirt at uri and waits until it stops.
-// Cancelling ctx destroys the domain.
-func Run(ctx context.Context, uri string, vmi *v1.VirtualMachineInstance, opts domain.Options) (Exit, error) {
+// VM is a running domain.
+type VM struct {
+	conn  *libvirt.Connect
+	dom   *libvirt.Domain
+	cb    int
+	ended chan Exit
+}
+
+// Start starts vmi as a transient domain on the libvirt at uri.
+func Start(uri string, vmi *v1.VirtualMachineInstance, opts domain.Options) (*VM, error) {
 	def, err := domain.Convert(vmi, opts)
 	if err != nil {
-		return Exit{}, err
+		return nil, err
 	}
 	xml, err := def.Marshal()
 	if err != nil {
-		return Exit{}, fmt.Errorf("encoding domain %s: %w", def.Name, err)
+		return nil, fmt.Errorf("encoding domain %s: %w", def.Name, err)
 	}
 	if err := startEventLoop(); err != nil {
-		return Exit{}, fmt.Errorf("starting the libvirt event loop: %w", err)
+		return nil, fmt.Errorf("starting the libvirt event loop: %w", err)
 	}
 	conn, err := libvirt.NewConnect(uri)
 	if err != nil {
-		return Exit{}, fmt.Errorf("connecting to %s: %w", uri, err)
+		return nil, fmt.Errorf("connecting to %s: %w", uri, err)
 	}
-	defer func() { _, _ = conn.Close() }()
-	ended := make(chan Exit, 1)
-	cb, err := conn.DomainEventLifecycleRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventLifecycle) {
+	vm := &VM{conn: conn, ended: make(chan Exit, 1)}
+	vm.cb, err = conn.DomainEventLifecycleRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventLifecycle) {
 		if name, _ := d.GetName(); name != def.Name {
 			return
 		}
 		if exit, done := exitOf(ev); done {
 			select {
-			case ended <- exit:
+			case vm.ended <- exit:
 			default:
 			}
 		}
 	})
 	if err != nil {
-		return Exit{}, fmt.Errorf("watching domain events: %w", err)
+		_, _ = conn.Close()
+		return nil, fmt.Errorf("watching domain events: %w", err)
 	}
-	defer func() { _ = conn.DomainEventDeregister(cb) }()
-	dom, err := conn.DomainCreateXML(xml, libvirt.DOMAIN_NONE)
+	vm.dom, err = conn.DomainCreateXML(xml, libvirt.DOMAIN_NONE)
 	if err != nil {
-		return Exit{}, fmt.Errorf("starting domain %s: %w", def.Name, err)
+		vm.Close()
+		return nil, fmt.Errorf("starting domain %s: %w", def.Name, err)
 	}
-	defer func() { _ = dom.Free() }()
-	return wait(ctx, dom, ended)
+	return vm, nil
+}
+
+// Agent returns a guest agent client that goes through libvirt, which owns
+// the agent channel of the domains it runs.
+func (vm *VM) Agent() *agent.Client { return agent.New(libvirtAgent{vm.dom}) }
+
+// Wait returns when the domain ends; cancelling ctx destroys it.
+func (vm *VM) Wait(ctx context.Context) (Exit, error) { return wait(ctx, vm.dom, vm.ended) }
+
+// Close releases the libvirt handles; a running domain keeps running.
+func (vm *VM) Close() {
+	if vm.dom != nil {
+		_ = vm.dom.Free()
+	}
+	_ = vm.conn.DomainEventDeregister(vm.cb)
+	_, _ = vm.conn.Close()
+}
+
+// Run starts vmi and waits until it stops. Cancelling ctx destroys it.
+func Run(ctx context.Context, uri string, vmi *v1.VirtualMachineInstance, opts domain.Options) (Exit, error) {
+	vm, err := Start(uri, vmi, opts)
+	if err != nil {
+		return Exit{}, err
+	}
+	defer vm.Close()
+	return vm.Wait(ctx)
+}
+
+// libvirtAgent sends agent commands with virDomainQemuAgentCommand.
+type libvirtAgent struct{ dom *libvirt.Domain }
+
+func (a libvirtAgent) Command(ctx context.Context, cmd []byte) ([]byte, error) {
+	timeout := libvirt.DOMAIN_QEMU_AGENT_COMMAND_DEFAULT
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = libvirt.DomainQemuAgentCommandTimeout(max(1, int(time.Until(dl).Seconds())))
+	}
+	out, err := a.dom.QemuAgentCommand(string(cmd), timeout, 0)
+	return []byte(out), err
 }
 
 // wait returns when the domain ends, polling its state too in case an
