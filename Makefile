@@ -33,7 +33,7 @@ down: ## stop the local cluster
 
 demo: up ## the main job: cluster up, then generate-ssh-keys as a real TaskRun
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig $(TEKVIRT_HOME)/bin/tkn task start generate-ssh-keys \
-	  -n tekvirt -s generate-ssh-keys-task -p privateKeyConnectionOptions=user:root --showlog
+	  -n tekvirt -s generate-ssh-keys-task -p privateKeyConnectionOptions=user:root --use-param-defaults --showlog
 
 e2e: up ## bring the cluster up and run the e2e scenarios against it
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/

@@ -96,8 +96,7 @@ func TestGenerateSSHKeysWithTkn(t *testing.T) {
 		"-p", "publicKeySecretName="+pub, "-p", "privateKeySecretName="+priv,
 		"-p", "privateKeyConnectionOptions=user:root,disable-strict-host-key-checking:true",
 		"-p", "additionalSSHKeygenOptions=-t rsa -b 2048 -C e2e",
-		"-p", "publicKeySecretNamespace=", "-p", "privateKeySecretNamespace=",
-		"--showlog")
+		"--use-param-defaults", "--showlog")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
