@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -16,21 +15,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/tekvirt/tekvirt/controllers/testenv"
 )
-
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for err := cond(); err != nil; err = cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // TestProvisionAndReclaim runs both reconcilers against a real API server:
 // a claim gets a directory and a bound-to-be volume; once the volume is
@@ -42,25 +29,13 @@ func TestProvisionAndReclaim(t *testing.T) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	root := t.TempDir()
-	if err := (&ClaimReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test"), Root: root, Node: "node1"}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&VolumeReconciler{Client: mgr.GetClient(), Root: root}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
+		if err := (&ClaimReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test"), Root: root, Node: "node1"}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&VolumeReconciler{Client: mgr.GetClient(), Root: root}).SetupWithManager(mgr)
+	})
 	bg := context.Background()
 	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hp"}, Provisioner: Provisioner}
 	if err := c.Create(bg, class); err != nil {
@@ -78,7 +53,7 @@ func TestProvisionAndReclaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	pv := &corev1.PersistentVolume{}
-	eventually(t, "volume provisioned", func() error {
+	testenv.Eventually(t, "volume provisioned", func() error {
 		return c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, pv)
 	})
 	dir := pv.Spec.HostPath.Path
@@ -92,7 +67,7 @@ func TestProvisionAndReclaim(t *testing.T) {
 	if err := c.Status().Update(bg, pv); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "released volume reclaimed", func() error {
+	testenv.Eventually(t, "released volume reclaimed", func() error {
 		// Without kube-controller-manager the pv-protection finalizer stays:
 		// a deletion timestamp is what the reconciler can achieve.
 		got := &corev1.PersistentVolume{}

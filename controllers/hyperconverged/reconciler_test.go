@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -17,8 +16,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
 	"github.com/tekvirt/tekvirt/controllers/testenv"
@@ -39,50 +36,13 @@ func startController(t *testing.T) client.Client {
 	if err := hcov1beta1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	skip := true // each test runs its own manager with the same controller name
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: ctrlconfig.Controller{SkipNameValidation: &skip},
+	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-system"}}); err != nil {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func task(name, ns string) *unstructured.Unstructured {
@@ -114,7 +74,7 @@ func TestReconcilerInstallsRestoresAndRemovesCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(hc)
-	eventually(t, "HyperConverged Available", func() error {
+	testenv.Eventually(t, "HyperConverged Available", func() error {
 		cond, got, err := condition(c, key, ConditionAvailable)
 		if err != nil {
 			return err
@@ -144,7 +104,7 @@ func TestReconcilerInstallsRestoresAndRemovesCatalog(t *testing.T) {
 	if err := c.Delete(ctx, installed); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deleted Task restored", func() error {
+	testenv.Eventually(t, "deleted Task restored", func() error {
 		got := task("generate-ssh-keys", "tekvirt")
 		if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
 			return err
@@ -158,7 +118,7 @@ func TestReconcilerInstallsRestoresAndRemovesCatalog(t *testing.T) {
 	if err := c.Delete(ctx, hc); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "catalog removed with the HyperConverged", func() error {
+	testenv.Eventually(t, "catalog removed with the HyperConverged", func() error {
 		if err := c.Get(ctx, key, &hcov1beta1.HyperConverged{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("HyperConverged still there: %w", err)
 		}
@@ -184,10 +144,10 @@ func TestReconcilerHonorsNamespaceAndSingleton(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "catalog in the namespace of the spec", func() error {
+	testenv.Eventually(t, "catalog in the namespace of the spec", func() error {
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "generate-ssh-keys"}, task("", ""))
 	})
-	eventually(t, "second HyperConverged Degraded", func() error {
+	testenv.Eventually(t, "second HyperConverged Degraded", func() error {
 		cond, got, err := condition(c, client.ObjectKeyFromObject(other), ConditionDegraded)
 		if err != nil {
 			return err

@@ -1,0 +1,134 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// NameLabel marks a VMI with the name of the VM it runs, as KubeVirt does.
+const NameLabel = "vm.kubevirt.io/name"
+
+// Reconciler keeps each VM's VMI as its run strategy says.
+type Reconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;create;delete
+
+// Reconcile acts on the VMI of one VM and reports it in the VM's status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	vm := &v1.VirtualMachine{}
+	if err := r.Client.Get(ctx, req.NamespacedName, vm); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	vmi, err := r.vmiOf(ctx, vm)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	base := vm.DeepCopy()
+	rs, failure := vm.RunStrategy()
+	defer func() {
+		setStatus(vm, rs, vmi, failure, metav1.Now())
+		if err := r.Client.Status().Patch(ctx, vm, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+			reterr = errors.Join(reterr, fmt.Errorf("patching status of %s: %w", klog.KObj(vm), err))
+		}
+	}()
+	if failure != nil || vm.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil // owner references delete the VMI with the VM
+	}
+	act, failure := decide(rs, vmi)
+	if failure != nil {
+		return ctrl.Result{}, nil
+	}
+	switch act {
+	case actCreate:
+		vmi, failure = r.create(ctx, vm)
+	case actDelete:
+		failure = r.delete(ctx, vmi)
+	case actHalt:
+		halted := v1.RunStrategyHalted
+		patch := client.MergeFrom(vm.DeepCopy())
+		vm.Spec.RunStrategy = &halted
+		if failure = r.Client.Patch(ctx, vm, patch); failure == nil {
+			rs = halted
+			base = vm.DeepCopy()
+			failure = r.delete(ctx, vmi)
+		}
+	}
+	return ctrl.Result{}, failure
+}
+
+// vmiOf returns the VMI of vm, or nil. A VMI of that name that another
+// object controls is an error: the VM never takes it over.
+func (r *Reconciler) vmiOf(ctx context.Context, vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
+	vmi := &v1.VirtualMachineInstance{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(vm), vmi)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the VMI of %s: %w", klog.KObj(vm), err)
+	}
+	if ref := metav1.GetControllerOf(vmi); ref == nil || ref.UID != vm.UID {
+		return nil, fmt.Errorf("VMI %s exists and is not controlled by VM %s", klog.KObj(vmi), klog.KObj(vm))
+	}
+	return vmi, nil
+}
+
+func (r *Reconciler) create(ctx context.Context, vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
+	tmpl := vm.Spec.Template
+	if tmpl == nil {
+		return nil, fmt.Errorf("spec.template is required to start %s", klog.KObj(vm))
+	}
+	vmi := &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: vm.Name, Namespace: vm.Namespace,
+			Labels: map[string]string{}, Annotations: map[string]string{},
+		},
+		Spec: *tmpl.Spec.DeepCopy(),
+	}
+	for k, v := range tmpl.ObjectMeta.Labels {
+		vmi.Labels[k] = v
+	}
+	for k, v := range tmpl.ObjectMeta.Annotations {
+		vmi.Annotations[k] = v
+	}
+	vmi.Labels[NameLabel] = vm.Name
+	if err := controllerutil.SetControllerReference(vm, vmi, r.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := r.Client.Create(ctx, vmi); err != nil {
+		return nil, fmt.Errorf("creating the VMI of %s: %w", klog.KObj(vm), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("created VMI", "vmi", klog.KObj(vmi))
+	return vmi, nil
+}
+
+func (r *Reconciler) delete(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+	err := r.Client.Delete(ctx, vmi, client.Preconditions{UID: &vmi.UID})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting VMI %s: %w", klog.KObj(vmi), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("deleted VMI", "vmi", klog.KObj(vmi), "phase", vmi.Status.Phase)
+	return nil
+}
+
+// SetupWithManager watches VMs and the VMIs they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("virtualmachine").
+		For(&v1.VirtualMachine{}).
+		Owns(&v1.VirtualMachineInstance{}).
+		Complete(r)
+}

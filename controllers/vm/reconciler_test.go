@@ -1,0 +1,200 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/controllers/testenv"
+)
+
+func start(t *testing.T) client.Client {
+	t.Helper()
+	crd := filepath.Join("..", "config", "crd")
+	cfg := testenv.Start(t, filepath.Join(crd, "kubevirt.io_virtualmachines.yaml"), filepath.Join(crd, "kubevirt.io_virtualmachineinstances.yaml"))
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+	})
+}
+
+func newVM(name string, rs v1.VirtualMachineRunStrategy) *v1.VirtualMachine {
+	return &v1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: v1.VirtualMachineSpec{
+			RunStrategy: &rs,
+			Template: &v1.VirtualMachineInstanceTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"kubevirt.io/size": "small"}},
+				Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{
+					Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}},
+				}},
+			},
+		},
+	}
+}
+
+// setPhase plays the node handler's part: the VMI CRD has no status
+// subresource, as in KubeVirt, so status goes with an update.
+func setPhase(t *testing.T, c client.Client, key types.NamespacedName, phase v1.VirtualMachineInstancePhase, ready bool) {
+	t.Helper()
+	vmi := &v1.VirtualMachineInstance{}
+	if err := c.Get(context.Background(), key, vmi); err != nil {
+		t.Fatal(err)
+	}
+	vmi.Status.Phase = phase
+	if ready {
+		vmi.Status.Conditions = []v1.VirtualMachineInstanceCondition{{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, Reason: "AgentConnected"}}
+	}
+	if err := c.Update(context.Background(), vmi); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func vmState(c client.Client, key types.NamespacedName) (*v1.VirtualMachine, *v1.VirtualMachineInstance, error) {
+	vm := &v1.VirtualMachine{}
+	if err := c.Get(context.Background(), key, vm); err != nil {
+		return nil, nil, err
+	}
+	vmi := &v1.VirtualMachineInstance{}
+	if err := c.Get(context.Background(), key, vmi); apierrors.IsNotFound(err) {
+		return vm, nil, nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	return vm, vmi, nil
+}
+
+func TestAlwaysRestartsAndHaltedStops(t *testing.T) {
+	c := start(t)
+	ctx := context.Background()
+	vm := newVM("always", v1.RunStrategyAlways)
+	if err := c.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(vm)
+	var first types.UID
+	testenv.Eventually(t, "VMI created and VM Starting", func() error {
+		got, vmi, err := vmState(c, key)
+		if err != nil || vmi == nil {
+			return fmt.Errorf("no VMI yet: %w", err)
+		}
+		if ref := metav1.GetControllerOf(vmi); ref == nil || ref.UID != got.UID || vmi.Labels[NameLabel] != "always" || vmi.Labels["kubevirt.io/size"] != "small" {
+			return fmt.Errorf("VMI metadata %+v", vmi.ObjectMeta)
+		}
+		if got.Status.PrintableStatus != v1.VirtualMachineStatusStarting || !got.Status.Created {
+			return fmt.Errorf("VM status %+v", got.Status)
+		}
+		first = vmi.UID
+		return nil
+	})
+	setPhase(t, c, key, v1.Running, true)
+	testenv.Eventually(t, "VM Running and Ready", func() error {
+		got, _, err := vmState(c, key)
+		if err != nil {
+			return err
+		}
+		if got.Status.PrintableStatus != v1.VirtualMachineStatusRunning || !got.Status.Ready {
+			return fmt.Errorf("VM status %+v", got.Status)
+		}
+		return nil
+	})
+	setPhase(t, c, key, v1.Failed, false)
+	testenv.Eventually(t, "failed VMI replaced", func() error {
+		_, vmi, err := vmState(c, key)
+		if err != nil || vmi == nil || vmi.UID == first {
+			return fmt.Errorf("VMI not replaced yet: %w", err)
+		}
+		return nil
+	})
+	got := &v1.VirtualMachine{}
+	if err := c.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	halted := v1.RunStrategyHalted
+	got.Spec.RunStrategy = &halted
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "Halted VM Stopped without VMI", func() error {
+		got, vmi, err := vmState(c, key)
+		if err != nil {
+			return err
+		}
+		if vmi != nil || got.Status.PrintableStatus != v1.VirtualMachineStatusStopped || got.Status.Created {
+			return fmt.Errorf("VMI %v, VM status %+v", vmi != nil, got.Status)
+		}
+		return nil
+	})
+}
+
+func TestOnceHaltsAfterTheRun(t *testing.T) {
+	c := start(t)
+	vm := newVM("once", v1.RunStrategyOnce)
+	if err := c.Create(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(vm)
+	testenv.Eventually(t, "VMI created", func() error {
+		_, vmi, err := vmState(c, key)
+		if err != nil || vmi == nil {
+			return fmt.Errorf("no VMI: %w", err)
+		}
+		return nil
+	})
+	setPhase(t, c, key, v1.Succeeded, false)
+	testenv.Eventually(t, "run strategy Halted and VMI gone", func() error {
+		got, vmi, err := vmState(c, key)
+		if err != nil {
+			return err
+		}
+		if vmi != nil || got.Spec.RunStrategy == nil || *got.Spec.RunStrategy != v1.RunStrategyHalted || got.Status.PrintableStatus != v1.VirtualMachineStatusStopped {
+			return fmt.Errorf("VMI %v, runStrategy %v, status %s", vmi != nil, got.Spec.RunStrategy, got.Status.PrintableStatus)
+		}
+		return nil
+	})
+}
+
+func TestRunningAndRunStrategyTogetherFail(t *testing.T) {
+	c := start(t)
+	vm := newVM("both", v1.RunStrategyAlways)
+	running := true
+	vm.Spec.Running = &running
+	if err := c.Create(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(vm)
+	testenv.Eventually(t, "Failure condition naming the fields", func() error {
+		got, vmi, err := vmState(c, key)
+		if err != nil {
+			return err
+		}
+		if vmi != nil {
+			t.Fatal("a VMI was created for a VM with conflicting fields")
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == v1.VirtualMachineFailure && cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", got.Status.Conditions)
+	})
+}

@@ -1,0 +1,160 @@
+package vm
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// action is what a reconcile does to the VMI.
+type action int
+
+const (
+	actNone action = iota
+	actCreate
+	actDelete
+	// actHalt ends a Once run: the VM's run strategy becomes Halted, as
+	// KubeVirt does once the single run is over.
+	actHalt
+)
+
+func finished(vmi *v1.VirtualMachineInstance) bool {
+	return vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed
+}
+
+// decide returns what the run strategy asks of the VMI as it is now.
+func decide(rs v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance) (action, error) {
+	if vmi != nil && vmi.DeletionTimestamp != nil {
+		return actNone, nil // wait until it is gone
+	}
+	switch rs {
+	case v1.RunStrategyHalted:
+		if vmi != nil {
+			return actDelete, nil
+		}
+	case v1.RunStrategyAlways:
+		if vmi == nil {
+			return actCreate, nil
+		}
+		if finished(vmi) {
+			return actDelete, nil // recreated on the next pass
+		}
+	case v1.RunStrategyRerunOnFailure:
+		if vmi == nil {
+			return actCreate, nil
+		}
+		if vmi.Status.Phase == v1.Failed {
+			return actDelete, nil
+		}
+	case v1.RunStrategyOnce:
+		if vmi == nil {
+			return actCreate, nil
+		}
+		if finished(vmi) {
+			return actHalt, nil
+		}
+	case v1.RunStrategyManual:
+		// Started and stopped by request only.
+	default:
+		return actNone, fmt.Errorf("spec.runStrategy %q is not one of Always, RerunOnFailure, Once, Manual, Halted", rs)
+	}
+	return actNone, nil
+}
+
+// printableStatus is the one-word state `kubectl get vm` shows.
+func printableStatus(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance) v1.VirtualMachinePrintableStatus {
+	switch {
+	case vm.DeletionTimestamp != nil:
+		return v1.VirtualMachineStatusTerminating
+	case vmi == nil:
+		if rs == v1.RunStrategyAlways || rs == v1.RunStrategyRerunOnFailure {
+			return v1.VirtualMachineStatusStarting
+		}
+		return v1.VirtualMachineStatusStopped
+	case vmi.DeletionTimestamp != nil:
+		return v1.VirtualMachineStatusStopping
+	}
+	switch vmi.Status.Phase {
+	case v1.VmPhaseUnset, v1.Pending, v1.Scheduling, v1.Scheduled:
+		return v1.VirtualMachineStatusStarting
+	case v1.Running:
+		if c := vmiCondition(vmi, v1.VirtualMachineInstancePaused); c != nil && c.Status == corev1.ConditionTrue {
+			return v1.VirtualMachineStatusPaused
+		}
+		return v1.VirtualMachineStatusRunning
+	case v1.Succeeded, v1.Failed:
+		return v1.VirtualMachineStatusStopped
+	}
+	return v1.VirtualMachineStatusUnknown
+}
+
+func vmiCondition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) *v1.VirtualMachineInstanceCondition {
+	for i := range vmi.Status.Conditions {
+		if vmi.Status.Conditions[i].Type == t {
+			return &vmi.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// setStatus writes the VM status for the VMI as observed and the error, if
+// any, that stopped the reconcile (reported as the Failure condition).
+func setStatus(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance, failure error, now metav1.Time) {
+	st := &vm.Status
+	st.ObservedGeneration = vm.Generation
+	st.RunStrategy = rs
+	st.Created = vmi != nil
+	st.PrintableStatus = printableStatus(vm, rs, vmi)
+	ready := v1.VirtualMachineCondition{Type: v1.VirtualMachineReady, Status: corev1.ConditionFalse, Reason: "VMINotExists", Message: "VMI does not exist"}
+	if vmi != nil {
+		ready.Reason, ready.Message = "VMINotReady", fmt.Sprintf("VMI is %s", orUnset(vmi.Status.Phase))
+		if c := vmiCondition(vmi, v1.VirtualMachineInstanceReady); c != nil {
+			ready.Status, ready.Reason, ready.Message = c.Status, c.Reason, c.Message
+		}
+	}
+	st.Ready = ready.Status == corev1.ConditionTrue
+	setCondition(st, ready, now)
+	if failure != nil {
+		setCondition(st, v1.VirtualMachineCondition{Type: v1.VirtualMachineFailure, Status: corev1.ConditionTrue, Reason: "ReconcileError", Message: failure.Error()}, now)
+	} else {
+		removeCondition(st, v1.VirtualMachineFailure)
+	}
+}
+
+func orUnset(p v1.VirtualMachineInstancePhase) v1.VirtualMachineInstancePhase {
+	if p == "" {
+		return v1.Pending
+	}
+	return p
+}
+
+// setCondition replaces the condition of c's type, keeping its transition
+// time when the status did not change.
+func setCondition(st *v1.VirtualMachineStatus, c v1.VirtualMachineCondition, now metav1.Time) {
+	for i, old := range st.Conditions {
+		if old.Type != c.Type {
+			continue
+		}
+		c.LastTransitionTime = old.LastTransitionTime
+		if old.Status != c.Status {
+			c.LastTransitionTime = now
+		}
+		st.Conditions[i] = c
+		return
+	}
+	c.LastTransitionTime = now
+	st.Conditions = append(st.Conditions, c)
+}
+
+func removeCondition(st *v1.VirtualMachineStatus, t v1.VirtualMachineConditionType) {
+	out := st.Conditions[:0]
+	for _, c := range st.Conditions {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	st.Conditions = out
+}

@@ -1,0 +1,118 @@
+package vm
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+func vmiIn(phase v1.VirtualMachineInstancePhase) *v1.VirtualMachineInstance {
+	return &v1.VirtualMachineInstance{Status: v1.VirtualMachineInstanceStatus{Phase: phase}}
+}
+
+func TestDecide(t *testing.T) {
+	deleting := vmiIn(v1.Running)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	tests := []struct {
+		rs   v1.VirtualMachineRunStrategy
+		vmi  *v1.VirtualMachineInstance
+		want action
+	}{
+		{v1.RunStrategyAlways, nil, actCreate},
+		{v1.RunStrategyAlways, vmiIn(v1.Running), actNone},
+		{v1.RunStrategyAlways, vmiIn(v1.Succeeded), actDelete},
+		{v1.RunStrategyAlways, vmiIn(v1.Failed), actDelete},
+		{v1.RunStrategyAlways, deleting, actNone},
+		{v1.RunStrategyRerunOnFailure, nil, actCreate},
+		{v1.RunStrategyRerunOnFailure, vmiIn(v1.Failed), actDelete},
+		{v1.RunStrategyRerunOnFailure, vmiIn(v1.Succeeded), actNone},
+		{v1.RunStrategyOnce, nil, actCreate},
+		{v1.RunStrategyOnce, vmiIn(v1.Running), actNone},
+		{v1.RunStrategyOnce, vmiIn(v1.Succeeded), actHalt},
+		{v1.RunStrategyOnce, vmiIn(v1.Failed), actHalt},
+		{v1.RunStrategyHalted, nil, actNone},
+		{v1.RunStrategyHalted, vmiIn(v1.Running), actDelete},
+		{v1.RunStrategyHalted, deleting, actNone},
+		{v1.RunStrategyManual, nil, actNone},
+		{v1.RunStrategyManual, vmiIn(v1.Failed), actNone},
+	}
+	for _, tt := range tests {
+		got, err := decide(tt.rs, tt.vmi)
+		if err != nil || got != tt.want {
+			phase := "none"
+			if tt.vmi != nil {
+				phase = string(tt.vmi.Status.Phase)
+			}
+			t.Errorf("decide(%s, %s) = %v, %v; want %v", tt.rs, phase, got, err, tt.want)
+		}
+	}
+	if _, err := decide("Sometimes", nil); err == nil {
+		t.Error("unknown run strategy accepted")
+	}
+}
+
+func TestPrintableStatus(t *testing.T) {
+	paused := vmiIn(v1.Running)
+	paused.Status.Conditions = []v1.VirtualMachineInstanceCondition{{Type: v1.VirtualMachineInstancePaused, Status: corev1.ConditionTrue}}
+	stopping := vmiIn(v1.Running)
+	stopping.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	terminating := &v1.VirtualMachine{}
+	terminating.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	tests := []struct {
+		name string
+		vm   *v1.VirtualMachine
+		rs   v1.VirtualMachineRunStrategy
+		vmi  *v1.VirtualMachineInstance
+		want v1.VirtualMachinePrintableStatus
+	}{
+		{"halted, no vmi", &v1.VirtualMachine{}, v1.RunStrategyHalted, nil, v1.VirtualMachineStatusStopped},
+		{"always, no vmi yet", &v1.VirtualMachine{}, v1.RunStrategyAlways, nil, v1.VirtualMachineStatusStarting},
+		{"vmi without phase", &v1.VirtualMachine{}, v1.RunStrategyAlways, vmiIn(""), v1.VirtualMachineStatusStarting},
+		{"scheduled", &v1.VirtualMachine{}, v1.RunStrategyAlways, vmiIn(v1.Scheduled), v1.VirtualMachineStatusStarting},
+		{"running", &v1.VirtualMachine{}, v1.RunStrategyAlways, vmiIn(v1.Running), v1.VirtualMachineStatusRunning},
+		{"paused", &v1.VirtualMachine{}, v1.RunStrategyAlways, paused, v1.VirtualMachineStatusPaused},
+		{"stopping", &v1.VirtualMachine{}, v1.RunStrategyHalted, stopping, v1.VirtualMachineStatusStopping},
+		{"succeeded", &v1.VirtualMachine{}, v1.RunStrategyOnce, vmiIn(v1.Succeeded), v1.VirtualMachineStatusStopped},
+		{"unknown", &v1.VirtualMachine{}, v1.RunStrategyAlways, vmiIn(v1.Unknown), v1.VirtualMachineStatusUnknown},
+		{"vm deleting", terminating, v1.RunStrategyAlways, vmiIn(v1.Running), v1.VirtualMachineStatusTerminating},
+	}
+	for _, tt := range tests {
+		if got := printableStatus(tt.vm, tt.rs, tt.vmi); got != tt.want {
+			t.Errorf("%s: printableStatus = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestSetStatus(t *testing.T) {
+	t0 := metav1.NewTime(time.Unix(1000, 0))
+	t1 := metav1.NewTime(time.Unix(2000, 0))
+	vm := &v1.VirtualMachine{}
+	vm.Generation = 3
+	setStatus(vm, v1.RunStrategyAlways, nil, nil, t0)
+	if vm.Status.Created || vm.Status.Ready || vm.Status.ObservedGeneration != 3 || vm.Status.RunStrategy != v1.RunStrategyAlways {
+		t.Fatalf("status without vmi = %+v", vm.Status)
+	}
+	ready := vmiIn(v1.Running)
+	ready.Status.Conditions = []v1.VirtualMachineInstanceCondition{{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, Reason: "AgentConnected"}}
+	setStatus(vm, v1.RunStrategyAlways, ready, nil, t1)
+	c := vm.Status.Conditions[0]
+	if !vm.Status.Created || !vm.Status.Ready || c.Status != corev1.ConditionTrue || c.Reason != "AgentConnected" || !c.LastTransitionTime.Equal(&t1) {
+		t.Fatalf("status with a ready vmi = %+v", vm.Status)
+	}
+	setStatus(vm, v1.RunStrategyAlways, ready, errors.New("boom"), metav1.NewTime(time.Unix(3000, 0)))
+	if len(vm.Status.Conditions) != 2 || vm.Status.Conditions[1].Type != v1.VirtualMachineFailure || vm.Status.Conditions[1].Message != "boom" {
+		t.Fatalf("failure not reported: %+v", vm.Status.Conditions)
+	}
+	if !vm.Status.Conditions[0].LastTransitionTime.Equal(&t1) {
+		t.Fatal("Ready transition time moved though its status did not change")
+	}
+	setStatus(vm, v1.RunStrategyAlways, ready, nil, t1)
+	if len(vm.Status.Conditions) != 1 {
+		t.Fatalf("failure condition not cleared: %+v", vm.Status.Conditions)
+	}
+}
