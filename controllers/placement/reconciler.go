@@ -1,0 +1,137 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// NodeNameLabel marks a placed VMI with its node, as KubeVirt does.
+const NodeNameLabel = "kubevirt.io/nodeName"
+
+// retryUnschedulable is how soon an unplaceable VMI is tried again when no
+// node or VMI change comes first.
+const retryUnschedulable = 15 * time.Second
+
+// Reconciler places pending VMIs on nodes.
+type Reconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;update;patch
+
+// Reconcile places one VMI if it waits for a node.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	vmi := &v1.VirtualMachineInstance{}
+	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !waiting(vmi) {
+		return ctrl.Result{}, nil
+	}
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	var vmis v1.VirtualMachineInstanceList
+	if err := r.Client.List(ctx, &vmis); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing VMIs: %w", err)
+	}
+	var placed []*v1.VirtualMachineInstance
+	for i := range vmis.Items {
+		if o := &vmis.Items[i]; o.Status.NodeName != "" && o.UID != vmi.UID && !finishedPhase(o.Status.Phase) {
+			placed = append(placed, o)
+		}
+	}
+	nodePtrs := make([]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		nodePtrs[i] = &nodes.Items[i]
+	}
+	d, err := Place(vmi, nodePtrs, placed)
+	if err != nil {
+		setScheduled(vmi, corev1.ConditionFalse, "InvalidScheduling", err.Error())
+		vmi.Status.Phase = v1.Failed
+		return ctrl.Result{}, r.Client.Update(ctx, vmi)
+	}
+	if d.Node == "" {
+		vmi.Status.Phase = v1.Scheduling
+		setScheduled(vmi, corev1.ConditionFalse, corev1.PodReasonUnschedulable, d.Message)
+		if err := r.Client.Update(ctx, vmi); err != nil {
+			return ctrl.Result{}, fmt.Errorf("reporting %s unschedulable: %w", klog.KObj(vmi), err)
+		}
+		return ctrl.Result{RequeueAfter: retryUnschedulable}, nil
+	}
+	vmi.Status.NodeName = d.Node
+	vmi.Status.Phase = v1.Scheduled
+	if vmi.Labels == nil {
+		vmi.Labels = map[string]string{}
+	}
+	vmi.Labels[NodeNameLabel] = d.Node
+	setScheduled(vmi, corev1.ConditionTrue, "", "")
+	// An update, not a patch: its resourceVersion check keeps two placements
+	// of the same VMI (a stale cache) from both landing.
+	if err := r.Client.Update(ctx, vmi); err != nil {
+		return ctrl.Result{}, fmt.Errorf("placing %s on %s: %w", klog.KObj(vmi), d.Node, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("placed VMI", "vmi", klog.KObj(vmi), "node", d.Node)
+	return ctrl.Result{}, nil
+}
+
+func waiting(vmi *v1.VirtualMachineInstance) bool {
+	p := vmi.Status.Phase
+	return vmi.DeletionTimestamp == nil && vmi.Status.NodeName == "" && (p == v1.VmPhaseUnset || p == v1.Pending || p == v1.Scheduling)
+}
+
+func finishedPhase(p v1.VirtualMachineInstancePhase) bool { return p == v1.Succeeded || p == v1.Failed }
+
+func setScheduled(vmi *v1.VirtualMachineInstance, status corev1.ConditionStatus, reason, msg string) {
+	c := v1.VirtualMachineInstanceCondition{
+		Type: v1.VirtualMachineInstanceConditionType(corev1.PodScheduled), Status: status,
+		Reason: reason, Message: msg, LastTransitionTime: metav1.Now(),
+	}
+	for i, old := range vmi.Status.Conditions {
+		if old.Type == c.Type {
+			if old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+			vmi.Status.Conditions[i] = c
+			return
+		}
+	}
+	vmi.Status.Conditions = append(vmi.Status.Conditions, c)
+}
+
+// SetupWithManager watches VMIs, and nodes so that a node becoming ready or
+// gaining room retries the waiting VMIs.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("vmi-placement").
+		For(&v1.VirtualMachineInstance{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.waitingVMIs)).
+		Complete(r)
+}
+
+func (r *Reconciler) waitingVMIs(ctx context.Context, _ client.Object) []reconcile.Request {
+	var vmis v1.VirtualMachineInstanceList
+	if err := r.Client.List(ctx, &vmis); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing VMIs")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range vmis.Items {
+		if waiting(&vmis.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vmis.Items[i])})
+		}
+	}
+	return out
+}
