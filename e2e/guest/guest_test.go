@@ -47,8 +47,9 @@ func TestCPIOLayout(t *testing.T) {
 }
 
 // TestGuestBootsAndAgentAnswers builds the guest from Debian packages,
-// boots it in QEMU (KVM when usable, else TCG) and runs a command in it
-// through the guest agent.
+// boots its qcow2 disk in QEMU (BIOS and syslinux, as a containerDisk boots;
+// TEKVIRT_GUEST_BOOT=kernel boots kernel and initrd directly) and runs
+// commands in it through the guest agent.
 func TestGuestBootsAndAgentAnswers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots a VM")
@@ -77,11 +78,19 @@ func TestGuestBootsAndAgentAnswers(t *testing.T) {
 	if os.Getenv("TEKVIRT_KVM") == "1" {
 		accel = "kvm"
 	}
-	qemu := exec.CommandContext(ctx, "qemu-system-x86_64", "-machine", "pc,accel="+accel, "-m", "256", "-smp", "1",
-		"-kernel", g.Kernel, "-initrd", g.Initrd, "-append", "console=ttyS0 panic=-1 quiet",
+	boot := []string{"-kernel", g.Kernel, "-initrd", g.Initrd, "-append", "console=ttyS0 panic=-1 quiet"}
+	if os.Getenv("TEKVIRT_GUEST_BOOT") != "kernel" {
+		// From the qcow2 disk, as a containerDisk boots: BIOS -> syslinux -> kernel.
+		disks, err := g.Disks(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		boot = []string{"-drive", "file=" + disks.QCOW2 + ",format=qcow2,if=virtio,snapshot=on"}
+	}
+	qemu := exec.CommandContext(ctx, "qemu-system-x86_64", append(append([]string{"-machine", "pc,accel=" + accel, "-m", "256", "-smp", "1"}, boot...),
 		"-display", "none", "-monitor", "none", "-no-reboot", "-serial", "file:"+serial,
 		"-chardev", "socket,id=qga0,path="+sock+",server=on,wait=off",
-		"-device", "virtio-serial", "-device", "virtserialport,chardev=qga0,name=org.qemu.guest_agent.0")
+		"-device", "virtio-serial", "-device", "virtserialport,chardev=qga0,name=org.qemu.guest_agent.0")...)
 	var qout bytes.Buffer
 	qemu.Stdout, qemu.Stderr = &qout, &qout
 	start = time.Now()
