@@ -7,14 +7,12 @@ import (
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
 	"github.com/tekvirt/tekvirt/controllers/hyperconverged"
+	"github.com/tekvirt/tekvirt/controllers/manager"
 )
 
 func main() {
@@ -36,29 +34,15 @@ func run(stepImage, probeAddr, metricsAddr string) error {
 	if stepImage == "" {
 		return fmt.Errorf("--step-image is required")
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := hcov1beta1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                 scheme,
-		HealthProbeBindAddress: probeAddr,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+	mgr, err := manager.New(manager.Options{
+		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
+		AddToScheme: []func(*runtime.Scheme) error{hcov1beta1.AddToScheme},
 	})
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+		return err
 	}
 	if err := (&hyperconverged.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the hyperconverged controller: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

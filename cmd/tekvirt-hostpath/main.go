@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/tekvirt/tekvirt/controllers/hostpath"
+	"github.com/tekvirt/tekvirt/controllers/manager"
 )
 
 func main() {
@@ -36,19 +33,7 @@ func run(root, node, probeAddr string) error {
 	if root == "" || node == "" {
 		return fmt.Errorf("--root and --node are required")
 	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return err
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		HealthProbeBindAddress: probeAddr,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-	})
+	mgr, err := manager.New(manager.Options{ProbeAddr: probeAddr})
 	if err != nil {
 		return err
 	}
@@ -56,12 +41,6 @@ func run(root, node, probeAddr string) error {
 		return err
 	}
 	if err := (&hostpath.VolumeReconciler{Client: mgr.GetClient(), Root: root}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

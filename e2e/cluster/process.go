@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -67,19 +70,64 @@ func processMatches(pid int, binary string) bool {
 	return filepath.Base(argv0) == filepath.Base(binary)
 }
 
-// ensure starts p unless it already runs, then waits until it is ready.
+func (c *Cluster) sumFile(name string) string { return filepath.Join(c.Home, "run", name+".binsum") }
+
+// binarySum identifies the content of a component's binary.
+func binarySum(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// portWait covers a process that was just stopped: its main thread can be
+// gone while its other threads still hold its sockets.
+var portWait = 10 * time.Second
+
+// portFree waits up to wait for addr to be free to listen on.
+func portFree(addr string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			return l.Close()
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ensure starts p unless it already runs its current binary, then waits
+// until it is ready. A component whose binary changed since it started (a
+// rebuilt tekvirt, a new Kubernetes version) is restarted.
 func (c *Cluster) ensure(ctx context.Context, p *process) error {
 	start := time.Now()
+	sum, err := binarySum(p.binary)
+	if err != nil {
+		return fmt.Errorf("%s: reading %s: %w", p.name, p.binary, err)
+	}
 	if pid := c.pid(p); pid != 0 {
-		c.progress("%-24s running (pid %d)", p.name, pid)
-		return nil
+		if old, _ := os.ReadFile(c.sumFile(p.name)); string(old) == sum {
+			c.progress("%-24s running (pid %d)", p.name, pid)
+			return nil
+		}
+		c.progress("%-24s binary changed: restarting (pid %d)", p.name, pid)
+		if err := c.stop(p); err != nil {
+			return err
+		}
 	}
 	for _, addr := range p.ports {
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
+		if err := portFree(addr, portWait); err != nil {
 			return fmt.Errorf("%s: port %s is already in use by another process; stop it or free the port: %w", p.name, addr, err)
 		}
-		l.Close()
 	}
 	logPath := c.LogFile(p.name)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -98,6 +146,9 @@ func (c *Cluster) ensure(ctx context.Context, p *process) error {
 	pid := cmd.Process.Pid
 	if err := os.WriteFile(c.pidFile(p.name), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		return fmt.Errorf("%s: writing pid file: %w", p.name, err)
+	}
+	if err := os.WriteFile(c.sumFile(p.name), []byte(sum), 0o644); err != nil {
+		return fmt.Errorf("%s: writing binary sum: %w", p.name, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()

@@ -62,6 +62,8 @@ func TestPIDOfAnotherProgramIsNotOurs(t *testing.T) {
 
 func TestPortInUseIsNamed(t *testing.T) {
 	c, _ := testCluster(t)
+	defer func(w time.Duration) { portWait = w }(portWait)
+	portWait = 300 * time.Millisecond
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -85,5 +87,39 @@ func TestFailedStartNamesLog(t *testing.T) {
 	log, _ := os.ReadFile(c.LogFile("broken"))
 	if !strings.Contains(string(log), "boom") {
 		t.Fatalf("log = %q", log)
+	}
+}
+
+func TestEnsureRestartsOnNewBinary(t *testing.T) {
+	c, out := testCluster(t)
+	bin := filepath.Join(t.TempDir(), "sleep")
+	data, err := os.ReadFile("/bin/sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{name: "sleeper", binary: bin, args: []string{"60"}}
+	if err := c.ensure(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.stop(p) }()
+	first := c.pid(p)
+	if err := c.ensure(context.Background(), p); err != nil || c.pid(p) != first {
+		t.Fatalf("unchanged binary restarted: %v", err)
+	}
+	// A rebuild: new content at the same path.
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, append(data, 0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ensure(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if second := c.pid(p); second == 0 || second == first || !strings.Contains(out.String(), "binary changed: restarting") {
+		t.Fatalf("changed binary not restarted (pid %d -> %d):\n%s", first, second, out)
 	}
 }

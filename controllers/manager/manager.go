@@ -1,0 +1,54 @@
+package manager
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Options configure New.
+type Options struct {
+	// ProbeAddr serves /healthz and /readyz.
+	ProbeAddr string
+	// MetricsAddr serves /metrics; "0" disables it.
+	MetricsAddr string
+	// AddToScheme registers API groups beyond the Kubernetes ones.
+	AddToScheme []func(*runtime.Scheme) error
+}
+
+// New connects to the cluster (--kubeconfig, or in-cluster) and returns a
+// manager with liveness and readiness checks.
+func New(o Options) (ctrl.Manager, error) {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the cluster config: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, o.AddToScheme...) {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = "0"
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		HealthProbeBindAddress: o.ProbeAddr,
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
