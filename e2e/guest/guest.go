@@ -22,7 +22,7 @@ var initScript []byte
 var inittab []byte
 
 // modules are loaded in the guest with their dependencies first.
-var modules = []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ext4"}
+var modules = []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ext4", "vfat", "nls_cp437", "nls_ascii"}
 
 // Guest is a built guest: boot it with Kernel and Initrd.
 type Guest struct {
@@ -40,7 +40,7 @@ func Build(ctx context.Context, dir string) (*Guest, error) {
 		return nil, err
 	}
 	kver := strings.TrimPrefix(kpkg, "linux-image-")
-	sum := sha256.Sum256(append(append([]byte(kpkg+"\x00"), initScript...), inittab...))
+	sum := sha256.Sum256(append(append([]byte(kpkg+"\x00"+strings.Join(modules, ",")+"\x00"), initScript...), inittab...))
 	out := filepath.Join(dir, "guest-"+hex.EncodeToString(sum[:6]))
 	g := &Guest{Kernel: filepath.Join(out, "vmlinuz"), Initrd: filepath.Join(out, "initrd.gz"), KernelVersion: kver}
 	if _, err := os.Stat(g.Initrd); err == nil {
@@ -117,7 +117,7 @@ func kernelPackage(ctx context.Context) (string, error) {
 // initramfs lists the files of the guest's initramfs.
 func initramfs(ctx context.Context, root, kver string) (map[string]cpioEntry, error) {
 	e := map[string]cpioEntry{}
-	for _, d := range []string{"bin", "sbin", "etc", "proc", "sys", "dev", "run", "tmp", "usr", "usr/sbin", "lib", "lib64", "lib/modules", "var", "root"} {
+	for _, d := range []string{"bin", "sbin", "etc", "proc", "sys", "dev", "run", "tmp", "usr", "usr/sbin", "lib", "lib64", "lib/modules", "var", "root", "mnt"} {
 		e[d] = cpioEntry{mode: modeDir | 0o755}
 	}
 	busybox, err := os.ReadFile("/bin/busybox")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tekvirt/tekvirt/runtime/agent"
+	"github.com/tekvirt/tekvirt/runtime/cloudinit"
 )
 
 func TestCPIOLayout(t *testing.T) {
@@ -49,7 +50,8 @@ func TestCPIOLayout(t *testing.T) {
 // TestGuestBootsAndAgentAnswers builds the guest from Debian packages,
 // boots its qcow2 disk in QEMU (BIOS and syslinux, as a containerDisk boots;
 // TEKVIRT_GUEST_BOOT=kernel boots kernel and initrd directly) and runs
-// commands in it through the guest agent.
+// commands in it through the guest agent; a NoCloud seed disk sets its
+// hostname and root's SSH key.
 func TestGuestBootsAndAgentAnswers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots a VM")
@@ -72,6 +74,15 @@ func TestGuestBootsAndAgentAnswers(t *testing.T) {
 
 	dir := t.TempDir()
 	sock, serial := filepath.Join(dir, "agent.sock"), filepath.Join(dir, "serial.log")
+	seed := filepath.Join(dir, "seed.img")
+	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl e2e"
+	nc := &cloudinit.NoCloud{
+		UserData: "#cloud-config\nhostname: seeded-guest\nssh_authorized_keys:\n  - " + key + "\n",
+		MetaData: "instance-id: e2e\nlocal-hostname: from-meta-data\n",
+	}
+	if err := nc.WriteImage(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
 	// TCG unless asked: on these machines /dev/kvm can exist and still hang
 	// a guest before its first console line.
 	accel := "tcg"
@@ -90,6 +101,7 @@ func TestGuestBootsAndAgentAnswers(t *testing.T) {
 	qemu := exec.CommandContext(ctx, "qemu-system-x86_64", append(append([]string{"-machine", "pc,accel=" + accel, "-m", "256", "-smp", "1"}, boot...),
 		"-display", "none", "-monitor", "none", "-no-reboot", "-serial", "file:"+serial,
 		"-chardev", "socket,id=qga0,path="+sock+",server=on,wait=off",
+		"-drive", "file="+seed+",format=raw,if=virtio,readonly=on",
 		"-device", "virtio-serial", "-device", "virtserialport,chardev=qga0,name=org.qemu.guest_agent.0")...)
 	var qout bytes.Buffer
 	qemu.Stdout, qemu.Stderr = &qout, &qout
@@ -131,6 +143,10 @@ func TestGuestBootsAndAgentAnswers(t *testing.T) {
 	res, err = c.Exec(ctx, "/bin/sh", []string{"-c", "echo oops >&2; exit 3"}, 50*time.Millisecond)
 	if err != nil || res.ExitCode != 3 || strings.TrimSpace(string(res.Stderr)) != "oops" {
 		t.Fatalf("exit code and stderr not propagated: %+v %v", res, err)
+	}
+	res, err = c.Exec(ctx, "/bin/sh", []string{"-c", "hostname; cat /root/.ssh/authorized_keys"}, 50*time.Millisecond)
+	if err != nil || res.ExitCode != 0 || string(res.Stdout) != "seeded-guest\n"+key+"\n" {
+		t.Fatalf("NoCloud seed not applied: %q %v", res.Stdout, err)
 	}
 	log, _ := os.ReadFile(serial)
 	if !strings.Contains(string(log), "tekvirt-guest: ready") {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tekvirt guest init: mount the basics, load the virtio and ext4 modules,
 # start the QEMU guest agent, then hand over to busybox init (a shell on
-# the serial console).
+# the serial console). A NoCloud seed sets the hostname and root's SSH keys.
 /bin/busybox --install -s /bin
 mkdir -p /proc /sys /dev /run /tmp /var/run
 mount -t proc proc /proc
@@ -10,6 +10,17 @@ mount -t devtmpfs dev /dev
 mkdir -p /dev/pts && mount -t devpts devpts /dev/pts
 while read -r m; do insmod "/lib/modules/$m" 2>/dev/null; done < /etc/modules.load
 hostname tekvirt-guest
+# NoCloud seed (a FAT disk labelled cidata): hostname and SSH keys.
+seed=$(findfs LABEL=CIDATA 2>/dev/null || findfs LABEL=cidata 2>/dev/null)
+if [ -n "$seed" ] && mkdir -p /run/seed && mount -t vfat -o ro "$seed" /run/seed; then
+  name=$(sed -n 's/^hostname:[[:space:]]*//p' /run/seed/user-data 2>/dev/null | head -n1)
+  [ -n "$name" ] || name=$(sed -n 's/^local-hostname:[[:space:]]*//p' /run/seed/meta-data 2>/dev/null | head -n1)
+  [ -n "$name" ] && hostname "$name"
+  mkdir -p /root/.ssh && chmod 700 /root/.ssh
+  awk '/^ssh_authorized_keys:/ {keys=1; next} keys && /^[[:space:]]*-[[:space:]]/ {sub(/^[[:space:]]*-[[:space:]]*/, ""); gsub(/^"|"$/, ""); print; next} {keys=0}' \
+    /run/seed/user-data > /root/.ssh/authorized_keys 2>/dev/null
+  umount /run/seed
+fi
 ip link set lo up
 for p in /sys/class/virtio-ports/*; do
   [ "$(cat "$p/name" 2>/dev/null)" = org.qemu.guest_agent.0 ] && agent="/dev/${p##*/}"
