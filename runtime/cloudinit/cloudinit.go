@@ -72,7 +72,7 @@ func (n *NoCloud) WriteImage(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	files := []string{"user-data", "meta-data"}
 	content := map[string]string{"user-data": n.UserData, "meta-data": n.MetaData}
 	if n.NetworkData != "" {
