@@ -85,8 +85,8 @@ func ConfigureMachine(vmi *v1.VirtualMachineInstance, opts *Options, d *libvirtx
 		d.Devices = &libvirtxml.DomainDeviceList{}
 	}
 	d.Devices.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
-	// No USB controller: libvirt adds a UHCI one by default, whose polling
-	// costs a TCG guest much of its boot time.
+	// No USB controller: no device uses one, and libvirt would otherwise
+	// add a UHCI controller by default.
 	d.Devices.Controllers = append(d.Devices.Controllers, libvirtxml.DomainController{Type: "usb", Model: "none"})
 	return nil
 }
