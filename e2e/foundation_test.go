@@ -241,7 +241,7 @@ func TestCatalogIsRestored(t *testing.T) {
 			return err
 		}
 		if got.Spec.Description != orig.Spec.Description {
-			return framework.Errorf("description still %q", got.Spec.Description)
+			return fmt.Errorf("description still %q", got.Spec.Description)
 		}
 		return nil
 	})
@@ -257,7 +257,7 @@ func TestCatalogIsRestored(t *testing.T) {
 			return err
 		}
 		if got.UID == orig.UID {
-			return framework.Errorf("still the old object")
+			return fmt.Errorf("still the old object")
 		}
 		return nil
 	})

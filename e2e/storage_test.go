@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,7 @@ func TestDynamicVolume(t *testing.T) {
 			return err
 		}
 		if got.Status.Phase != corev1.ClaimBound {
-			return framework.Errorf("phase %s", got.Status.Phase)
+			return fmt.Errorf("phase %s", got.Status.Phase)
 		}
 		volume = got.Spec.VolumeName
 		return nil
@@ -83,10 +84,10 @@ func TestDynamicVolume(t *testing.T) {
 	}
 	framework.Eventually(t, 2*time.Minute, "released volume and its data removed", func() error {
 		if _, err := f.Kube.CoreV1().PersistentVolumes().Get(ctx, volume, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return framework.Errorf("volume %s still exists (%v)", volume, err)
+			return fmt.Errorf("volume %s still exists (%v)", volume, err)
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
-			return framework.Errorf("%s still exists", dir)
+			return fmt.Errorf("%s still exists", dir)
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -115,7 +116,7 @@ func retriable(err error) bool {
 	}
 	msg := err.Error()
 	for _, s := range []string{"failed calling webhook", "connection refused", "no endpoints available", "the server could not find the requested resource"} {
-		if bytes.Contains([]byte(msg), []byte(s)) {
+		if strings.Contains(msg, s) {
 			return true
 		}
 	}

@@ -67,16 +67,28 @@ func (t toolBuild) importPath(pkg string) string {
 	return t.module + "/cmd/" + pkg
 }
 
-// toolVersion asks the go command which version of t.module the tools
-// module pins; the version keys the binary cache.
-func (c *Cluster) toolVersion(t toolBuild) (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", t.module)
+// toolModule is where a tools module's pinned module is: its version (the
+// cache key) and its folder in the module cache (Tekton's release config).
+type toolModule struct{ version, dir string }
+
+// toolModule asks the go command once per tool which version of t.module
+// the tools module pins and where it is.
+func (c *Cluster) toolModule(t toolBuild) (toolModule, error) {
+	if m, ok := c.tools[t.name]; ok {
+		return m, nil
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}} {{.Dir}}", t.module)
 	cmd.Dir = filepath.Join(c.Source, "e2e", "tools", t.name)
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("reading the %s version pinned in e2e/tools/%s: %w", t.module, t.name, err)
+		return toolModule{}, fmt.Errorf("reading the %s version pinned in e2e/tools/%s: %w", t.module, t.name, err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	v, dir, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if c.tools == nil {
+		c.tools = map[string]toolModule{}
+	}
+	c.tools[t.name] = toolModule{version: v, dir: dir}
+	return c.tools[t.name], nil
 }
 
 func (c *Cluster) toolDir(t toolBuild, version string) string {
@@ -85,10 +97,11 @@ func (c *Cluster) toolDir(t toolBuild, version string) string {
 
 // buildTool builds t into its versioned cache folder unless it is there.
 func (c *Cluster) buildTool(ctx context.Context, t toolBuild) (string, error) {
-	v, err := c.toolVersion(t)
+	m, err := c.toolModule(t)
 	if err != nil {
 		return "", err
 	}
+	v := m.version
 	dir := c.toolDir(t, v)
 	if _, err := os.Stat(filepath.Join(dir, t.pkgs[len(t.pkgs)-1])); err == nil {
 		c.progress("%-24s cached (%s)", t.name+" "+v, dir)
@@ -184,8 +197,8 @@ func (c *Cluster) knownBinaries() binaries {
 	b := binaries{tekvirt: c.path("cache", "tekvirt")}
 	dirs := make([]string, len(toolBuilds))
 	for i, t := range toolBuilds {
-		v, _ := c.toolVersion(t)
-		dirs[i] = c.toolDir(t, v)
+		m, _ := c.toolModule(t)
+		dirs[i] = c.toolDir(t, m.version)
 	}
 	b.kube, b.tekton, b.tkn = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn")
 	return b

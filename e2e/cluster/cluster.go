@@ -39,6 +39,8 @@ type Cluster struct {
 	// Out receives progress lines.
 	Out   io.Writer
 	start time.Time
+	// tools memoizes toolModule per tool name.
+	tools map[string]toolModule
 }
 
 // New returns the cluster for home and source, detecting the node's name and address.

@@ -86,25 +86,6 @@ func binarySum(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// portWait covers a process that was just stopped: its main thread can be
-// gone while its other threads still hold its sockets.
-var portWait = 10 * time.Second
-
-// portFree waits up to wait for addr to be free to listen on.
-func portFree(addr string, wait time.Duration) error {
-	deadline := time.Now().Add(wait)
-	for {
-		l, err := net.Listen("tcp", addr)
-		if err == nil {
-			return l.Close()
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // ensure starts p unless it already runs its current binary, then waits
 // until it is ready. A component whose binary changed since it started (a
 // rebuilt tekvirt, a new Kubernetes version) is restarted.
@@ -125,9 +106,11 @@ func (c *Cluster) ensure(ctx context.Context, p *process) error {
 		}
 	}
 	for _, addr := range p.ports {
-		if err := portFree(addr, portWait); err != nil {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
 			return fmt.Errorf("%s: port %s is already in use by another process; stop it or free the port: %w", p.name, addr, err)
 		}
+		l.Close()
 	}
 	logPath := c.LogFile(p.name)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -193,6 +176,7 @@ func waitReady(ctx context.Context, p *process, exited <-chan error) error {
 func (c *Cluster) stop(p *process) error {
 	pid := c.pid(p)
 	defer os.Remove(c.pidFile(p.name))
+	defer os.Remove(c.sumFile(p.name))
 	if pid == 0 {
 		return nil
 	}
@@ -210,7 +194,7 @@ func terminate(pid int, grace time.Duration) error {
 	}
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
-		if syscall.Kill(pid, 0) != nil || isZombie(pid) {
+		if exited(pid) {
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -218,7 +202,33 @@ func terminate(pid int, grace time.Duration) error {
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
+	for end := time.Now().Add(5 * time.Second); !exited(pid) && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	return nil
+}
+
+// exited reports whether pid is gone or a zombie with no thread left. A Go
+// program's main thread can be a zombie while its other threads still run
+// and hold its sockets, so a zombie alone is not enough: its ports would
+// still be taken when the component is started again.
+func exited(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return true
+	}
+	if !isZombie(pid) {
+		return false
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return true
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if n, ok := strings.CutPrefix(line, "Threads:"); ok {
+			return strings.TrimSpace(n) == "1"
+		}
+	}
+	return true
 }
 
 // isZombie reports whether pid has exited but not been reaped (state Z, the

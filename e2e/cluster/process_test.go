@@ -62,8 +62,6 @@ func TestPIDOfAnotherProgramIsNotOurs(t *testing.T) {
 
 func TestPortInUseIsNamed(t *testing.T) {
 	c, _ := testCluster(t)
-	defer func(w time.Duration) { portWait = w }(portWait)
-	portWait = 300 * time.Millisecond
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,6 @@ func (c *Cluster) stopContainers() error {
 	for _, pid := range pids {
 		// Killing a shim's process group takes the pod's containers with it.
 		_ = terminate(pid, 5*time.Second)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	if len(pids) > 0 {
 		c.progress("%-24s stopped %d container shims", "containers", len(pids))

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -26,13 +24,11 @@ const TektonNamespace = "tekton-pipelines"
 // tektonManifests reads Tekton's release config from the pinned module and
 // points its images at the local registry.
 func (c *Cluster) tektonManifests(images Images) ([]*unstructured.Unstructured, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", tektonModule)
-	cmd.Dir = filepath.Join(c.Source, "e2e", "tools", "tekton")
-	out, err := cmd.Output()
+	m, err := c.toolModule(toolBuilds[1])
 	if err != nil {
-		return nil, fmt.Errorf("locating the %s module: %w", tektonModule, err)
+		return nil, err
 	}
-	configDir := filepath.Join(strings.TrimSpace(string(out)), "config")
+	configDir := filepath.Join(m.dir, "config")
 	var objs []*unstructured.Unstructured
 	for _, pattern := range tektonConfigFiles {
 		files, err := filepath.Glob(filepath.Join(configDir, pattern))

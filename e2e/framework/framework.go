@@ -59,9 +59,13 @@ func New(t testing.TB) *Framework {
 	if f.Tekton, err = tektonclient.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := f.Kube.Discovery().ServerVersion(); err != nil || ctx.Err() != nil {
+	probe := rest.CopyConfig(cfg)
+	probe.Timeout = 5 * time.Second
+	dc, err := kubernetes.NewForConfig(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dc.Discovery().ServerVersion(); err != nil {
 		t.Fatalf("cluster at %s not reachable: %v (run `go run ./cmd/tekvirt up` first)", cfg.Host, err)
 	}
 	return f
@@ -105,9 +109,6 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 		time.Sleep(250 * time.Millisecond)
 	}
 }
-
-// Errorf is fmt.Errorf, for conditions passed to Eventually.
-var Errorf = fmt.Errorf
 
 // WaitPodSucceeded waits for a pod to succeed and fails the test at once if
 // it fails, naming its container states.
