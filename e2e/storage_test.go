@@ -84,7 +84,7 @@ func TestDynamicVolume(t *testing.T) {
 	}
 	framework.Eventually(t, 2*time.Minute, "released volume and its data removed", func() error {
 		if _, err := f.Kube.CoreV1().PersistentVolumes().Get(ctx, volume, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("volume %s still exists (%v)", volume, err)
+			return fmt.Errorf("volume %s still exists: %w", volume, err)
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			return fmt.Errorf("%s still exists", dir)
