@@ -1,0 +1,232 @@
+package containerdisk
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// DiskDir is where a containerDisk image keeps its disk, as in KubeVirt.
+const DiskDir = "/disk/"
+
+// ErrNotFound marks an image or file that does not exist: retrying will not help.
+var ErrNotFound = errors.New("not found")
+
+// Image is a containerDisk extracted on the node.
+type Image struct {
+	// Ref is the reference as given; Digest the manifest digest it resolved to.
+	Ref, Digest string
+	// Dir holds the extracted files under their image paths.
+	Dir string
+}
+
+// Path is where an image file (e.g. "/boot/vmlinuz") was extracted.
+func (im *Image) Path(file string) string {
+	return filepath.Join(im.Dir, filepath.FromSlash(path.Clean("/"+file)))
+}
+
+// Disk finds the disk file under /disk/: the only one, or the first by name.
+func (im *Image) Disk() (string, error) {
+	entries, err := os.ReadDir(im.Path(DiskDir))
+	if err != nil && !os.IsNotExist(err) {
+		return "", err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("image %s has no file under %s: %w", im.Ref, DiskDir, ErrNotFound)
+	}
+	sort.Strings(names)
+	return filepath.Join(im.Path(DiskDir), names[0]), nil
+}
+
+// Fetch resolves ref, and extracts the files under /disk/ and the extra
+// paths into cache/<digest> unless an earlier fetch did. Registries on
+// loopback or private addresses are spoken to over plain HTTP, as
+// go-containerregistry does by default.
+func Fetch(ctx context.Context, ref, cache string, extra ...string) (*Image, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	img, err := remote.Image(r, remote.WithContext(ctx))
+	if err != nil {
+		if isNotFound(err) {
+			return nil, fmt.Errorf("pulling %s: %w: %w", ref, ErrNotFound, err)
+		}
+		return nil, fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	im := &Image{Ref: ref, Digest: digest.String(), Dir: filepath.Join(cache, digest.Hex)}
+	complete := exists(filepath.Join(im.Dir, ".complete"))
+	if complete && allExist(im, extra) {
+		return im, nil
+	}
+	tmp, err := os.MkdirTemp(cache, ".fetch-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	if err := extract(tar.NewReader(rc), tmp, wanted(extra)); err != nil {
+		return nil, fmt.Errorf("extracting %s: %w", ref, err)
+	}
+	staged := &Image{Dir: tmp}
+	for _, e := range extra {
+		if !exists(staged.Path(e)) {
+			return nil, fmt.Errorf("image %s has no file %s: %w", ref, e, ErrNotFound)
+		}
+	}
+	if complete {
+		// An earlier fetch for another VM took other kernel paths.
+		for _, e := range extra {
+			if err := os.MkdirAll(filepath.Dir(im.Path(e)), 0o755); err != nil {
+				return nil, err
+			}
+			if err := os.Rename(staged.Path(e), im.Path(e)); err != nil {
+				return nil, fmt.Errorf("storing %s of %s: %w", e, ref, err)
+			}
+		}
+		return im, nil
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ".complete"), []byte(im.Digest+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	// Several fetches of one digest may race; the first rename wins and the
+	// others find a complete directory.
+	if err := os.Rename(tmp, im.Dir); err != nil && !exists(filepath.Join(im.Dir, ".complete")) {
+		return nil, fmt.Errorf("storing %s: %w", ref, err)
+	}
+	return im, nil
+}
+
+// wanted selects the files under /disk/ and the extra paths.
+func wanted(extra []string) func(string) bool {
+	return func(p string) bool {
+		p = path.Clean("/" + p)
+		if strings.HasPrefix(p, DiskDir) {
+			return true
+		}
+		for _, e := range extra {
+			if path.Clean("/"+e) == p {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func allExist(im *Image, files []string) bool {
+	for _, f := range files {
+		if !exists(im.Path(f)) {
+			return false
+		}
+	}
+	return true
+}
+
+// extract writes the regular files want selects; files stay world-readable
+// so that QEMU, which runs unprivileged, can open them.
+func extract(tr *tar.Reader, dir string, want func(string) bool) error {
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if h.Typeflag != tar.TypeReg || !want(h.Name) {
+			continue
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(path.Clean("/"+h.Name)))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := writeFile(dst, tr); err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+	}
+}
+
+func writeFile(dst string, r io.Reader) error {
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func isNotFound(err error) bool {
+	var terr *transport.Error
+	if !errors.As(err, &terr) {
+		return false
+	}
+	if terr.StatusCode == 404 {
+		return true
+	}
+	for _, d := range terr.Errors {
+		if d.Code == transport.ManifestUnknownErrorCode || d.Code == transport.NameUnknownErrorCode {
+			return true
+		}
+	}
+	return false
+}
+
+// Format reads a disk image's format from its first bytes: "qcow2" or "raw".
+func Format(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	if _, err := io.ReadFull(f, magic); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", fmt.Errorf("reading %s: %w", file, err)
+	}
+	if string(magic) == "QFI\xfb" {
+		return "qcow2", nil
+	}
+	return "raw", nil
+}
+
+// Overlay creates a qcow2 file at dst whose backing file is base, so the
+// VM writes to its own file and the cached image stays pristine.
+func Overlay(ctx context.Context, base, dst string) error {
+	format, err := Format(base)
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", format, "-b", base, dst).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("qemu-img create overlay on %s: %w: %s", base, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package containerdisk
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/crane"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// push stores an image holding files at host/repo:latest and returns its reference.
+func push(t *testing.T, host, repo string, files map[string][]byte) string {
+	t.Helper()
+	img, err := crane.Image(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := host + "/" + repo + ":latest"
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+func TestFetch(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	qcow := append([]byte("QFI\xfb"), make([]byte, 508)...)
+	good := push(t, host, "guest", map[string][]byte{
+		"disk/guest.qcow2": qcow, "boot/vmlinuz": []byte("kernel"), "etc/other": []byte("x"),
+	})
+	empty := push(t, host, "nodisk", map[string][]byte{"etc/hostname": []byte("x")})
+	cache := t.TempDir()
+	ctx := context.Background()
+
+	im, err := Fetch(ctx, good, cache, "/boot/vmlinuz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk, err := im.Disk()
+	if err != nil || filepath.Base(disk) != "guest.qcow2" {
+		t.Fatalf("Disk() = %q, %v", disk, err)
+	}
+	if f, err := Format(disk); err != nil || f != "qcow2" {
+		t.Fatalf("Format = %q, %v", f, err)
+	}
+	if b, err := os.ReadFile(im.Path("/boot/vmlinuz")); err != nil || string(b) != "kernel" {
+		t.Fatalf("kernel = %q, %v", b, err)
+	}
+	if _, err := os.Stat(im.Path("/etc/other")); !os.IsNotExist(err) {
+		t.Errorf("a file outside /disk/ and the asked paths was extracted: %v", err)
+	}
+	again, err := Fetch(ctx, good, cache)
+	if err != nil || again.Dir != im.Dir {
+		t.Fatalf("second fetch = %+v, %v; want the cached %s", again, err, im.Dir)
+	}
+
+	if _, err := Fetch(ctx, host+"/missing:latest", cache); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing image: err = %v, want ErrNotFound", err)
+	}
+	im, err = Fetch(ctx, empty, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := im.Disk(); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "/disk/") {
+		t.Errorf("image without /disk/: err = %v", err)
+	}
+	if _, err := Fetch(ctx, good, cache, "/boot/missing"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "/boot/missing") {
+		t.Errorf("missing kernel path: err = %v", err)
+	}
+	im, err = Fetch(ctx, good, cache, "/etc/other")
+	if b, rerr := os.ReadFile(im.Path("/etc/other")); err != nil || rerr != nil || string(b) != "x" {
+		t.Errorf("a path asked after the image was cached: %q, %v, %v", b, err, rerr)
+	}
+	if _, err := Fetch(ctx, "UPPER/case::bad", cache); err == nil {
+		t.Error("bad reference accepted")
+	}
+}
+
+func TestOverlay(t *testing.T) {
+	if _, err := exec.LookPath("qemu-img"); err != nil {
+		t.Skip("qemu-img not installed (apt-get install qemu-utils)")
+	}
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.raw")
+	if err := os.WriteFile(base, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	over := filepath.Join(dir, "overlay.qcow2")
+	if err := Overlay(context.Background(), base, over); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("qemu-img", "info", over).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "backing file: "+base) || !strings.Contains(string(out), "backing file format: raw") {
+		t.Fatalf("qemu-img info: %v\n%s", err, out)
+	}
+	if err := Overlay(context.Background(), filepath.Join(dir, "absent"), over+"2"); err == nil {
+		t.Error("overlay on a missing base succeeded")
+	}
+}

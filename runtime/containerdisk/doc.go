@@ -1,0 +1,5 @@
+// Package containerdisk fetches KubeVirt containerDisk images with
+// go-containerregistry: the disk file under /disk/ (and, for kernel boot,
+// the kernel and initrd paths) is extracted once per image digest into a
+// node cache, and each VM gets a copy-on-write qcow2 overlay on top of it.
+package containerdisk
