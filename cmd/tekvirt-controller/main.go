@@ -10,9 +10,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
 	"github.com/tekvirt/tekvirt/controllers/hyperconverged"
 	"github.com/tekvirt/tekvirt/controllers/manager"
+	"github.com/tekvirt/tekvirt/controllers/placement"
+	"github.com/tekvirt/tekvirt/controllers/vm"
 )
 
 func main() {
@@ -36,13 +40,19 @@ func run(stepImage, probeAddr, metricsAddr string) error {
 	}
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
-		AddToScheme: []func(*runtime.Scheme) error{hcov1beta1.AddToScheme},
+		AddToScheme: []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme},
 	})
 	if err != nil {
 		return err
 	}
 	if err := (&hyperconverged.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the hyperconverged controller: %w", err)
+	}
+	if err := (&vm.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the VirtualMachine controller: %w", err)
+	}
+	if err := (&placement.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up VMI placement: %w", err)
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

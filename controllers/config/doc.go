@@ -1,21 +1,24 @@
 // Package config embeds the controller's deployment manifests: the CRDs and
 // RBAC that controller-gen generates (crd/, rbac/role.yaml), the hand-written
 // binding and Deployment (rbac/, manager/), the node volume provisioner's
-// RBAC and default StorageClass (hostpath/) and the default HyperConverged
-// (samples/). Images are named ko://<import path> and resolved on install.
+// RBAC and default StorageClass (hostpath/), the node VM handler's RBAC
+// (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/) and the
+// default HyperConverged (samples/). Images are named ko://<import path> and resolved on install.
 package config
 
 import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml
+//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml handler/*.yaml
 var FS embed.FS
 
 // Files in the order they are applied.
 var Files = []string{
 	"manager/namespace.yaml",
 	"crd/hco.kubevirt.io_hyperconvergeds.yaml",
+	"crd/kubevirt.io_virtualmachines.yaml",
+	"crd/kubevirt.io_virtualmachineinstances.yaml",
 	"rbac/role.yaml",
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",
@@ -23,6 +26,8 @@ var Files = []string{
 	"hostpath/role.yaml",
 	"hostpath/role_binding.yaml",
 	"hostpath/storageclass.yaml",
+	"handler/role.yaml",
+	"handler/role_binding.yaml",
 }
 
 // DefaultHyperConverged is the entry object `tekvirt up` creates.

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -18,6 +19,8 @@ type Options struct {
 	MetricsAddr string
 	// AddToScheme registers API groups beyond the Kubernetes ones.
 	AddToScheme []func(*runtime.Scheme) error
+	// Cache narrows what the manager's informers hold (e.g. one node's objects).
+	Cache cache.Options
 }
 
 // New connects to the cluster (--kubeconfig, or in-cluster) and returns a
@@ -38,6 +41,7 @@ func New(o Options) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
+		Cache:                  o.Cache,
 		HealthProbeBindAddress: o.ProbeAddr,
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
 	})

@@ -116,7 +116,7 @@ func (c *Cluster) buildTool(ctx context.Context, t toolBuild) (string, error) {
 		args = append(args, t.importPath(p))
 	}
 	label := fmt.Sprintf("building %s %s (%s)", t.name, v, t.coldHint)
-	if err := c.goBuild(ctx, label, filepath.Join(c.Source, "e2e", "tools", t.name), "build-"+t.name, args); err != nil {
+	if err := c.goBuild(ctx, label, filepath.Join(c.Source, "e2e", "tools", t.name), "build-"+t.name, false, args); err != nil {
 		return "", err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
@@ -125,8 +125,9 @@ func (c *Cluster) buildTool(ctx context.Context, t toolBuild) (string, error) {
 	return dir, nil
 }
 
-// goBuild runs the go command in dir with progress every 30 s.
-func (c *Cluster) goBuild(ctx context.Context, label, dir, logName string, args []string) error {
+// goBuild runs the go command in dir with progress every 30 s. Binaries are
+// static unless cgo is asked for (the libvirt bindings need it).
+func (c *Cluster) goBuild(ctx context.Context, label, dir, logName string, cgo bool, args []string) error {
 	start := time.Now()
 	c.progress("%s ...", label)
 	logPath := c.LogFile(logName)
@@ -138,6 +139,9 @@ func (c *Cluster) goBuild(ctx context.Context, label, dir, logName string, args 
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if cgo {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%s: %w", label, err)
@@ -174,7 +178,12 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 	b.kube, b.tekton, b.tkn = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn")
 	b.tekvirt = c.path("cache", "tekvirt")
 	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath"}
-	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", args); err != nil {
+	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
+		return b, err
+	}
+	// The node runtime links libvirt; it runs on the host, not in images.
+	args = []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt-handler", "./cmd/tekvirt-launcher"}
+	if err := c.goBuild(ctx, "building the tekvirt node runtime", c.Source, "build-tekvirt-runtime", true, args); err != nil {
 		return b, err
 	}
 	links := map[string]string{
@@ -215,6 +224,8 @@ var hostTools = []struct{ path, pkg string }{
 	{"/usr/sbin/virtlogd", "libvirt-daemon"},
 	{"/usr/bin/qemu-system-x86_64", "qemu-system-x86"},
 	{"/bin/busybox", "busybox-static"},
+	{"/usr/bin/virsh", "libvirt-clients"},
+	{"/usr/bin/qemu-img", "qemu-utils"},
 	{"/sbin/mkfs.xfs", "xfsprogs"},
 	{"/usr/sbin/depmod", "kmod"},
 }

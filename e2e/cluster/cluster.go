@@ -153,8 +153,11 @@ func (c *Cluster) Down(wipe bool) error {
 	procs := c.processes(c.knownBinaries())
 	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
-		if procs[i].name == "containerd" {
+		switch procs[i].name {
+		case "containerd":
 			errs = append(errs, c.stopContainers())
+		case "libvirtd":
+			errs = append(errs, c.stopVMs())
 		}
 		errs = append(errs, c.stop(procs[i]))
 	}

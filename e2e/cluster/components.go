@@ -13,7 +13,15 @@ import (
 	"time"
 )
 
-const hostpathProbeAddr = "127.0.0.1:10270"
+const (
+	hostpathProbeAddr = "127.0.0.1:10270"
+	handlerProbeAddr  = "127.0.0.1:10271"
+	// HandlerExecPort is where the node's handler serves guest exec.
+	HandlerExecPort = 8186
+	// VMRoot holds the VMs' files and the containerDisk cache. It is outside
+	// Home, which may be in a private home directory QEMU cannot enter.
+	VMRoot = "/var/lib/tekvirt"
+)
 
 // processes lists the daemons in start order.
 func (c *Cluster) processes(b binaries) []*process {
@@ -95,6 +103,25 @@ func (c *Cluster) processes(b binaries) []*process {
 			args:  []string{"-f", etc("libvirtd.conf")},
 			ready: socketReady(c.LibvirtSocket()),
 		},
+		c.handlerProcess(b),
+	}
+}
+
+// handlerProcess is the VM runtime's node daemon; TEKVIRT_KVM=1 runs guests
+// with KVM (off by default: /dev/kvm on these machines hangs guests).
+func (c *Cluster) handlerProcess(b binaries) *process {
+	execAddr := net.JoinHostPort(c.NodeIP.String(), strconv.Itoa(HandlerExecPort))
+	args := []string{"--kubeconfig", c.path("etc", "handler.kubeconfig"), "--node", c.NodeName, "--root", VMRoot,
+		"--libvirt-uri", c.LibvirtURI(), "--exec-addr", execAddr,
+		"--tls-cert-file", filepath.Join(c.pkiDir(), "handler-serving.crt"), "--tls-private-key-file", filepath.Join(c.pkiDir(), "handler-serving.key"),
+		"--health-probe-bind-address", handlerProbeAddr}
+	if os.Getenv("TEKVIRT_KVM") == "1" {
+		args = append(args, "--kvm")
+	}
+	return &process{
+		name: "tekvirt-handler", binary: filepath.Join(b.tekvirt, "tekvirt-handler"), args: args,
+		ports: []string{handlerProbeAddr, execAddr}, ready: httpReady(nil, "http://"+handlerProbeAddr+"/readyz"),
+		afterInstall: true,
 	}
 }
 

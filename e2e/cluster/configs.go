@@ -18,6 +18,7 @@ var clientCerts = []certRequest{
 	{file: "scheduler", cn: "system:kube-scheduler"},
 	{file: "kube-proxy", cn: "system:kube-proxy"},
 	{file: "hostpath", cn: "system:tekvirt-hostpath"},
+	{file: "handler", cn: "system:tekvirt-handler"},
 	{file: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
 }
 
@@ -32,6 +33,7 @@ func (c *Cluster) writeConfigs() error {
 	reqs = append(reqs,
 		certRequest{file: "kubelet", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}},
 		certRequest{file: "kubelet-serving", cn: c.NodeName, dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
+		certRequest{file: "handler-serving", cn: "tekvirt-handler", dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
 		certRequest{file: "apiserver", cn: "kube-apiserver", server: true,
 			dns: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost", c.NodeName},
 			ips: []net.IP{net.ParseIP(kubernetesSvcIP).To4(), net.IPv4(127, 0, 0, 1), c.NodeIP}},
@@ -45,7 +47,7 @@ func (c *Cluster) writeConfigs() error {
 		return fmt.Errorf("service account key: %w", err)
 	}
 	local := fmt.Sprintf("https://127.0.0.1:%d", APIServerPort)
-	for _, name := range []string{"controller-manager", "scheduler", "kube-proxy", "kubelet", "hostpath"} {
+	for _, name := range []string{"controller-manager", "scheduler", "kube-proxy", "kubelet", "hostpath", "handler"} {
 		if err := c.writeKubeconfig(c.path("etc", name+".kubeconfig"), name, local); err != nil {
 			return err
 		}
@@ -173,6 +175,9 @@ const cniConfig = `{
 
 // LibvirtSocket is the libvirtd socket the node runtime connects to.
 func (c *Cluster) LibvirtSocket() string { return c.path("run", "libvirt", "libvirt-sock") }
+
+// LibvirtURI connects to the cluster's libvirtd.
+func (c *Cluster) LibvirtURI() string { return "qemu:///system?socket=" + c.LibvirtSocket() }
 
 func (c *Cluster) libvirtdConfig() string {
 	return fmt.Sprintf("unix_sock_dir = %q\nauth_unix_rw = \"none\"\nauth_unix_ro = \"none\"\nunix_sock_group = \"root\"\n",

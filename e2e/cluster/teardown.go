@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -57,6 +58,9 @@ func (c *Cluster) wipe() error {
 			return fmt.Errorf("removing %s: %w", c.path(d), err)
 		}
 	}
+	if err := os.RemoveAll(VMRoot); err != nil {
+		return fmt.Errorf("removing %s: %w", VMRoot, err)
+	}
 	c.progress("%-24s removed (build cache kept in %s)", "state", c.path("cache"))
 	return nil
 }
@@ -82,6 +86,30 @@ func (c *Cluster) unmountAll() error {
 		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && err != syscall.EINVAL && err != syscall.ENOENT {
 			return fmt.Errorf("unmounting %s: %w", m, err)
 		}
+	}
+	return nil
+}
+
+// stopVMs destroys every domain of the cluster's libvirtd: QEMU outlives
+// libvirtd, and the VMs' launchers end with their domains. VMIs still in
+// the API are reported ended by the handler on the next `up`.
+func (c *Cluster) stopVMs() error {
+	if _, err := os.Stat(c.LibvirtSocket()); err != nil {
+		return nil
+	}
+	out, err := exec.Command("virsh", "-c", c.LibvirtURI(), "list", "--name").Output()
+	if err != nil {
+		return fmt.Errorf("listing VMs: %w", err)
+	}
+	n := 0
+	for _, name := range strings.Fields(string(out)) {
+		if out, err := exec.Command("virsh", "-c", c.LibvirtURI(), "destroy", name).CombinedOutput(); err != nil {
+			return fmt.Errorf("destroying VM %s: %w: %s", name, err, out)
+		}
+		n++
+	}
+	if n > 0 {
+		c.progress("%-24s destroyed %d", "VMs", n)
 	}
 	return nil
 }

@@ -51,3 +51,9 @@ func (c *Client) Interfaces(ctx context.Context) ([]Interface, error) {
 	err := c.call(ctx, "guest-network-get-interfaces", nil, &out)
 	return out, err
 }
+
+// Shutdown asks the agent to power the guest off. The agent does not
+// answer once it has started the shutdown, so a timeout is no failure.
+func (c *Client) Shutdown(ctx context.Context) error {
+	return c.call(ctx, "guest-shutdown", map[string]string{"mode": "powerdown"}, nil)
+}

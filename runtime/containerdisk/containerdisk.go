@@ -87,6 +87,9 @@ func Fetch(ctx context.Context, ref, cache string, extra ...string) (*Image, err
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it private
+		return nil, err
+	}
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	if err := extract(tar.NewReader(rc), tmp, wanted(extra)); err != nil {

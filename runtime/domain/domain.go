@@ -50,6 +50,15 @@ var Configurators = []Configurator{
 // Name is the libvirt domain name of a VMI.
 func Name(vmi *v1.VirtualMachineInstance) string { return vmi.Namespace + "_" + vmi.Name }
 
+// UUID is the libvirt domain UUID of a VMI: its firmware UUID if given,
+// else its UID.
+func UUID(vmi *v1.VirtualMachineInstance) string {
+	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.UUID != "" {
+		return string(fw.UUID)
+	}
+	return string(vmi.UID)
+}
+
 // Convert builds the domain for vmi, or reports every field it cannot express.
 func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, error) {
 	d := &libvirtxml.Domain{}
@@ -71,10 +80,7 @@ func ConfigureMachine(vmi *v1.VirtualMachineInstance, opts *Options, d *libvirtx
 		d.Type = "kvm"
 	}
 	d.Name = Name(vmi)
-	d.UUID = string(vmi.UID)
-	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.UUID != "" {
-		d.UUID = string(fw.UUID)
-	}
+	d.UUID = UUID(vmi)
 	if d.OS == nil {
 		d.OS = &libvirtxml.DomainOS{}
 	}

@@ -18,9 +18,9 @@ import (
 // Exit says how a domain ended.
 type Exit struct {
 	// Reason is the libvirt lifecycle event detail, e.g. "Shutdown", "Crashed".
-	Reason string
+	Reason string `json:"reason"`
 	// Succeeded is true for a guest-initiated shutdown, the VMI's Succeeded phase.
-	Succeeded bool
+	Succeeded bool `json:"succeeded"`
 }
 
 var eventLoop sync.Once
@@ -93,6 +93,41 @@ func Start(uri string, vmi *v1.VirtualMachineInstance, opts domain.Options) (*VM
 	return vm, nil
 }
 
+// Shutdown asks the guest to power off: an ACPI power button press, and
+// the agent's guest-shutdown for guests that ignore it.
+func (vm *VM) Shutdown(ctx context.Context) error {
+	err := vm.dom.Shutdown()
+	if err != nil && !isGone(err) {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	_ = vm.Agent().Shutdown(ctx)
+	return nil
+}
+
+// Destroy stops the domain at once.
+func (vm *VM) Destroy() error {
+	if err := vm.dom.Destroy(); err != nil && !isGone(err) {
+		return fmt.Errorf("destroying domain: %w", err)
+	}
+	return nil
+}
+
+// State is the domain's libvirt state, e.g. "running".
+func (vm *VM) State() string {
+	state, _, err := vm.dom.GetState()
+	if err != nil {
+		if isGone(err) {
+			return "gone"
+		}
+		return "unknown"
+	}
+	return map[libvirt.DomainState]string{
+		libvirt.DOMAIN_RUNNING: "running", libvirt.DOMAIN_PAUSED: "paused", libvirt.DOMAIN_SHUTDOWN: "shutting down",
+		libvirt.DOMAIN_SHUTOFF: "shutoff", libvirt.DOMAIN_CRASHED: "crashed", libvirt.DOMAIN_BLOCKED: "running",
+		libvirt.DOMAIN_PMSUSPENDED: "suspended",
+	}[state]
+}
+
 // Agent returns a guest agent client that goes through libvirt, which owns
 // the agent channel of the domains it runs.
 func (vm *VM) Agent() *agent.Client { return agent.New(libvirtAgent{vm.dom}) }
@@ -117,6 +152,33 @@ func Run(ctx context.Context, uri string, vmi *v1.VirtualMachineInstance, opts d
 	}
 	defer vm.Close()
 	return vm.Wait(ctx)
+}
+
+// DestroyDomain destroys the domain called name on the libvirt at uri, if
+// it runs and, when uuid is given, has that UUID (a newer VMI of the same
+// name is left alone): the cleanup for a launcher that was killed and left
+// its domain behind.
+func DestroyDomain(uri, name, uuid string) error {
+	conn, err := libvirt.NewConnect(uri)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", uri, err)
+	}
+	defer func() { _, _ = conn.Close() }()
+	dom, err := conn.LookupDomainByName(name)
+	if isGone(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("looking up domain %s: %w", name, err)
+	}
+	defer func() { _ = dom.Free() }()
+	if got, err := dom.GetUUIDString(); uuid != "" && err == nil && got != uuid {
+		return nil
+	}
+	if err := dom.Destroy(); err != nil && !isGone(err) {
+		return fmt.Errorf("destroying domain %s: %w", name, err)
+	}
+	return nil
 }
 
 // libvirtAgent sends agent commands with virDomainQemuAgentCommand.

@@ -1,0 +1,79 @@
+// Command tekvirt-handler is the node daemon of the VM runtime: it runs the
+// VirtualMachineInstances placed on its node through tekvirt-launcher.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/controllers/manager"
+	"github.com/tekvirt/tekvirt/runtime/handler"
+)
+
+func main() {
+	// --kubeconfig is registered by controller-runtime and read by ctrl.GetConfig.
+	h := &handler.Handler{}
+	ex := &handler.ExecServer{Handler: h}
+	var probeAddr string
+	flag.StringVar(&h.Node, "node", "", "name of this node")
+	flag.StringVar(&h.Root, "root", "/var/lib/tekvirt", "directory for VM files and the containerDisk cache (must be reachable by the QEMU user)")
+	flag.StringVar(&h.LauncherBinary, "launcher", "", "tekvirt-launcher executable (default: next to this one)")
+	flag.StringVar(&h.LibvirtURI, "libvirt-uri", "qemu:///system", "libvirt daemon the launchers use")
+	flag.BoolVar(&h.KVM, "kvm", false, "run guests with KVM instead of TCG")
+	flag.StringVar(&h.QEMUUser, "qemu-user", "libvirt-qemu", "user QEMU runs as; owns the VM directories")
+	flag.StringVar(&ex.Addr, "exec-addr", "", "host:port of the guest exec HTTPS endpoint; empty disables it")
+	flag.StringVar(&ex.Advertise, "exec-advertise", "", "address announced on the Node for exec (default: --exec-addr)")
+	flag.StringVar(&ex.CertFile, "tls-cert-file", "", "serving certificate of the exec endpoint")
+	flag.StringVar(&ex.KeyFile, "tls-private-key-file", "", "key of the serving certificate")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", "127.0.0.1:10271", "address of /healthz and /readyz")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	if err := run(h, ex, probeAddr); err != nil {
+		fmt.Fprintln(os.Stderr, "tekvirt-handler:", err)
+		os.Exit(1)
+	}
+}
+
+func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string) error {
+	if h.Node == "" {
+		return fmt.Errorf("--node is required")
+	}
+	if h.LauncherBinary == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		h.LauncherBinary = filepath.Join(filepath.Dir(self), "tekvirt-launcher")
+	}
+	if err := os.MkdirAll(filepath.Join(h.Root, "vms"), 0o755); err != nil {
+		return err
+	}
+	mgr, err := manager.New(manager.Options{
+		ProbeAddr:   probeAddr,
+		AddToScheme: []func(*runtime.Scheme) error{v1.AddToScheme},
+		Cache:       handler.CacheOptions(h.Node),
+	})
+	if err != nil {
+		return err
+	}
+	h.Client = mgr.GetClient()
+	if ex.Addr == "" {
+		ex = nil
+	} else if ex.Advertise == "" {
+		ex.Advertise = ex.Addr
+	}
+	if err := h.SetupWithManager(mgr, ex); err != nil {
+		return fmt.Errorf("setting up the handler: %w", err)
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

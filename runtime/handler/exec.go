@@ -1,0 +1,151 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/runtime/launcher"
+)
+
+// AddressAnnotation on a Node says where its handler serves exec requests.
+const AddressAnnotation = "tekvirt.io/handler-address"
+
+// ExecGroup, ExecResource and ExecSubresource are what a caller must be
+// allowed to "create" to run programs in a VMI's guest, as with pods/exec.
+const (
+	ExecGroup       = "subresources.kubevirt.io"
+	ExecResource    = "virtualmachineinstances"
+	ExecSubresource = "exec"
+)
+
+// ExecPath is the URL path of the exec endpoint of a VMI.
+func ExecPath(namespace, name string) string {
+	return fmt.Sprintf("/apis/%s/v1/namespaces/%s/%s/%s/%s", ExecGroup, namespace, ExecResource, name, ExecSubresource)
+}
+
+// ExecServer serves guest-agent exec for the VMIs on this node over HTTPS,
+// authenticating callers with TokenReview and authorizing them with
+// SubjectAccessReview.
+type ExecServer struct {
+	*Handler
+	// Addr is host:port to listen on; Advertise is what the Node annotation says.
+	Addr, Advertise string
+	// CertFile and KeyFile are the serving certificate, signed by the
+	// cluster CA so that pods verify it with their service account's ca.crt.
+	CertFile, KeyFile string
+}
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
+
+// Start serves until ctx ends, after announcing the address on the Node.
+func (s ExecServer) Start(ctx context.Context) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AddressAnnotation, s.Advertise)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: s.Node}}
+	if err := s.Client.Patch(ctx, node, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("announcing the exec address on node %s: %w", s.Node, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /apis/"+ExecGroup+"/v1/namespaces/{namespace}/"+ExecResource+"/{name}/"+ExecSubresource, s.serveExec)
+	srv := &http.Server{Addr: s.Addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	ctrl.LoggerFrom(ctx).Info("serving guest exec", "addr", s.Addr, "advertised", s.Advertise)
+	if err := srv.ListenAndServeTLS(s.CertFile, s.KeyFile); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving exec on %s: %w", s.Addr, err)
+	}
+	return nil
+}
+
+func (s ExecServer) serveExec(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if code, err := s.authorize(ctx, r, ns, name); err != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	var req launcher.ExecRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil || req.Command == "" {
+		http.Error(w, fmt.Sprintf("bad exec request: want JSON {command, args, timeoutSeconds}: %v", err), http.StatusBadRequest)
+		return
+	}
+	vmi := &v1.VirtualMachineInstance{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
+		code := http.StatusInternalServerError
+		if apierrors.IsNotFound(err) {
+			code = http.StatusNotFound
+		}
+		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: %v", ns, name, err), code)
+		return
+	}
+	if vmi.Status.NodeName != s.Node || vmi.Status.Phase != v1.Running {
+		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s is %s on node %q, not Running on %s", ns, name, vmi.Status.Phase, vmi.Status.NodeName, s.Node), http.StatusConflict)
+		return
+	}
+	res, err := launcher.NewClient(s.dirOf(vmi.UID).path).Exec(ctx, req)
+	if err != nil {
+		code := http.StatusBadGateway
+		if strings.Contains(err.Error(), "did not finish in time") || errors.Is(err, context.DeadlineExceeded) {
+			code = http.StatusGatewayTimeout
+		}
+		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: %v", ns, name, err), code)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(res)
+}
+
+// authorize checks the caller's bearer token and its right to exec in the VMI.
+func (s ExecServer) authorize(ctx context.Context, r *http.Request, ns, name string) (int, error) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return http.StatusUnauthorized, errors.New("a bearer token is required")
+	}
+	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}
+	if err := s.Client.Create(ctx, tr); err != nil {
+		return http.StatusInternalServerError, fmt.Errorf("reviewing the token: %w", err)
+	}
+	if !tr.Status.Authenticated {
+		return http.StatusUnauthorized, fmt.Errorf("token not accepted: %s", tr.Status.Error)
+	}
+	u := tr.Status.User
+	extra := map[string]authzv1.ExtraValue{}
+	for k, v := range u.Extra {
+		extra[k] = authzv1.ExtraValue(v)
+	}
+	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
+		ResourceAttributes: &authzv1.ResourceAttributes{
+			Namespace: ns, Name: name, Verb: "create",
+			Group: ExecGroup, Resource: ExecResource, Subresource: ExecSubresource,
+		},
+	}}
+	if err := s.Client.Create(ctx, sar); err != nil {
+		return http.StatusInternalServerError, fmt.Errorf("reviewing access: %w", err)
+	}
+	if !sar.Status.Allowed {
+		return http.StatusForbidden, fmt.Errorf("%s cannot create %s/%s in group %s for %s/%s", u.Username, ExecResource, ExecSubresource, ExecGroup, ns, name)
+	}
+	return 0, nil
+}

@@ -1,0 +1,77 @@
+package handler
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/runtime/domain"
+	"github.com/tekvirt/tekvirt/runtime/launcher"
+)
+
+// collectEvery is how often VM directories without a VMI are looked for.
+const collectEvery = 30 * time.Second
+
+// Collector removes the VMs of VMIs that are gone: deleted while the handler
+// was down, or with their finalizer removed by hand.
+type Collector struct {
+	*Handler
+}
+
+// Start runs the collection until ctx ends; the manager calls it once its
+// caches have synced.
+func (c Collector) Start(ctx context.Context) error {
+	for {
+		c.collect(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(collectEvery):
+		}
+	}
+}
+
+func (c Collector) collect(ctx context.Context) {
+	log := ctrl.LoggerFrom(ctx).WithName("collector")
+	entries, err := os.ReadDir(filepath.Join(c.Root, "vms"))
+	if err != nil {
+		if !os.IsNotExist(err) {
+			log.Error(err, "listing VM directories")
+		}
+		return
+	}
+	for _, e := range entries {
+		d := c.dirOf(types.UID(e.Name()))
+		spec, err := launcher.ReadSpec(d.path)
+		if err != nil {
+			continue // being written, or from a failed preparation the reconciler owns
+		}
+		vmi := &v1.VirtualMachineInstance{}
+		err = c.Client.Get(ctx, client.ObjectKeyFromObject(spec.VMI), vmi)
+		if err == nil && vmi.UID == spec.VMI.UID {
+			continue
+		}
+		if err != nil && client.IgnoreNotFound(err) != nil {
+			log.Error(err, "looking up the VMI of a VM directory", "dir", d.path)
+			continue
+		}
+		log.Info("removing the VM of a deleted VMI", "vmi", spec.VMI.Namespace+"/"+spec.VMI.Name, "uid", spec.VMI.UID)
+		if err := d.stop(ctx, 0); err != nil {
+			log.Error(err, "stopping an orphaned launcher", "dir", d.path)
+		}
+		if err := launcher.DestroyDomain(c.LibvirtURI, domain.Name(spec.VMI), domain.UUID(spec.VMI)); err != nil {
+			log.Error(err, "destroying an orphaned domain", "dir", d.path)
+			continue
+		}
+		if err := d.remove(); err != nil {
+			log.Error(err, "removing an orphaned VM directory")
+		}
+	}
+}

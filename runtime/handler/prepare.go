@@ -1,0 +1,164 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/runtime/cloudinit"
+	"github.com/tekvirt/tekvirt/runtime/containerdisk"
+	"github.com/tekvirt/tekvirt/runtime/domain"
+)
+
+// pvcDiskFile is the disk image on a filesystem PVC, as in KubeVirt and CDI.
+const pvcDiskFile = "disk.img"
+
+// permanentError marks a preparation failure that retrying cannot fix (an
+// image that does not exist); the VMI fails instead of waiting.
+type permanentError struct {
+	reason string
+	err    error
+}
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// prepare turns the VMI's volumes into files in d and returns the domain
+// options that point at them.
+func (h *Handler) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) (domain.Options, error) {
+	opts := domain.Options{
+		KVM:          h.KVM,
+		Volumes:      map[string]domain.Volume{},
+		AgentSocket:  d.file("agent.sock"),
+		SerialSocket: d.file("serial.sock"),
+		SerialLog:    d.file("serial.log"),
+	}
+	cache := filepath.Join(h.Root, "images")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return opts, err
+	}
+	for i, vol := range vmi.Spec.Volumes {
+		v, err := h.prepareVolume(ctx, vmi, i, d, cache)
+		if err != nil {
+			return opts, err
+		}
+		if v != nil {
+			opts.Volumes[vol.Name] = *v
+		}
+	}
+	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
+		c := fw.KernelBoot.Container
+		var paths []string
+		for _, p := range []string{c.KernelPath, c.InitrdPath} {
+			if p != "" {
+				paths = append(paths, p)
+			}
+		}
+		im, err := fetch(ctx, c.Image, cache, "spec.domain.firmware.kernelBoot.container", paths...)
+		if err != nil {
+			return opts, err
+		}
+		if c.KernelPath != "" {
+			opts.Kernel = im.Path(c.KernelPath)
+		}
+		if c.InitrdPath != "" {
+			opts.Initrd = im.Path(c.InitrdPath)
+		}
+	}
+	return opts, nil
+}
+
+func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInstance, i int, d vmDir, cache string) (*domain.Volume, error) {
+	vol := vmi.Spec.Volumes[i]
+	field := fmt.Sprintf("spec.volumes[%d]", i)
+	switch {
+	case vol.ContainerDisk != nil:
+		im, err := fetch(ctx, vol.ContainerDisk.Image, cache, field+".containerDisk", pathOrNone(vol.ContainerDisk.Path)...)
+		if err != nil {
+			return nil, err
+		}
+		base := im.Path(vol.ContainerDisk.Path)
+		if vol.ContainerDisk.Path == "" {
+			if base, err = im.Disk(); err != nil {
+				return nil, &permanentError{reason: "ContainerDiskInvalid", err: fmt.Errorf("%s (volume %q): %w", field, vol.Name, err)}
+			}
+		}
+		overlay := d.file("disk-" + vol.Name + ".qcow2")
+		if _, err := os.Stat(overlay); os.IsNotExist(err) {
+			if err := containerdisk.Overlay(ctx, base, overlay); err != nil {
+				return nil, err
+			}
+		}
+		return &domain.Volume{Path: overlay, Format: "qcow2"}, nil
+	case vol.PersistentVolumeClaim != nil:
+		return h.claimDisk(ctx, vmi.Namespace, vol.PersistentVolumeClaim.ClaimName, field+".persistentVolumeClaim", vol.PersistentVolumeClaim.ReadOnly)
+	case vol.DataVolume != nil:
+		return h.claimDisk(ctx, vmi.Namespace, vol.DataVolume.Name, field+".dataVolume", false)
+	case vol.CloudInitNoCloud != nil:
+		seed, err := cloudinit.FromVolume(vmi, i)
+		if err != nil {
+			return nil, &permanentError{reason: "CloudInitInvalid", err: err}
+		}
+		path := d.file("cloudinit-" + vol.Name + ".img")
+		if err := seed.WriteImage(ctx, path); err != nil {
+			return nil, fmt.Errorf("%s (volume %q): %w", field, vol.Name, err)
+		}
+		return &domain.Volume{Path: path, Format: "raw"}, nil
+	}
+	return nil, nil // unsupported sources are named by domain.Convert
+}
+
+func pathOrNone(p string) []string {
+	if p == "" {
+		return nil
+	}
+	return []string{p}
+}
+
+// fetch pulls a container image and classifies its failures.
+func fetch(ctx context.Context, ref, cache, field string, paths ...string) (*containerdisk.Image, error) {
+	im, err := containerdisk.Fetch(ctx, ref, cache, paths...)
+	if errors.Is(err, containerdisk.ErrNotFound) {
+		return nil, &permanentError{reason: "ContainerDiskNotFound", err: fmt.Errorf("%s: %w", field, err)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	return im, nil
+}
+
+// claimDisk finds disk.img on the bound PersistentVolume of a claim.
+func (h *Handler) claimDisk(ctx context.Context, ns, claim, field string, readOnly bool) (*domain.Volume, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, pvc); err != nil {
+		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s: %w", field, ns, claim, err)
+	}
+	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
+		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s is not bound yet", field, ns, claim)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := h.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		return nil, fmt.Errorf("%s: PersistentVolume %s: %w", field, pvc.Spec.VolumeName, err)
+	}
+	var dir string
+	switch {
+	case pv.Spec.HostPath != nil:
+		dir = pv.Spec.HostPath.Path
+	case pv.Spec.Local != nil:
+		dir = pv.Spec.Local.Path
+	default:
+		return nil, &permanentError{reason: "VolumeUnsupported", err: fmt.Errorf("%s: PersistentVolume %s is neither hostPath nor local; only node-local filesystem volumes are supported", field, pv.Name)}
+	}
+	disk := filepath.Join(dir, pvcDiskFile)
+	if _, err := os.Stat(disk); err != nil {
+		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s holds no %s yet: %w", field, ns, claim, pvcDiskFile, err)
+	}
+	return &domain.Volume{Path: disk, Format: "raw", ReadOnly: readOnly}, nil
+}

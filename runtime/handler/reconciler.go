@@ -1,0 +1,248 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/runtime/domain"
+	"github.com/tekvirt/tekvirt/runtime/launcher"
+)
+
+// Finalizer keeps a VMI until the handler has destroyed its domain and
+// removed its files.
+const Finalizer = "tekvirt.io/vmi-handler"
+
+// How often a running VMI is looked at: often until its guest agent
+// answers, which is what users wait for, then rarely.
+const (
+	pollStarting = 300 * time.Millisecond
+	pollRunning  = 5 * time.Second
+	pollPending  = 5 * time.Second
+)
+
+// Handler runs the VMIs placed on one node.
+type Handler struct {
+	Client client.Client
+	// Node is this node's name.
+	Node string
+	// Root holds vms/<uid>/ and the image cache images/.
+	Root string
+	// LauncherBinary is the tekvirt-launcher executable.
+	LauncherBinary string
+	// LibvirtURI is the libvirt daemon the launchers use.
+	LibvirtURI string
+	// KVM runs guests with hardware virtualization instead of TCG.
+	KVM bool
+	// QEMUUser owns the VM directories (QEMU binds sockets there).
+	QEMUUser string
+}
+
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+
+// Reconcile drives one VMI on this node toward its spec and reports it.
+func (h *Handler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	vmi := &v1.VirtualMachineInstance{}
+	if err := h.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if vmi.Status.NodeName != h.Node {
+		return ctrl.Result{}, nil
+	}
+	d := h.dirOf(vmi.UID)
+	if vmi.DeletionTimestamp != nil {
+		return ctrl.Result{}, h.teardown(ctx, vmi, d)
+	}
+	if finished(vmi) {
+		return ctrl.Result{}, h.release(ctx, vmi, d)
+	}
+	obs, requeue, err := h.observe(ctx, vmi, d)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := h.report(ctx, vmi, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// observe starts the launcher if it is due and reads its state.
+func (h *Handler) observe(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) (observation, time.Duration, error) {
+	state, exit, err := d.state()
+	if err != nil {
+		return observation{}, 0, err
+	}
+	obs := observation{state: state, exit: exit}
+	switch state {
+	case NotStarted:
+		if vmi.Status.Phase != v1.Scheduled {
+			// Running without a directory: the node lost the VM.
+			obs.state = Lost
+			return obs, 0, nil
+		}
+		if err := h.launch(ctx, vmi, d); err != nil {
+			obs.prepareErr = err
+			var perm *permanentError
+			if errors.As(err, &perm) {
+				return obs, 0, d.remove()
+			}
+			ctrl.LoggerFrom(ctx).Info("volumes not ready", "vmi", klog.KObj(vmi), "reason", err.Error())
+			return obs, pollPending, nil
+		}
+		return obs, pollStarting, nil
+	case Running:
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		st, err := launcher.NewClient(d.path).Status(cctx)
+		if err != nil {
+			return obs, pollStarting, nil // still starting
+		}
+		obs.status = st
+		if st.AgentConnected {
+			return obs, pollRunning, nil
+		}
+		return obs, pollStarting, nil
+	case Lost:
+		// QEMU outlives a killed launcher: the VM must not run unowned.
+		if err := launcher.DestroyDomain(h.LibvirtURI, domain.Name(vmi), domain.UUID(vmi)); err != nil {
+			return obs, 0, err
+		}
+	}
+	return obs, 0, nil
+}
+
+// launch prepares the volumes and starts the launcher.
+func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) error {
+	if controllerutil.AddFinalizer(vmi, Finalizer) {
+		if err := h.Client.Update(ctx, vmi); err != nil {
+			return fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(vmi), err)
+		}
+	}
+	if err := d.create(h.QEMUUser); err != nil {
+		return err
+	}
+	opts, err := h.prepare(ctx, vmi, d)
+	if err != nil {
+		return err
+	}
+	// A domain of an earlier VMI of the same name (a VM restarted after its
+	// launcher was killed) would block this one's.
+	if err := launcher.DestroyDomain(h.LibvirtURI, domain.Name(vmi), ""); err != nil {
+		return err
+	}
+	spec := &launcher.Spec{URI: h.LibvirtURI, VMI: vmi, Options: opts, Cgroup: string(vmi.UID)}
+	if err := launcher.WriteSpec(d.path, spec); err != nil {
+		return err
+	}
+	if err := h.startLauncher(d); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("launcher started", "vmi", klog.KObj(vmi), "dir", d.path)
+	return nil
+}
+
+// report patches the VMI's status when it changed.
+func (h *Handler) report(ctx context.Context, vmi *v1.VirtualMachineInstance, obs observation) error {
+	st := nextStatus(vmi, obs, metav1.Now())
+	if equality.Semantic.DeepEqual(ignoreProbeTimes(st), ignoreProbeTimes(vmi.Status)) {
+		return nil
+	}
+	base := vmi.DeepCopy()
+	vmi.Status = st
+	if err := h.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("reporting the status of %s: %w", klog.KObj(vmi), err)
+	}
+	if base.Status.Phase != st.Phase {
+		ctrl.LoggerFrom(ctx).Info("VMI phase", "vmi", klog.KObj(vmi), "phase", st.Phase)
+	}
+	return nil
+}
+
+func ignoreProbeTimes(st v1.VirtualMachineInstanceStatus) v1.VirtualMachineInstanceStatus {
+	st = *st.DeepCopy()
+	for i := range st.Conditions {
+		st.Conditions[i].LastProbeTime = metav1.Time{}
+	}
+	return st
+}
+
+// release frees a finished VMI's node resources; its directory (with the
+// serial console log) stays until the VMI is deleted.
+func (h *Handler) release(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) error {
+	if state, _, _ := d.state(); state == Running {
+		if err := d.stop(ctx, 0); err != nil {
+			return err
+		}
+	}
+	return launcher.DestroyDomain(h.LibvirtURI, domain.Name(vmi), domain.UUID(vmi))
+}
+
+// teardown stops the VM within its grace period, removes its files and
+// lets the deletion finish.
+func (h *Handler) teardown(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) error {
+	if !controllerutil.ContainsFinalizer(vmi, Finalizer) {
+		return nil
+	}
+	grace := 180 * time.Second
+	if g := vmi.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = time.Duration(*g) * time.Second
+	}
+	if err := d.stop(ctx, grace); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "stopping the launcher", "vmi", klog.KObj(vmi))
+	}
+	if err := launcher.DestroyDomain(h.LibvirtURI, domain.Name(vmi), domain.UUID(vmi)); err != nil {
+		return err
+	}
+	if err := d.remove(); err != nil {
+		return err
+	}
+	base := vmi.DeepCopy()
+	controllerutil.RemoveFinalizer(vmi, Finalizer)
+	if err := h.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the finalizer of %s: %w", klog.KObj(vmi), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("VM removed from the node", "vmi", klog.KObj(vmi))
+	return nil
+}
+
+// SetupWithManager registers the reconciler, the collector and, when
+// exec is set, the exec server. The manager's cache should hold only the
+// VMIs labelled with this node (see CacheOptions).
+func (h *Handler) SetupWithManager(mgr ctrl.Manager, exec *ExecServer) error {
+	err := ctrl.NewControllerManagedBy(mgr).Named("vmi-handler").
+		For(&v1.VirtualMachineInstance{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(h)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(Collector{h}); err != nil {
+		return err
+	}
+	if exec != nil {
+		return mgr.Add(*exec)
+	}
+	return nil
+}
+
+// CacheOptions limit the VMIs the handler watches to those placed on node.
+func CacheOptions(node string) cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&v1.VirtualMachineInstance{}: {Label: labels.SelectorFromSet(labels.Set{v1.NodeNameLabel: node})},
+	}}
+}

@@ -1,0 +1,166 @@
+package handler
+
+import (
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/runtime/launcher"
+)
+
+// observation is what the handler saw of one VMI on the node.
+type observation struct {
+	state LauncherState
+	// status is the launcher's report while it runs (nil if it did not answer yet).
+	status *launcher.Status
+	// exit is the launcher's record once the domain ended.
+	exit *launcher.Exited
+	// prepareErr is why the volumes could not be prepared.
+	prepareErr error
+}
+
+// Reasons set on VMI conditions.
+const (
+	reasonLauncherLost   = "LauncherLost"
+	reasonVolumesPending = "VolumesNotReady"
+	reasonStopped        = "Stopped"
+	reasonFailed         = "DomainFailed"
+	reasonGuestNotReady  = "GuestNotRunning"
+)
+
+// nextStatus computes the VMI status from what the node saw. It is pure:
+// the reconciler patches the result.
+func nextStatus(vmi *v1.VirtualMachineInstance, obs observation, now metav1.Time) v1.VirtualMachineInstanceStatus {
+	st := *vmi.Status.DeepCopy()
+	var perm *permanentError
+	switch {
+	case errors.As(obs.prepareErr, &perm):
+		setPhase(&st, v1.Failed, now)
+		setCond(&st, v1.VirtualMachineInstanceReady, corev1.ConditionFalse, perm.reason, perm.Error(), now)
+	case obs.prepareErr != nil:
+		setCond(&st, v1.VirtualMachineInstanceSynchronized, corev1.ConditionFalse, reasonVolumesPending, obs.prepareErr.Error(), now)
+	case obs.state == Running && obs.status != nil:
+		running(&st, vmi, obs.status, now)
+	case obs.state == Exited:
+		ended(&st, obs.exit, now)
+	case obs.state == Lost:
+		setPhase(&st, v1.Failed, now)
+		setCond(&st, v1.VirtualMachineInstanceReady, corev1.ConditionFalse, reasonLauncherLost,
+			"the VM's launcher process exited without recording how the VM ended; its domain was destroyed", now)
+		dropCond(&st, v1.VirtualMachineInstanceAgentConnected)
+	}
+	return st
+}
+
+func running(st *v1.VirtualMachineInstanceStatus, vmi *v1.VirtualMachineInstance, ls *launcher.Status, now metav1.Time) {
+	dropCond(st, v1.VirtualMachineInstanceSynchronized)
+	switch ls.Domain {
+	case "running", "paused":
+		setPhase(st, v1.Running, now)
+	default:
+		setCond(st, v1.VirtualMachineInstanceReady, corev1.ConditionFalse, reasonGuestNotReady, "domain is "+ls.Domain, now)
+		return
+	}
+	if ls.Domain == "paused" {
+		setCond(st, v1.VirtualMachineInstancePaused, corev1.ConditionTrue, "PausedByUser", "VMI was paused", now)
+		setCond(st, v1.VirtualMachineInstanceReady, corev1.ConditionFalse, "Paused", "VMI is paused", now)
+	} else {
+		dropCond(st, v1.VirtualMachineInstancePaused)
+		setCond(st, v1.VirtualMachineInstanceReady, corev1.ConditionTrue, "", "", now)
+	}
+	if !ls.AgentConnected {
+		dropCond(st, v1.VirtualMachineInstanceAgentConnected)
+		return
+	}
+	setCond(st, v1.VirtualMachineInstanceAgentConnected, corev1.ConditionTrue, "", "", now)
+	if o := ls.OSInfo; o != nil {
+		st.GuestOSInfo = v1.VirtualMachineInstanceGuestOSInfo{
+			Name: o.Name, KernelRelease: o.KernelRelease, Version: o.Version, PrettyName: o.PrettyName,
+			VersionID: o.VersionID, KernelVersion: o.KernelVersion, Machine: o.Machine, ID: o.ID,
+		}
+	}
+	st.Interfaces = interfaces(vmi, ls)
+}
+
+// interfaces reports the guest's non-loopback interfaces, the first one
+// under the name of the VMI's (single) interface.
+func interfaces(vmi *v1.VirtualMachineInstance, ls *launcher.Status) []v1.VirtualMachineInstanceNetworkInterface {
+	var out []v1.VirtualMachineInstanceNetworkInterface
+	for _, gi := range ls.Interfaces {
+		if gi.Name == "lo" {
+			continue
+		}
+		ni := v1.VirtualMachineInstanceNetworkInterface{InterfaceName: gi.Name, MAC: gi.MAC, InfoSource: "guest-agent"}
+		for _, ip := range gi.IPs {
+			if ni.IP == "" {
+				ni.IP = ip.Address
+			}
+			ni.IPs = append(ni.IPs, ip.Address)
+		}
+		out = append(out, ni)
+	}
+	if ifs := vmi.Spec.Domain.Devices.Interfaces; len(out) > 0 && len(ifs) > 0 {
+		out[0].Name = ifs[0].Name
+	}
+	return out
+}
+
+func ended(st *v1.VirtualMachineInstanceStatus, exit *launcher.Exited, now metav1.Time) {
+	phase, reason := v1.Failed, reasonFailed
+	if exit != nil && exit.Succeeded {
+		phase, reason = v1.Succeeded, reasonStopped
+	}
+	msg := "the VM's domain ended"
+	if exit != nil {
+		msg = "the VM's domain ended: " + exit.Reason
+	}
+	setPhase(st, phase, now)
+	setCond(st, v1.VirtualMachineInstanceReady, corev1.ConditionFalse, reason, msg, now)
+	dropCond(st, v1.VirtualMachineInstanceAgentConnected)
+	dropCond(st, v1.VirtualMachineInstancePaused)
+}
+
+func setPhase(st *v1.VirtualMachineInstanceStatus, p v1.VirtualMachineInstancePhase, now metav1.Time) {
+	if st.Phase == p {
+		return
+	}
+	st.Phase = p
+	st.PhaseTransitionTimestamps = append(st.PhaseTransitionTimestamps, v1.VirtualMachineInstancePhaseTransitionTimestamp{
+		Phase: p, PhaseTransitionTimestamp: now,
+	})
+}
+
+func setCond(st *v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceConditionType, s corev1.ConditionStatus, reason, msg string, now metav1.Time) {
+	c := v1.VirtualMachineInstanceCondition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now, LastProbeTime: now}
+	for i, old := range st.Conditions {
+		if old.Type == t {
+			if old.Status == s {
+				c.LastTransitionTime = old.LastTransitionTime
+				if old.Reason == reason && old.Message == msg {
+					c.LastProbeTime = old.LastProbeTime
+				}
+			}
+			st.Conditions[i] = c
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, c)
+}
+
+func dropCond(st *v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceConditionType) {
+	out := st.Conditions[:0]
+	for _, c := range st.Conditions {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	st.Conditions = out
+}
+
+// finished reports whether a VMI has reached a final phase.
+func finished(vmi *v1.VirtualMachineInstance) bool {
+	return vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed
+}

@@ -1,0 +1,190 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/runtime/agent"
+	"github.com/tekvirt/tekvirt/runtime/domain"
+)
+
+// The files of a VM's directory on the node. The handler writes SpecFile
+// and starts the launcher; the launcher writes the rest.
+const (
+	SpecFile   = "launch.json"
+	PIDFile    = "launcher.pid"
+	SocketFile = "launcher.sock"
+	ExitFile   = "exit.json"
+	LogFile    = "launcher.log"
+	SerialLog  = "serial.log"
+)
+
+// Spec is everything a launcher needs to run one VMI.
+type Spec struct {
+	// URI of the libvirt daemon, e.g. qemu:///system?socket=/path.
+	URI string `json:"uri"`
+	// VMI as the handler saw it when it started the launcher.
+	VMI *v1.VirtualMachineInstance `json:"vmi"`
+	// Options carry the prepared volumes and sockets.
+	Options domain.Options `json:"options"`
+	// Cgroup is the name of the launcher's own cgroup (under "tekvirt/");
+	// empty leaves it in the handler's.
+	Cgroup string `json:"cgroup,omitempty"`
+}
+
+// WriteSpec stores s in dir.
+func WriteSpec(dir string, s *Spec) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, SpecFile), data)
+}
+
+// ReadSpec loads the spec in dir.
+func ReadSpec(dir string) (*Spec, error) {
+	data, err := os.ReadFile(filepath.Join(dir, SpecFile))
+	if err != nil {
+		return nil, err
+	}
+	s := &Spec{}
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, SpecFile), err)
+	}
+	return s, nil
+}
+
+// Status is what a running launcher reports.
+type Status struct {
+	// Domain is the libvirt state: "running", "paused", "shutoff", ...
+	Domain string `json:"domain"`
+	// StartedAt is when the domain was created.
+	StartedAt time.Time `json:"startedAt"`
+	// AgentConnected is true while the guest agent answers.
+	AgentConnected bool              `json:"agentConnected"`
+	OSInfo         *agent.OSInfo     `json:"osInfo,omitempty"`
+	Hostname       string            `json:"hostname,omitempty"`
+	Interfaces     []agent.Interface `json:"interfaces,omitempty"`
+}
+
+// ExecRequest runs a program in the guest through its agent.
+type ExecRequest struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args,omitempty"`
+	// TimeoutSeconds bounds the run; 0 means 60.
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
+}
+
+// ExecResult is how the program ended.
+type ExecResult struct {
+	ExitCode  int    `json:"exitCode"`
+	Stdout    []byte `json:"stdout"`
+	Stderr    []byte `json:"stderr"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Exited is written by the launcher when its domain has ended.
+type Exited struct {
+	Exit
+	At time.Time `json:"at"`
+}
+
+// ReadExit returns the exit record in dir, or nil while there is none.
+func ReadExit(dir string) (*Exited, error) {
+	data, err := os.ReadFile(filepath.Join(dir, ExitFile))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := &Exited{}
+	if err := json.Unmarshal(data, e); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, ExitFile), err)
+	}
+	return e, nil
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
+
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Client talks to the launcher of the VM in a directory.
+type Client struct {
+	http *http.Client
+}
+
+// NewClient returns a client of the launcher listening in dir.
+func NewClient(dir string) *Client {
+	sock := filepath.Join(dir, SocketFile)
+	return &Client{http: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}}
+}
+
+// Status asks for the domain and guest state.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	st := &Status{}
+	return st, c.do(ctx, http.MethodGet, "/status", nil, st)
+}
+
+// Exec runs a program in the guest.
+func (c *Client) Exec(ctx context.Context, req ExecRequest) (*ExecResult, error) {
+	res := &ExecResult{}
+	return res, c.do(ctx, http.MethodPost, "/exec", req, res)
+}
+
+// Shutdown asks the guest to power off and destroys the domain after grace.
+func (c *Client) Shutdown(ctx context.Context, grace time.Duration) error {
+	return c.do(ctx, http.MethodPost, "/shutdown", map[string]int64{"graceSeconds": int64(grace.Seconds())}, nil)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://launcher"+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("launcher %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("launcher %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("launcher %s: %s", path, bytes.TrimSpace(data))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}

@@ -1,0 +1,78 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// defaultGrace is KubeVirt's terminationGracePeriodSeconds default.
+const defaultGrace = 180 * time.Second
+
+// Main runs the VM described in dir until its domain ends: it joins its own
+// cgroup, starts the domain, answers the handler on dir/launcher.sock, and
+// writes dir/exit.json with how the domain ended. Cancelling ctx (SIGTERM)
+// shuts the guest down within its termination grace period.
+func Main(ctx context.Context, dir string, log *slog.Logger) error {
+	spec, err := ReadSpec(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return err
+	}
+	if spec.Cgroup != "" {
+		if err := JoinCgroup(spec.Cgroup); err != nil {
+			log.Error("running without an own cgroup", "err", err)
+		}
+	}
+	start := time.Now()
+	vm, err := Start(spec.URI, spec.VMI, spec.Options)
+	if err != nil {
+		werr := writeExit(dir, Exit{Reason: "Failed: " + err.Error()})
+		return fmt.Errorf("%w (exit record: %v)", err, werr)
+	}
+	defer vm.Close()
+	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "took", time.Since(start).Round(time.Millisecond).String())
+	srv := newServer(vm, log)
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	go func() {
+		if err := srv.serve(serveCtx, filepath.Join(dir, SocketFile)); err != nil {
+			log.Error("serving the handler", "err", err)
+		}
+	}()
+	go srv.pollGuest(serveCtx)
+	go func() {
+		<-ctx.Done()
+		srv.stop(grace(spec))
+	}()
+	exit, err := vm.Wait(context.Background())
+	if err != nil {
+		exit = Exit{Reason: "Failed: " + err.Error()}
+	}
+	if srv.stopRequested() {
+		exit.Succeeded = true
+	}
+	log.Info("domain ended", "reason", exit.Reason, "succeeded", exit.Succeeded)
+	return writeExit(dir, exit)
+}
+
+func grace(spec *Spec) time.Duration {
+	if g := spec.VMI.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return defaultGrace
+}
+
+func writeExit(dir string, e Exit) error {
+	data, err := jsonMarshal(Exited{Exit: e, At: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, ExitFile), data)
+}
