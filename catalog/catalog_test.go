@@ -92,6 +92,9 @@ func TestParamsMatchStepFlags(t *testing.T) {
 					positional = true
 					continue
 				}
+				if positional && a == "--args" {
+					continue // execute-in-vm's separator between its command and args arrays
+				}
 				flag, value, isFlag := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 				if positional || !strings.HasPrefix(a, "--") {
 					m := paramRef.FindStringSubmatch(a)

@@ -72,6 +72,9 @@ func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string) error {
 	} else if ex.Advertise == "" {
 		ex.Advertise = ex.Addr
 	}
+	if ex != nil {
+		h.ExecAddress = ex.Advertise
+	}
 	if err := h.SetupWithManager(mgr, ex); err != nil {
 		return fmt.Errorf("setting up the handler: %w", err)
 	}

@@ -1,10 +1,12 @@
 // Command tekvirt-step runs the step of any tekvirt task: the first argument
 // names the task. Exit codes: 0 success, 1 the step failed (the reason is
-// the last line on stderr).
+// the last line on stderr), or the exit code of a command the step ran for
+// the user (execute-in-vm).
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -18,6 +20,10 @@ func main() {
 	defer stop()
 	if err := step.Root().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			os.Exit(coded.ExitCode())
+		}
 		os.Exit(1)
 	}
 }

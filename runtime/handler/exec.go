@@ -23,7 +23,8 @@ import (
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
 
-// AddressAnnotation on a Node says where its handler serves exec requests.
+// AddressAnnotation on a Node, and on each VMI it runs, says where the
+// node's handler serves exec requests (host:port).
 const AddressAnnotation = "tekvirt.io/handler-address"
 
 // ExecGroup, ExecResource and ExecSubresource are what a caller must be

@@ -50,6 +50,9 @@ type Handler struct {
 	KVM bool
 	// QEMUUser owns the VM directories (QEMU binds sockets there).
 	QEMUUser string
+	// ExecAddress is where this node serves guest exec (host:port), noted
+	// on each VMI it runs; empty when exec is off.
+	ExecAddress string
 }
 
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;update;patch
@@ -128,10 +131,13 @@ func (h *Handler) observe(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 
 // launch prepares the volumes and starts the launcher.
 func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) error {
-	if controllerutil.AddFinalizer(vmi, Finalizer) {
-		if err := h.Client.Update(ctx, vmi); err != nil {
-			return fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(vmi), err)
-		}
+	base := vmi.DeepCopy()
+	controllerutil.AddFinalizer(vmi, Finalizer)
+	if h.ExecAddress != "" {
+		metav1.SetMetaDataAnnotation(&vmi.ObjectMeta, AddressAnnotation, h.ExecAddress)
+	}
+	if err := h.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(vmi), err)
 	}
 	if err := d.create(h.QEMUUser); err != nil {
 		return err

@@ -3,7 +3,11 @@ package step
 import (
 	"github.com/spf13/cobra"
 
+	cleanupvm "github.com/tekvirt/tekvirt/tasks/cleanup-vm"
+	createvm "github.com/tekvirt/tekvirt/tasks/create-vm-from-manifest"
+	executeinvm "github.com/tekvirt/tekvirt/tasks/execute-in-vm"
 	generatesshkeys "github.com/tekvirt/tekvirt/tasks/generate-ssh-keys"
+	waitforvmi "github.com/tekvirt/tekvirt/tasks/wait-for-vmi-status"
 )
 
 // Root returns the tekvirt-step command with every task's step.
@@ -14,6 +18,6 @@ func Root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(generatesshkeys.Command())
+	root.AddCommand(generatesshkeys.Command(), createvm.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command())
 	return root
 }

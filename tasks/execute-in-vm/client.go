@@ -1,0 +1,85 @@
+package executeinvm
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// ServiceAccountDir holds the step's token and the cluster CA.
+const ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// HTTPExecutor calls the handler's exec endpoint with the service
+// account's token, trusting the cluster CA that signed the handler's cert.
+type HTTPExecutor struct {
+	// Dir is the service account directory (ServiceAccountDir).
+	Dir string
+	// Attempts to connect before giving up (network blips).
+	Attempts int
+}
+
+// Exec implements Executor.
+func (h HTTPExecutor) Exec(ctx context.Context, address string, vmi *v1.VirtualMachineInstance, req Request) (*Result, error) {
+	token, err := os.ReadFile(filepath.Join(h.Dir, "token"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the service account token: %w", err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(h.Dir, "ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("no certificate in the cluster CA file")
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	url := fmt.Sprintf("https://%s/apis/subresources.kubevirt.io/v1/namespaces/%s/virtualmachineinstances/%s/exec", address, vmi.Namespace, vmi.Name)
+	var resp *http.Response
+	for attempt := 1; ; attempt++ {
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		hreq.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+		hreq.Header.Set("Content-Type", "application/json")
+		resp, err = hc.Do(hreq)
+		if err == nil {
+			break
+		}
+		var opErr *net.OpError
+		if attempt >= max(1, h.Attempts) || !errors.As(err, &opErr) || ctx.Err() != nil {
+			return nil, fmt.Errorf("calling the node handler at %s: %w", address, err)
+		}
+		time.Sleep(time.Duration(attempt) * time.Second)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading the handler's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("node handler: %s: %s", resp.Status, bytes.TrimSpace(data))
+	}
+	res := &Result{}
+	if err := json.Unmarshal(data, res); err != nil {
+		return nil, fmt.Errorf("decoding the handler's answer: %w", err)
+	}
+	return res, nil
+}

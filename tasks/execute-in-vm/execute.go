@@ -1,0 +1,147 @@
+package executeinvm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// AddressAnnotation is where the node handler running a VMI serves exec.
+const AddressAnnotation = "tekvirt.io/handler-address"
+
+// Params are the task's params.
+type Params struct {
+	VMName, VMNamespace string
+	Command, Args       []string
+	Script              string
+	// Timeout bounds waiting for the guest agent plus the run.
+	Timeout time.Duration
+}
+
+// Request is one program run in the guest.
+type Request struct {
+	Command        string   `json:"command"`
+	Args           []string `json:"args,omitempty"`
+	TimeoutSeconds int      `json:"timeoutSeconds,omitempty"`
+}
+
+// Result is how the program ended.
+type Result struct {
+	ExitCode  int    `json:"exitCode"`
+	Stdout    []byte `json:"stdout"`
+	Stderr    []byte `json:"stderr"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Executor runs a request in the guest of vmi through the handler at address.
+type Executor interface {
+	Exec(ctx context.Context, address string, vmi *v1.VirtualMachineInstance, req Request) (*Result, error)
+}
+
+// ExitError carries the guest command's non-zero exit code out of the step.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string {
+	return fmt.Sprintf("command in the guest exited with code %d", e.Code)
+}
+
+// ExitCode is the code the step exits with.
+func (e *ExitError) ExitCode() int { return e.Code }
+
+// BuildRequest turns the params into the program to run: the script via
+// /bin/sh -c, else command[0] with the rest of command and args.
+func BuildRequest(p Params) (Request, error) {
+	switch {
+	case p.Script != "" && len(p.Command) > 0:
+		return Request{}, errors.New("params script and command are both set; give one")
+	case p.Script != "":
+		return Request{Command: "/bin/sh", Args: []string{"-c", p.Script}}, nil
+	case len(p.Command) > 0 && p.Command[0] != "":
+		return Request{Command: p.Command[0], Args: append(append([]string{}, p.Command[1:]...), p.Args...)}, nil
+	}
+	return Request{}, errors.New("neither param command nor script is set: nothing to execute")
+}
+
+// Run waits for the guest agent of the VM's VMI, runs the program, copies
+// its output to stdout and stderr, and returns an *ExitError for a non-zero
+// exit code.
+func Run(ctx context.Context, c client.Client, ex Executor, p Params, stdout, stderr io.Writer) error {
+	if p.VMName == "" {
+		return errors.New("param vmName is empty")
+	}
+	req, err := BuildRequest(p)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
+	vmi, err := waitForAgent(ctx, c, p)
+	if err != nil {
+		return err
+	}
+	addr := vmi.Annotations[AddressAnnotation]
+	if addr == "" {
+		return fmt.Errorf("VirtualMachineInstance %s/%s has no %s annotation: its node handler does not serve exec", vmi.Namespace, vmi.Name, AddressAnnotation)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		req.TimeoutSeconds = max(1, int(time.Until(dl).Seconds()))
+	}
+	res, err := ex.Exec(ctx, addr, vmi, req)
+	if err != nil {
+		return fmt.Errorf("executing %s in VirtualMachineInstance %s/%s: %w", req.Command, vmi.Namespace, vmi.Name, err)
+	}
+	_, _ = stdout.Write(res.Stdout)
+	_, _ = stderr.Write(res.Stderr)
+	if res.Truncated {
+		fmt.Fprintln(stderr, "(output truncated by the guest agent)")
+	}
+	if res.ExitCode != 0 {
+		return &ExitError{Code: res.ExitCode}
+	}
+	return nil
+}
+
+// waitForAgent polls the VMI until it runs with its guest agent connected.
+func waitForAgent(ctx context.Context, c client.Client, p Params) (*v1.VirtualMachineInstance, error) {
+	vmi := &v1.VirtualMachineInstance{}
+	last := "does not exist"
+	for {
+		err := c.Get(ctx, client.ObjectKey{Namespace: p.VMNamespace, Name: p.VMName}, vmi)
+		switch {
+		case err == nil:
+			if vmi.Status.Phase == v1.Running && agentConnected(vmi) {
+				return vmi, nil
+			}
+			if vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed {
+				return nil, fmt.Errorf("VirtualMachineInstance %s/%s is %s: it will not run the command", p.VMNamespace, p.VMName, vmi.Status.Phase)
+			}
+			last = fmt.Sprintf("is %s, guest agent not connected", vmi.Status.Phase)
+		case apierrors.IsNotFound(err):
+			last = "does not exist (is the VM running?)"
+		case ctx.Err() == nil:
+			return nil, fmt.Errorf("reading VirtualMachineInstance %s/%s: %w", p.VMNamespace, p.VMName, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("timed out after %s waiting for the guest agent of VirtualMachineInstance %s/%s: it %s; execute-in-vm needs qemu-guest-agent running in the guest", p.Timeout, p.VMNamespace, p.VMName, last)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func agentConnected(vmi *v1.VirtualMachineInstance) bool {
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == v1.VirtualMachineInstanceAgentConnected && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

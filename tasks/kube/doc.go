@@ -1,0 +1,3 @@
+// Package kube connects task steps to the cluster they run in, with the
+// Kubernetes and KubeVirt types registered.
+package kube
