@@ -121,7 +121,9 @@ func ClusterRoles() ([]*unstructured.Unstructured, error) {
 
 // InstallObjects returns what the controller applies into namespace ns:
 // per task its Task (step image set to stepImage), ServiceAccount and the
-// RoleBinding of that ServiceAccount to the task's ClusterRole.
+// RoleBinding of that ServiceAccount to the task's ClusterRole; per
+// pipeline its Pipeline, ServiceAccount and RoleBindings to the roles of
+// its tasks.
 func InstallObjects(ns, stepImage string) ([]*unstructured.Unstructured, error) {
 	ts, err := Tasks()
 	if err != nil {
@@ -134,17 +136,19 @@ func InstallObjects(ns, stepImage string) ([]*unstructured.Unstructured, error) 
 			return nil, fmt.Errorf("task %s: %w", t.Name, err)
 		}
 		task.SetNamespace(ns)
-		sa := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1", "kind": "ServiceAccount",
-			"metadata": map[string]any{"name": t.ServiceAccount(), "namespace": ns},
-		}}
-		rb := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-			"metadata": map[string]any{"name": t.ServiceAccount(), "namespace": ns},
-			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": t.ClusterRole.GetName()},
-			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": t.ServiceAccount(), "namespace": ns}},
-		}}
+		sa := serviceAccount(t.ServiceAccount(), ns)
+		rb := roleBinding(t.ServiceAccount(), ns, t.ClusterRole.GetName(), t.ServiceAccount())
 		for _, o := range []*unstructured.Unstructured{sa, rb, task} {
+			label(o)
+			out = append(out, o)
+		}
+	}
+	ps, err := Pipelines()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		for _, o := range pipelineObjects(p, ns) {
 			label(o)
 			out = append(out, o)
 		}

@@ -68,6 +68,28 @@ func TestTasksPassTektonValidation(t *testing.T) {
 	}
 }
 
+// TestPipelinesPassTektonValidation runs Tekton's validation on every
+// pipeline; catalog.Pipelines already checks each taskRef names a catalog task.
+func TestPipelinesPassTektonValidation(t *testing.T) {
+	ps, err := catalog.Pipelines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) == 0 {
+		t.Fatal("catalog has no pipelines")
+	}
+	for _, p := range ps {
+		var pl pipelinev1.Pipeline
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(p.Manifest.Object, &pl, true); err != nil {
+			t.Fatalf("pipeline %s has fields Tekton does not know: %v", p.Name, err)
+		}
+		pl.SetDefaults(context.Background())
+		if err := pl.Validate(context.Background()); err != nil {
+			t.Errorf("pipeline %s: %v", p.Name, err)
+		}
+	}
+}
+
 var paramRef = regexp.MustCompile(`^\$\(params\.([A-Za-z0-9_]+)(\[\*\])?\)$`)
 
 // TestParamsMatchStepFlags checks that every param reaches the step, string
@@ -137,8 +159,16 @@ func TestInstallObjectsAreLabelledAndBound(t *testing.T) {
 			t.Errorf("%s %s is not labelled", o.GetKind(), o.GetName())
 		}
 	}
-	if kinds["Task"] == 0 || kinds["Task"] != kinds["ServiceAccount"] || kinds["Task"] != kinds["RoleBinding"] {
-		t.Fatalf("kinds = %v, want one ServiceAccount and RoleBinding per Task", kinds)
+	ps, err := catalog.Pipelines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipelineBindings := 0
+	for _, p := range ps {
+		pipelineBindings += len(p.Tasks)
+	}
+	if kinds["Task"] == 0 || kinds["Pipeline"] != len(ps) || kinds["Task"]+kinds["Pipeline"] != kinds["ServiceAccount"] || kinds["Task"]+pipelineBindings != kinds["RoleBinding"] {
+		t.Fatalf("kinds = %v, want one ServiceAccount per Task and Pipeline, one RoleBinding per Task and per task of each Pipeline", kinds)
 	}
 }
 

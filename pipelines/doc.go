@@ -1,4 +1,5 @@
-// Package pipelines is to hold tekvirt's Tekton pipelines, one folder each
-// with pipeline.yaml, README.md and samples/, every taskRef naming a task of
-// tasks/. The first pipeline (vm-test) comes with the VM runtime.
+// Package pipelines holds tekvirt's Tekton pipelines, one folder each with
+// pipeline.yaml and README.md, every taskRef naming a task of tasks/. The
+// catalog installs them next to the tasks, with a ServiceAccount per
+// pipeline bound to the roles of the tasks it runs.
 package pipelines

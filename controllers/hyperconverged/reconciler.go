@@ -132,6 +132,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&hcov1beta1.HyperConverged{})
 	for _, gvk := range []metav1.TypeMeta{
 		{APIVersion: "tekton.dev/v1", Kind: "Task"},
+		{APIVersion: "tekton.dev/v1", Kind: "Pipeline"},
 		{APIVersion: "v1", Kind: "ServiceAccount"},
 		{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
 	} {
