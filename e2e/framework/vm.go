@@ -1,0 +1,160 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// GuestImage is the guest containerDisk `tekvirt up` publishes.
+const GuestImage = "127.0.0.1:5000/tekvirt/guest-container-disk:latest"
+
+// VMRoot is where the node handler keeps one directory per VMI (by UID).
+const VMRoot = "/var/lib/tekvirt/vms"
+
+// VMClient is a client that knows the KubeVirt types.
+func (f *Framework) VMClient(t testing.TB) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(f.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// GuestVMI is the spec of a VMI booting image (a containerDisk) with a
+// cloud-init hostname; 256Mi, the masquerade interface, 10 s grace.
+func GuestVMI(image, hostname string) v1.VirtualMachineInstanceSpec {
+	grace := int64(10)
+	return v1.VirtualMachineInstanceSpec{
+		TerminationGracePeriodSeconds: &grace,
+		Domain: v1.DomainSpec{
+			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
+			Devices: v1.Devices{
+				Disks: []v1.Disk{
+					{Name: "containerdisk", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}},
+					{Name: "cloudinitdisk", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}},
+				},
+				Interfaces: []v1.Interface{{Name: "default", InterfaceBindingMethod: v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}}},
+			},
+		},
+		Networks: []v1.Network{{Name: "default", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{}}}},
+		Volumes: []v1.Volume{
+			{Name: "containerdisk", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: image}}},
+			{Name: "cloudinitdisk", VolumeSource: v1.VolumeSource{CloudInitNoCloud: &v1.CloudInitNoCloudSource{
+				UserData: "#cloud-config\nhostname: " + hostname + "\n",
+			}}},
+		},
+	}
+}
+
+// GuestVM is a VM running GuestVMI with the given run strategy.
+func GuestVM(ns, name, image string, rs v1.VirtualMachineRunStrategy) *v1.VirtualMachine {
+	return &v1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.VirtualMachineSpec{
+			RunStrategy: &rs,
+			Template:    &v1.VirtualMachineInstanceTemplateSpec{Spec: GuestVMI(image, name)},
+		},
+	}
+}
+
+// WaitVMI polls the VMI until cond accepts it, and returns it.
+func WaitVMI(t testing.TB, c client.Client, ns, name string, timeout time.Duration, what string, cond func(*v1.VirtualMachineInstance) error) *v1.VirtualMachineInstance {
+	t.Helper()
+	vmi := &v1.VirtualMachineInstance{}
+	Eventually(t, timeout, "VMI "+ns+"/"+name+" "+what, func() error {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
+			return err
+		}
+		return cond(vmi)
+	})
+	return vmi
+}
+
+// AgentConnected accepts a Running VMI whose guest agent answers.
+func AgentConnected(vmi *v1.VirtualMachineInstance) error {
+	if vmi.Status.Phase != v1.Running {
+		return fmt.Errorf("phase %q, conditions %+v", vmi.Status.Phase, vmi.Status.Conditions)
+	}
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == v1.VirtualMachineInstanceAgentConnected && c.Status == corev1.ConditionTrue {
+			return nil
+		}
+	}
+	return fmt.Errorf("running, guest agent not connected yet")
+}
+
+// WaitGone polls until obj (with its key set) does not exist.
+func WaitGone(t testing.TB, c client.Client, obj client.Object, timeout time.Duration) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	Eventually(t, timeout, fmt.Sprintf("%T %s gone", obj, key), func() error {
+		err := c.Get(context.Background(), key, obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("still there")
+	})
+}
+
+// Domains lists the running libvirt domains of the cluster's libvirtd.
+func (f *Framework) Domains(t testing.TB) []string {
+	t.Helper()
+	uri := "qemu:///system?socket=" + filepath.Join(f.Home, "run", "libvirt", "libvirt-sock")
+	out, err := exec.Command("virsh", "-c", uri, "list", "--name").CombinedOutput()
+	if err != nil {
+		t.Fatalf("virsh list: %v: %s", err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// DomainID is the libvirt id of a running domain (changes when it restarts).
+func (f *Framework) DomainID(t testing.TB, name string) string {
+	t.Helper()
+	uri := "qemu:///system?socket=" + filepath.Join(f.Home, "run", "libvirt", "libvirt-sock")
+	out, err := exec.Command("virsh", "-c", uri, "domid", name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("virsh domid %s: %v: %s", name, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// ComponentPID reads the PID file `tekvirt up` keeps for a component.
+func (f *Framework) ComponentPID(t testing.TB, name string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.Home, "run", name+".pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(data), &pid); err != nil {
+		t.Fatalf("PID file of %s: %v", name, err)
+	}
+	return pid
+}

@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// bindTaskRole lets the catalog task's ServiceAccount act in ns, as the
+// task READMEs tell users to do for their own namespaces.
+func bindTaskRole(t *testing.T, f *framework.Framework, ns, task string) {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: task + "-task", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "tekvirt-" + task + "-task"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: task + "-task", Namespace: framework.CatalogNamespace}},
+	}
+	if _, err := f.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func executeInVM(ns, vm, script, timeout string) *pipelinev1.TaskRun {
+	return &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "execute-in-vm-", Namespace: framework.CatalogNamespace},
+		Spec: pipelinev1.TaskRunSpec{
+			TaskRef:            &pipelinev1.TaskRef{Name: "execute-in-vm"},
+			ServiceAccountName: "execute-in-vm-task",
+			Params: pipelinev1.Params{
+				{Name: "vmName", Value: *pipelinev1.NewStructuredValues(vm)},
+				{Name: "vmNamespace", Value: *pipelinev1.NewStructuredValues(ns)},
+				{Name: "script", Value: *pipelinev1.NewStructuredValues(script)},
+				{Name: "timeout", Value: *pipelinev1.NewStructuredValues(timeout)},
+			},
+		},
+	}
+}
+
+// TestVMLifecycle boots the guest containerDisk from a KubeVirt manifest,
+// checks what the handler reports and keeps on the node, runs a script
+// through execute-in-vm (exit code and output propagated), then stops the
+// VM and checks its domain and files are gone.
+func TestVMLifecycle(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	vm := framework.GuestVM(ns, "lifecycle", framework.GuestImage, v1.RunStrategyAlways)
+	start := time.Now()
+	if err := c.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	vmi := framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
+	t.Logf("VM create -> guest agent connected: %s", time.Since(start).Round(100*time.Millisecond))
+	if vmi.Status.NodeName == "" || vmi.Labels[v1.NodeNameLabel] != vmi.Status.NodeName || vmi.Status.GuestOSInfo.KernelRelease == "" {
+		t.Errorf("VMI status lacks node or guest info: node %q labels %v guest %+v", vmi.Status.NodeName, vmi.Labels, vmi.Status.GuestOSInfo)
+	}
+	framework.Eventually(t, 30*time.Second, "VM printableStatus Running and Ready", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+			return err
+		}
+		if vm.Status.PrintableStatus != v1.VirtualMachineStatusRunning || !vm.Status.Ready {
+			return fmt.Errorf("printableStatus %q ready %v", vm.Status.PrintableStatus, vm.Status.Ready)
+		}
+		return nil
+	})
+	domain := ns + "_" + vm.Name
+	if !slices.Contains(f.Domains(t), domain) {
+		t.Fatalf("domain %s not running; domains: %v", domain, f.Domains(t))
+	}
+	dir := filepath.Join(framework.VMRoot, string(vmi.UID))
+	if serial, err := os.ReadFile(filepath.Join(dir, "serial.log")); err != nil || !strings.Contains(string(serial), "tekvirt-guest: ready") {
+		t.Errorf("serial console log: %v\n%s", err, serial)
+	}
+	checkOwnCgroup(t, dir, string(vmi.UID))
+
+	bindTaskRole(t, f, ns, "execute-in-vm")
+	r := framework.NewTaskRunRunner(t, f, executeInVM(ns, vm.Name, "hostname; echo to-stderr >&2; exit 3", "2m")).
+		CreateTaskRun().ExpectFailure("exited with code 3").ExpectLogs("lifecycle", "to-stderr")
+	if st := r.TaskRun().Status.Steps; len(st) != 1 || st[0].Terminated == nil || st[0].Terminated.ExitCode != 3 {
+		t.Errorf("step state = %+v, want exit code 3", st)
+	}
+
+	halted := v1.RunStrategyHalted
+	base := vm.DeepCopy()
+	vm.Spec.RunStrategy = &halted
+	if err := c.Patch(ctx, vm, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitGone(t, c, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vm.Name}}, time.Minute)
+	if slices.Contains(f.Domains(t), domain) {
+		t.Errorf("domain %s still runs after the VM stopped", domain)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("VM directory %s left behind: %v", dir, err)
+	}
+	framework.Eventually(t, 30*time.Second, "VM printableStatus Stopped", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+			return err
+		}
+		if vm.Status.PrintableStatus != v1.VirtualMachineStatusStopped {
+			return fmt.Errorf("printableStatus %q", vm.Status.PrintableStatus)
+		}
+		return nil
+	})
+}
+
+// checkOwnCgroup finds the launcher of dir in its own cgroup.
+func checkOwnCgroup(t *testing.T, dir, uid string) {
+	t.Helper()
+	pid, err := os.ReadFile(filepath.Join(dir, "launcher.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := "/sys/fs/cgroup/pids/tekvirt/" + uid + "/cgroup.procs"
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		procs = "/sys/fs/cgroup/tekvirt/" + uid + "/cgroup.procs"
+	}
+	data, err := os.ReadFile(procs)
+	if err != nil || !slices.Contains(strings.Fields(string(data)), strings.TrimSpace(string(pid))) {
+		t.Errorf("launcher %s not in its own cgroup %s: %v %q", pid, procs, err, data)
+	}
+}
+
+// TestVMTestPipeline is the README's main job: the vm-test pipeline boots
+// the guest, runs the default script in it, prints its output, and cleans up.
+func TestVMTestPipeline(t *testing.T) {
+	f := framework.New(t)
+	cmd := exec.Command(f.Bin("tkn"), "pipeline", "start", "vm-test", "-n", framework.CatalogNamespace,
+		"-s", "vm-test-pipeline", "--use-param-defaults", "--showlog", "--exit-with-pipelinerun-error")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	t.Logf("tkn pipeline start vm-test: %s", time.Since(start).Round(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("vm-test pipeline: %v\n%s", err, out)
+	}
+	for _, want := range []string{"hello from the guest:", "] vm-test\n", "Linux 6.", "stopped", "deleted"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("pipeline output lacks %q:\n%s", want, out)
+		}
+	}
+	c := f.VMClient(t)
+	var vms v1.VirtualMachineList
+	if err := c.List(context.Background(), &vms, client.InNamespace(framework.CatalogNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range vms.Items {
+		if strings.HasPrefix(vm.Name, "vm-test-") && vm.DeletionTimestamp == nil {
+			t.Errorf("VM %s left behind by the pipeline", vm.Name)
+		}
+	}
+}
