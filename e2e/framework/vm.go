@@ -28,7 +28,7 @@ const GuestImage = "127.0.0.1:5000/tekvirt/guest-container-disk:latest"
 const VMRoot = "/var/lib/tekvirt/vms"
 
 // VMClient is a client that knows the KubeVirt types.
-func (f *Framework) VMClient(t testing.TB) client.Client {
+func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -37,7 +37,7 @@ func (f *Framework) VMClient(t testing.TB) client.Client {
 	if err := v1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(f.Config, client.Options{Scheme: s})
+	c, err := client.NewWithWatch(f.Config, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/cluster"
+	"github.com/tekvirt/tekvirt/e2e/framework"
+	"github.com/tekvirt/tekvirt/e2e/ocibuild"
+)
+
+func readyCondition(vmi *v1.VirtualMachineInstance) v1.VirtualMachineInstanceCondition {
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == v1.VirtualMachineInstanceReady {
+			return c
+		}
+	}
+	return v1.VirtualMachineInstanceCondition{}
+}
+
+// TestMissingContainerDiskFailsTheVMI: a containerDisk that does not exist
+// fails the VMI with a reason naming the image, and the handler keeps
+// running (no crash loop).
+func TestMissingContainerDiskFailsTheVMI(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	handlerPID := f.ComponentPID(t, "tekvirt-handler")
+	image := cluster.RegistryAddr + "/tekvirt/does-not-exist:latest"
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "missing"}, Spec: framework.GuestVMI(image, "missing")}
+	if err := c.Create(context.Background(), vmi); err != nil {
+		t.Fatal(err)
+	}
+	vmi = framework.WaitVMI(t, c, ns, vmi.Name, time.Minute, "Failed", func(vmi *v1.VirtualMachineInstance) error {
+		if vmi.Status.Phase != v1.Failed {
+			return fmt.Errorf("phase %q", vmi.Status.Phase)
+		}
+		return nil
+	})
+	ready := readyCondition(vmi)
+	if ready.Reason != "ContainerDiskNotFound" || !strings.Contains(ready.Message, image) {
+		t.Errorf("Ready condition = %+v; want reason ContainerDiskNotFound naming %s", ready, image)
+	}
+	if got := f.ComponentPID(t, "tekvirt-handler"); got != handlerPID || syscall.Kill(got, 0) != nil {
+		t.Errorf("handler pid %d -> %d (alive: %v)", handlerPID, got, syscall.Kill(got, 0) == nil)
+	}
+	if err := c.Delete(context.Background(), vmi); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitGone(t, c, vmi, 30*time.Second)
+}
+
+// TestHandlerRestartReadoptsVMs kills the handler while two VMs run: both
+// keep running (same launcher and domain), and the restarted handler
+// manages them again (stopping one works).
+func TestHandlerRestartReadoptsVMs(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	var vms []*v1.VirtualMachine
+	for _, name := range []string{"first", "second"} {
+		vm := framework.GuestVM(ns, name, framework.GuestImage, v1.RunStrategyAlways)
+		if err := c.Create(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
+		vms = append(vms, vm)
+	}
+	type running struct{ uid, launcher, domid string }
+	before := map[string]running{}
+	for _, vm := range vms {
+		vmi := framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
+		pid, err := os.ReadFile(filepath.Join(framework.VMRoot, string(vmi.UID), "launcher.pid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[vm.Name] = running{string(vmi.UID), string(pid), f.DomainID(t, ns+"_"+vm.Name)}
+	}
+	if err := syscall.Kill(f.ComponentPID(t, "tekvirt-handler"), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	upAgain(t)
+	for _, vm := range vms {
+		b := before[vm.Name]
+		vmi := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "still running", framework.AgentConnected)
+		pid, _ := os.ReadFile(filepath.Join(framework.VMRoot, b.uid, "launcher.pid"))
+		if string(vmi.UID) != b.uid || string(pid) != b.launcher || f.DomainID(t, ns+"_"+vm.Name) != b.domid {
+			t.Errorf("VM %s restarted: uid %s->%s launcher %s->%s domain id %s->%s", vm.Name,
+				b.uid, vmi.UID, b.launcher, pid, b.domid, f.DomainID(t, ns+"_"+vm.Name))
+		}
+	}
+	// The new handler owns them: deleting one stops it and removes its files.
+	if err := c.Delete(ctx, vms[0]); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitGone(t, c, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vms[0].Name}}, time.Minute)
+	if slices.Contains(f.Domains(t), ns+"_"+vms[0].Name) {
+		t.Errorf("domain of the deleted VM %s still runs", vms[0].Name)
+	}
+	if _, err := os.Stat(filepath.Join(framework.VMRoot, before[vms[0].Name].uid)); !os.IsNotExist(err) {
+		t.Errorf("files of the deleted VM %s left behind: %v", vms[0].Name, err)
+	}
+	if !slices.Contains(f.Domains(t), ns+"_"+vms[1].Name) {
+		t.Errorf("the other VM %s stopped too", vms[1].Name)
+	}
+}
+
+// upAgain runs `tekvirt up`, which restarts what is not running.
+func upAgain(t *testing.T) {
+	t.Helper()
+	src, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cl, err := cluster.New(framework.Home(), src, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := cl.Up(ctx); err != nil {
+		t.Fatalf("up: %v\n%s", err, out.String())
+	}
+}
+
+// TestKilledLauncherFailsVMIAndVMRestarts: a killed launcher marks its VMI
+// Failed (its domain destroyed), and runStrategy Always starts a new VMI.
+func TestKilledLauncherFailsVMIAndVMRestarts(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	vm := framework.GuestVM(ns, "phoenix", framework.GuestImage, v1.RunStrategyAlways)
+	if err := c.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	vmi := framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
+	oldUID := vmi.UID
+	oldDomID := f.DomainID(t, ns+"_"+vm.Name)
+	data, err := os.ReadFile(filepath.Join(framework.VMRoot, string(oldUID), "launcher.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	// Watch from now on: the VM controller replaces a Failed VMI at once.
+	w, err := c.Watch(ctx, &v1.VirtualMachineInstanceList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	failed := make(chan v1.VirtualMachineInstanceCondition, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			if cur, ok := ev.Object.(*v1.VirtualMachineInstance); ok && cur.UID == oldUID && cur.Status.Phase == v1.Failed {
+				failed <- readyCondition(cur)
+				return
+			}
+		}
+	}()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, "old VMI failed and a new one running", func() error {
+		cur := &v1.VirtualMachineInstance{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vmi), cur); err != nil {
+			return err
+		}
+		if cur.UID == oldUID {
+			return fmt.Errorf("old VMI still there, phase %q", cur.Status.Phase)
+		}
+		return framework.AgentConnected(cur)
+	})
+	select {
+	case ready := <-failed:
+		if ready.Reason != "LauncherLost" {
+			t.Errorf("Failed VMI's Ready condition = %+v, want reason LauncherLost", ready)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the old VMI was never reported Failed")
+	}
+	if slices.Contains(f.Domains(t), ns+"_"+vm.Name) && f.DomainID(t, ns+"_"+vm.Name) == oldDomID {
+		t.Errorf("the killed launcher's domain still runs")
+	}
+	if !slices.Contains(f.Domains(t), ns+"_"+vm.Name) {
+		t.Errorf("restarted VM %s has no domain", vm.Name)
+	}
+}
+
+// TestExecuteInVMWithoutAgentTimesOut runs execute-in-vm against a VM whose
+// disk boots nothing (so no guest agent ever connects).
+func TestExecuteInVMWithoutAgentTimesOut(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	blank := filepath.Join(t.TempDir(), "blank.raw")
+	if err := os.WriteFile(blank, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	image := cluster.RegistryAddr + "/e2e/blank-container-disk:latest"
+	if _, err := ocibuild.Push(ocibuild.Spec{Files: map[string]ocibuild.File{
+		"/disk": {Dir: true, Mode: 0o755}, "/disk/blank.raw": {Source: blank, Mode: 0o644},
+	}}, image); err != nil {
+		t.Fatal(err)
+	}
+	vm := framework.GuestVM(ns, "silent", image, v1.RunStrategyAlways)
+	if err := c.Create(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitVMI(t, c, ns, vm.Name, time.Minute, "Running", func(vmi *v1.VirtualMachineInstance) error {
+		if vmi.Status.Phase != v1.Running {
+			return fmt.Errorf("phase %q", vmi.Status.Phase)
+		}
+		return nil
+	})
+	bindTaskRole(t, f, ns, "execute-in-vm")
+	framework.NewTaskRunRunner(t, f, executeInVM(ns, vm.Name, "true", "15s")).
+		CreateTaskRun().ExpectFailure("timed out after 15s waiting for the guest agent of VirtualMachineInstance " + ns + "/silent")
+}
