@@ -166,3 +166,30 @@ func TestVMTestPipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsupportedVMFieldRejected: the validating webhook rejects fields the
+// runtime does not implement, naming them, and admits the supported subset.
+func TestUnsupportedVMFieldRejected(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	vm := framework.GuestVM(ns, "unsupported", framework.GuestImage, v1.RunStrategyHalted)
+	vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].InterfaceBindingMethod = v1.InterfaceBindingMethod{SRIOV: &v1.InterfaceSRIOV{}}
+	vm.Spec.Instancetype = &v1.InstancetypeMatcher{Name: "u1.small"}
+	err := c.Create(ctx, vm)
+	for _, want := range []string{"spec.instancetype", "spec.template.spec.domain.devices.interfaces[0].sriov", "denied"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("create with unsupported fields: err = %v; want it to name %q", err, want)
+		}
+	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scsi"}, Spec: framework.GuestVMI(framework.GuestImage, "scsi")}
+	vmi.Spec.Domain.Devices.Disks[0].Disk.Bus = "scsi"
+	if err := c.Create(ctx, vmi); err == nil || !strings.Contains(err.Error(), `spec.domain.devices.disks[0].disk.bus: "scsi"`) {
+		t.Errorf("VMI with a scsi disk: err = %v", err)
+	}
+	ok := framework.GuestVM(ns, "supported", framework.GuestImage, v1.RunStrategyHalted)
+	if err := c.Create(ctx, ok, client.DryRunAll); err != nil {
+		t.Errorf("supported VM rejected: %v", err)
+	}
+}

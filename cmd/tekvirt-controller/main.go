@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -17,30 +18,35 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/manager"
 	"github.com/tekvirt/tekvirt/controllers/placement"
 	"github.com/tekvirt/tekvirt/controllers/vm"
+	"github.com/tekvirt/tekvirt/controllers/vmwebhook"
 )
 
 func main() {
-	var stepImage, probeAddr, metricsAddr string
+	var stepImage, probeAddr, metricsAddr, certDir string
+	var webhookPort int
 	flag.StringVar(&stepImage, "step-image", "", "image reference of tekvirt-step, run by every catalog task")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "address of /metrics; 0 disables")
+	flag.StringVar(&certDir, "webhook-cert-dir", "", "directory with tls.crt and tls.key of the VM validating webhook; empty disables it")
+	flag.IntVar(&webhookPort, "webhook-port", 9443, "port of the VM validating webhook")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	if err := run(stepImage, probeAddr, metricsAddr); err != nil {
+	if err := run(stepImage, probeAddr, metricsAddr, certDir, webhookPort); err != nil {
 		fmt.Fprintln(os.Stderr, "tekvirt-controller:", err)
 		os.Exit(1)
 	}
 }
 
-func run(stepImage, probeAddr, metricsAddr string) error {
+func run(stepImage, probeAddr, metricsAddr, certDir string, webhookPort int) error {
 	if stepImage == "" {
 		return fmt.Errorf("--step-image is required")
 	}
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
-		AddToScheme: []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme},
+		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme},
+		WebhookCertDir: certDir, WebhookPort: webhookPort,
 	})
 	if err != nil {
 		return err
@@ -53,6 +59,9 @@ func run(stepImage, probeAddr, metricsAddr string) error {
 	}
 	if err := (&placement.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up VMI placement: %w", err)
+	}
+	if certDir != "" {
+		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{}})
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

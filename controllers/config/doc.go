@@ -2,15 +2,17 @@
 // RBAC that controller-gen generates (crd/, rbac/role.yaml), the hand-written
 // binding and Deployment (rbac/, manager/), the node volume provisioner's
 // RBAC and default StorageClass (hostpath/), the node VM handler's RBAC
-// (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/) and the
-// default HyperConverged (samples/). Images are named ko://<import path> and resolved on install.
+// (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/), the
+// VM validating webhook (webhook/; its serving certificate Secret and
+// caBundle come from the installer) and the default HyperConverged
+// (samples/). Images are named ko://<import path> and resolved on install.
 package config
 
 import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml handler/*.yaml
+//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml
 var FS embed.FS
 
 // Files in the order they are applied.
@@ -22,6 +24,8 @@ var Files = []string{
 	"rbac/role.yaml",
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",
+	"webhook/service.yaml",
+	"webhook/validating.yaml",
 	"manager/manager.yaml",
 	"hostpath/role.yaml",
 	"hostpath/role_binding.yaml",
@@ -35,3 +39,12 @@ const DefaultHyperConverged = "samples/hyperconverged.yaml"
 
 // Namespace is where the controller runs.
 const Namespace = "tekvirt-system"
+
+// WebhookSecret holds the webhook's serving certificate (tls.crt, tls.key)
+// for WebhookService.
+const (
+	WebhookSecret  = "tekvirt-webhook-cert"
+	WebhookService = "tekvirt-webhook"
+	// WebhookConfigFile is the manifest whose caBundle the installer sets.
+	WebhookConfigFile = "webhook/validating.yaml"
+)

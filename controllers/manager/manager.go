@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // Options configure New.
@@ -21,6 +22,10 @@ type Options struct {
 	AddToScheme []func(*runtime.Scheme) error
 	// Cache narrows what the manager's informers hold (e.g. one node's objects).
 	Cache cache.Options
+	// WebhookCertDir holds tls.crt and tls.key; set, the manager serves
+	// admission webhooks on WebhookPort and is ready only once they are up.
+	WebhookCertDir string
+	WebhookPort    int
 }
 
 // New connects to the cluster (--kubeconfig, or in-cluster) and returns a
@@ -39,12 +44,16 @@ func New(o Options) (ctrl.Manager, error) {
 	if o.MetricsAddr == "" {
 		o.MetricsAddr = "0"
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  o.Cache,
 		HealthProbeBindAddress: o.ProbeAddr,
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
-	})
+	}
+	if o.WebhookCertDir != "" {
+		opts.WebhookServer = webhook.NewServer(webhook.Options{CertDir: o.WebhookCertDir, Port: o.WebhookPort})
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
@@ -53,6 +62,11 @@ func New(o Options) (ctrl.Manager, error) {
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
+	}
+	if o.WebhookCertDir != "" {
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, err
+		}
 	}
 	return mgr, nil
 }

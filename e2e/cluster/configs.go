@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 )
 
 // clientCerts are the client identities of the control plane and node, with
@@ -33,6 +35,8 @@ func (c *Cluster) writeConfigs() error {
 	reqs = append(reqs,
 		certRequest{file: "kubelet", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}},
 		certRequest{file: "kubelet-serving", cn: c.NodeName, dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
+		certRequest{file: "webhook-serving", cn: ctrlconfig.WebhookService, server: true,
+			dns: []string{ctrlconfig.WebhookService + "." + ctrlconfig.Namespace + ".svc", ctrlconfig.WebhookService + "." + ctrlconfig.Namespace + ".svc.cluster.local"}},
 		certRequest{file: "handler-serving", cn: "tekvirt-handler", dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
 		certRequest{file: "apiserver", cn: "kube-apiserver", server: true,
 			dns: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost", c.NodeName},

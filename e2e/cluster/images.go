@@ -1,14 +1,14 @@
 package cluster
 
 import (
-	"runtime"
-	"sync"
-
 	"fmt"
-	"golang.org/x/sync/errgroup"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tekvirt/tekvirt/catalog"
 	"github.com/tekvirt/tekvirt/e2e/ocibuild"

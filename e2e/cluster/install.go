@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,7 +83,19 @@ func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, image
 		if err != nil {
 			return fmt.Errorf("decoding %s: %w", f, err)
 		}
+		if f == ctrlconfig.WebhookConfigFile {
+			if err := c.setCABundle(docs); err != nil {
+				return err
+			}
+		}
 		objs = append(objs, docs...)
+		if f == "manager/namespace.yaml" {
+			secret, err := c.webhookSecret()
+			if err != nil {
+				return err
+			}
+			objs = append(objs, secret)
+		}
 	}
 	if err := a.apply(ctx, objs); err != nil {
 		return err
@@ -90,6 +105,47 @@ func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, image
 	}
 	hc := objs[len(objs)-1]
 	return waitAvailable(ctx, a, hc)
+}
+
+// webhookSecret holds the serving certificate of the VM validating webhook.
+func (c *Cluster) webhookSecret() (*unstructured.Unstructured, error) {
+	crt, err := os.ReadFile(filepath.Join(c.pkiDir(), "webhook-serving.crt"))
+	if err != nil {
+		return nil, err
+	}
+	key, err := os.ReadFile(filepath.Join(c.pkiDir(), "webhook-serving.key"))
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+		"metadata": map[string]any{"name": ctrlconfig.WebhookSecret, "namespace": ctrlconfig.Namespace},
+		"data": map[string]any{
+			"tls.crt": base64.StdEncoding.EncodeToString(crt),
+			"tls.key": base64.StdEncoding.EncodeToString(key),
+		},
+	}}, nil
+}
+
+// setCABundle makes the API server trust the cluster CA, which signed the
+// webhook's certificate, when it calls the webhooks in docs.
+func (c *Cluster) setCABundle(docs []*unstructured.Unstructured) error {
+	ca, err := os.ReadFile(filepath.Join(c.pkiDir(), "ca.crt"))
+	if err != nil {
+		return err
+	}
+	for _, d := range docs {
+		hooks, _, _ := unstructured.NestedSlice(d.Object, "webhooks")
+		for _, h := range hooks {
+			if err := unstructured.SetNestedField(h.(map[string]any), base64.StdEncoding.EncodeToString(ca), "clientConfig", "caBundle"); err != nil {
+				return err
+			}
+		}
+		if err := unstructured.SetNestedSlice(d.Object, hooks, "webhooks"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var hyperConvergedGVR = schema.GroupVersionResource{Group: "hco.kubevirt.io", Version: "v1beta1", Resource: "hyperconvergeds"}

@@ -1,0 +1,103 @@
+package vmwebhook
+
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// userGuideVM is a VirtualMachine as KubeVirt's user guide writes one.
+const userGuideVM = `
+spec:
+  runStrategy: Halted
+  template:
+    metadata:
+      labels:
+        kubevirt.io/size: small
+    spec:
+      terminationGracePeriodSeconds: 30
+      domain:
+        cpu:
+          cores: 1
+        devices:
+          disks:
+            - name: containerdisk
+              disk:
+                bus: virtio
+            - name: cloudinitdisk
+              disk:
+                bus: virtio
+          interfaces:
+            - name: default
+              masquerade: {}
+        resources:
+          requests:
+            memory: 64M
+      networks:
+        - name: default
+          pod: {}
+      nodeSelector:
+        kubernetes.io/hostname: node1
+      tolerations:
+        - key: x
+          operator: Exists
+      volumes:
+        - name: containerdisk
+          containerDisk:
+            image: quay.example/containerdisks/cirros:latest
+        - name: cloudinitdisk
+          cloudInitNoCloud:
+            userDataBase64: SGkuXG4=
+`
+
+func spec(t *testing.T, manifest string) map[string]any {
+	t.Helper()
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(manifest), &obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj["spec"].(map[string]any)
+}
+
+func TestSupportedVMPasses(t *testing.T) {
+	s := spec(t, userGuideVM)
+	if err := ValidateVMSpec(s); err != nil {
+		t.Fatalf("user guide VM rejected: %v", err)
+	}
+	tmpl := s["template"].(map[string]any)["spec"].(map[string]any)
+	if err := ValidateVMISpec(tmpl); err != nil {
+		t.Fatalf("user guide VMI spec rejected: %v", err)
+	}
+}
+
+func TestUnsupportedFieldsAreNamed(t *testing.T) {
+	for name, tc := range map[string]struct{ from, to, want string }{
+		"lun disk": {"              disk:\n                bus: virtio\n            - name: cloudinitdisk", "              lun: {}\n            - name: cloudinitdisk",
+			"spec.template.spec.domain.devices.disks[0].lun"},
+		"scsi bus": {"bus: virtio\n            - name: cloudinitdisk", "bus: scsi\n            - name: cloudinitdisk",
+			`spec.template.spec.domain.devices.disks[0].disk.bus: "scsi" (supported: virtio, sata)`},
+		"sriov interface":     {"masquerade: {}", "sriov: {}", "spec.template.spec.domain.devices.interfaces[0].sriov"},
+		"masquerade option":   {"masquerade: {}", "masquerade: {foo: 1}", "spec.template.spec.domain.devices.interfaces[0].masquerade.foo"},
+		"gpu":                 {"          interfaces:", "          gpus:\n            - name: g\n              deviceName: nvidia\n          interfaces:", "spec.template.spec.domain.devices.gpus"},
+		"instancetype":        {"  runStrategy: Halted", "  runStrategy: Halted\n  instancetype:\n    name: u1.small", "spec.instancetype"},
+		"dataVolumeTemplates": {"  runStrategy: Halted", "  runStrategy: Halted\n  dataVolumeTemplates: []", "spec.dataVolumeTemplates"},
+		"bad run strategy":    {"runStrategy: Halted", "runStrategy: Sometimes", `spec.runStrategy: "Sometimes" (supported:`},
+		"multus network":      {"          pod: {}", "          multus:\n            networkName: n", "spec.template.spec.networks[0].multus"},
+		"efi":                 {"        cpu:", "        firmware:\n          bootloader:\n            efi: {}\n        cpu:", "spec.template.spec.domain.firmware.bootloader"},
+	} {
+		s := spec(t, strings.Replace(userGuideVM, tc.from, tc.to, 1))
+		err := ValidateVMSpec(s)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v\nwant it to contain %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestAllUnsupportedFieldsListed(t *testing.T) {
+	s := spec(t, strings.Replace(strings.Replace(userGuideVM, "masquerade: {}", "sriov: {}", 1), "  runStrategy: Halted", "  runStrategy: Halted\n  preference:\n    name: p", 1))
+	err := ValidateVMSpec(s)
+	if err == nil || strings.Count(err.Error(), ";") != 1 || !strings.Contains(err.Error(), "spec.preference") || !strings.Contains(err.Error(), "sriov") {
+		t.Fatalf("err = %v; want both fields named", err)
+	}
+}
