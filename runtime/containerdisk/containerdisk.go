@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -62,22 +63,10 @@ func (im *Image) Disk() (string, error) {
 // loopback or private addresses are spoken to over plain HTTP, as
 // go-containerregistry does by default.
 func Fetch(ctx context.Context, ref, cache string, extra ...string) (*Image, error) {
-	r, err := name.ParseReference(ref)
+	img, im, err := resolve(ctx, ref, cache)
 	if err != nil {
-		return nil, fmt.Errorf("image reference %q: %w", ref, err)
+		return nil, err
 	}
-	img, err := remote.Image(r, remote.WithContext(ctx))
-	if err != nil {
-		if isNotFound(err) {
-			return nil, fmt.Errorf("pulling %s: %w: %w", ref, ErrNotFound, err)
-		}
-		return nil, fmt.Errorf("pulling %s: %w", ref, err)
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		return nil, fmt.Errorf("pulling %s: %w", ref, err)
-	}
-	im := &Image{Ref: ref, Digest: digest.String(), Dir: filepath.Join(cache, digest.Hex)}
 	complete := exists(filepath.Join(im.Dir, ".complete"))
 	if complete && allExist(im, extra) {
 		return im, nil
@@ -86,7 +75,7 @@ func Fetch(ctx context.Context, ref, cache string, extra ...string) (*Image, err
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it private
 		return nil, err
 	}
@@ -103,15 +92,7 @@ func Fetch(ctx context.Context, ref, cache string, extra ...string) (*Image, err
 	}
 	if complete {
 		// An earlier fetch for another VM took other kernel paths.
-		for _, e := range extra {
-			if err := os.MkdirAll(filepath.Dir(im.Path(e)), 0o755); err != nil {
-				return nil, err
-			}
-			if err := os.Rename(staged.Path(e), im.Path(e)); err != nil {
-				return nil, fmt.Errorf("storing %s of %s: %w", e, ref, err)
-			}
-		}
-		return im, nil
+		return im, moveFiles(staged, im, extra)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, ".complete"), []byte(im.Digest+"\n"), 0o644); err != nil {
 		return nil, err
@@ -122,6 +103,19 @@ func Fetch(ctx context.Context, ref, cache string, extra ...string) (*Image, err
 		return nil, fmt.Errorf("storing %s: %w", ref, err)
 	}
 	return im, nil
+}
+
+// moveFiles moves files from one extraction into another.
+func moveFiles(from, to *Image, files []string) error {
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(to.Path(f)), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(from.Path(f), to.Path(f)); err != nil {
+			return fmt.Errorf("storing %s of %s: %w", f, to.Ref, err)
+		}
+	}
+	return nil
 }
 
 // wanted selects the files under /disk/ and the extra paths.
@@ -149,6 +143,26 @@ func allExist(im *Image, files []string) bool {
 		}
 	}
 	return true
+}
+
+// resolve fetches ref's manifest and names its cache directory.
+func resolve(ctx context.Context, ref, cache string) (v1.Image, *Image, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, nil, fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	img, err := remote.Image(r, remote.WithContext(ctx))
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil, fmt.Errorf("pulling %s: %w: %w", ref, ErrNotFound, err)
+		}
+		return nil, nil, fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, nil, fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	return img, &Image{Ref: ref, Digest: digest.String(), Dir: filepath.Join(cache, digest.Hex)}, nil
 }
 
 // extract writes the regular files want selects; files stay world-readable

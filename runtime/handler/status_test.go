@@ -30,7 +30,7 @@ func TestNextStatus(t *testing.T) {
 		Status: v1.VirtualMachineInstanceStatus{Phase: v1.Scheduled, NodeName: "n1"},
 	}
 	withAgent := &launcher.Status{Domain: "running", AgentConnected: true,
-		OSInfo: &agent.OSInfo{Name: "Debian", KernelRelease: "6.1.0"},
+		OSInfo:     &agent.OSInfo{Name: "Debian", KernelRelease: "6.1.0"},
 		Interfaces: []agent.Interface{{Name: "lo"}, {Name: "eth0", MAC: "52:54:00:00:00:01", IPs: []agent.IP{{Address: "10.0.2.15"}}}}}
 	for _, tc := range []struct {
 		name       string

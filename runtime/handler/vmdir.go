@@ -23,13 +23,13 @@ import (
 type LauncherState int
 
 const (
-	// NotStarted: no launcher was started for this VMI on this node.
+	// NotStarted means no launcher was started for this VMI on this node.
 	NotStarted LauncherState = iota
-	// Running: the launcher process is alive.
+	// Running means the launcher process is alive.
 	Running
-	// Exited: the launcher recorded how its domain ended.
+	// Exited means the launcher recorded how its domain ended.
 	Exited
-	// Lost: the launcher is gone without a record (killed).
+	// Lost means the launcher is gone without a record (killed).
 	Lost
 )
 

@@ -2,7 +2,7 @@ package launcher
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -33,8 +33,7 @@ func Main(ctx context.Context, dir string, log *slog.Logger) error {
 	start := time.Now()
 	vm, err := Start(spec.URI, spec.VMI, spec.Options)
 	if err != nil {
-		werr := writeExit(dir, Exit{Reason: "Failed: " + err.Error()})
-		return fmt.Errorf("%w (exit record: %v)", err, werr)
+		return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
 	}
 	defer vm.Close()
 	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "took", time.Since(start).Round(time.Millisecond).String())

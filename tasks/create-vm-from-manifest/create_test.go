@@ -28,7 +28,7 @@ spec:
 func TestDecodeRejects(t *testing.T) {
 	for name, tc := range map[string]struct{ manifest, want string }{
 		"empty":         {"", "manifest is empty"},
-		"unknown field": {strings.Replace(manifest, "running: false", "runing: false", 1), `unknown field "spec.runing"`},
+		"unknown field": {strings.Replace(manifest, "running: false", "running: false\n  flavor: small", 1), `unknown field "spec.flavor"`},
 		"wrong kind":    {strings.Replace(manifest, "kind: VirtualMachine", "kind: Pod", 1), "want kind VirtualMachine"},
 		"no name":       {strings.Replace(manifest, "name: vm1", "labels: {}", 1), "neither metadata.name"},
 	} {
