@@ -12,7 +12,9 @@ import (
 	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -191,5 +193,63 @@ func TestUnsupportedVMFieldRejected(t *testing.T) {
 	ok := framework.GuestVM(ns, "supported", framework.GuestImage, v1.RunStrategyHalted)
 	if err := c.Create(ctx, ok, client.DryRunAll); err != nil {
 		t.Errorf("supported VM rejected: %v", err)
+	}
+}
+
+// TestVMBootsFromPVC copies the guest's bootable raw disk into a PVC as
+// disk.img (as CDI would) and boots VMs from it through a
+// persistentVolumeClaim volume and a dataVolume volume naming the same claim.
+func TestVMBootsFromPVC(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "guest-disk"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("128Mi")}},
+		},
+	}
+	if err := c.Create(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	hostDir := filepath.Join(f.Home, "data", "guest")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fill-disk"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "copy", Image: registryImage(t, f, "tekvirt/busybox"),
+				Command:      []string{"cp", "/guest/guest.raw", "/disk/disk.img"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "guest", MountPath: "/guest", ReadOnly: true}, {Name: "disk", MountPath: "/disk"}},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "guest", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hostDir}}},
+				{Name: "disk", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}},
+			},
+		},
+	}
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitPodSucceeded(t, ns, pod.Name, 2*time.Minute)
+	if err := c.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []v1.VolumeSource{
+		{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}},
+		{DataVolume: &v1.DataVolumeSource{Name: pvc.Name}},
+	} {
+		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-pvc"}, Spec: framework.GuestVMI(framework.GuestImage, "from-pvc")}
+		vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: src}
+		if err := c.Create(ctx, vmi); err != nil {
+			t.Fatal(err)
+		}
+		framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
+		if err := c.Delete(ctx, vmi); err != nil {
+			t.Fatal(err)
+		}
+		framework.WaitGone(t, c, vmi, time.Minute)
 	}
 }

@@ -18,9 +18,10 @@ const (
 	handlerProbeAddr  = "127.0.0.1:10271"
 	// HandlerExecPort is where the node's handler serves guest exec.
 	HandlerExecPort = 8186
-	// VMRoot holds the VMs' files and the containerDisk cache. It is outside
-	// Home, which may be in a private home directory QEMU cannot enter.
-	VMRoot = "/var/lib/tekvirt"
+	// NodeRoot holds what QEMU must reach: the VMs' files, the
+	// containerDisk cache and the volume pool. It is outside Home, which may
+	// be in a private home directory QEMU (running as libvirt-qemu) cannot enter.
+	NodeRoot = "/var/lib/tekvirt"
 )
 
 // processes lists the daemons in start order.
@@ -111,7 +112,7 @@ func (c *Cluster) processes(b binaries) []*process {
 // with KVM (off by default: /dev/kvm on these machines hangs guests).
 func (c *Cluster) handlerProcess(b binaries) *process {
 	execAddr := net.JoinHostPort(c.NodeIP.String(), strconv.Itoa(HandlerExecPort))
-	args := []string{"--kubeconfig", c.path("etc", "handler.kubeconfig"), "--node", c.NodeName, "--root", VMRoot,
+	args := []string{"--kubeconfig", c.path("etc", "handler.kubeconfig"), "--node", c.NodeName, "--root", NodeRoot,
 		"--libvirt-uri", c.LibvirtURI(), "--exec-addr", execAddr,
 		"--tls-cert-file", filepath.Join(c.pkiDir(), "handler-serving.crt"), "--tls-private-key-file", filepath.Join(c.pkiDir(), "handler-serving.key"),
 		"--health-probe-bind-address", handlerProbeAddr}

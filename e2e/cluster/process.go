@@ -86,21 +86,23 @@ func binarySum(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// ensure starts p unless it already runs its current binary, then waits
-// until it is ready. A component whose binary changed since it started (a
-// rebuilt tekvirt, a new Kubernetes version) is restarted.
+// ensure starts p unless it already runs its current binary with its
+// current flags, then waits until it is ready. A component whose binary or
+// flags changed since it started (a rebuilt tekvirt, a new Kubernetes
+// version, a moved directory) is restarted.
 func (c *Cluster) ensure(ctx context.Context, p *process) error {
 	start := time.Now()
 	sum, err := binarySum(p.binary)
 	if err != nil {
 		return fmt.Errorf("%s: reading %s: %w", p.name, p.binary, err)
 	}
+	sum += " " + strings.Join(p.args, " ")
 	if pid := c.pid(p); pid != 0 {
 		if old, _ := os.ReadFile(c.sumFile(p.name)); string(old) == sum {
 			c.progress("%-24s running (pid %d)", p.name, pid)
 			return nil
 		}
-		c.progress("%-24s binary changed: restarting (pid %d)", p.name, pid)
+		c.progress("%-24s binary or flags changed: restarting (pid %d)", p.name, pid)
 		if err := c.stop(p); err != nil {
 			return err
 		}

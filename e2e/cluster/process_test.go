@@ -117,7 +117,7 @@ func TestEnsureRestartsOnNewBinary(t *testing.T) {
 	if err := c.ensure(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if second := c.pid(p); second == 0 || second == first || !strings.Contains(out.String(), "binary changed: restarting") {
+	if second := c.pid(p); second == 0 || second == first || !strings.Contains(out.String(), "binary or flags changed: restarting") {
 		t.Fatalf("changed binary not restarted (pid %d -> %d):\n%s", first, second, out)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -13,8 +14,9 @@ import (
 // disk space only as volumes fill.
 const storagePoolSize = "40G"
 
-// StorageRoot is the directory the hostpath provisioner puts volumes in.
-func (c *Cluster) StorageRoot() string { return c.path("data", "storage") }
+// StorageRoot is the directory the hostpath provisioner puts volumes in;
+// the VMs' QEMU opens their disk.img there.
+func (c *Cluster) StorageRoot() string { return filepath.Join(NodeRoot, "storage") }
 
 func (c *Cluster) storagePoolFile() string { return c.path("data", "storage.xfs") }
 

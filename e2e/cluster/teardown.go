@@ -58,8 +58,8 @@ func (c *Cluster) wipe() error {
 			return fmt.Errorf("removing %s: %w", c.path(d), err)
 		}
 	}
-	if err := os.RemoveAll(VMRoot); err != nil {
-		return fmt.Errorf("removing %s: %w", VMRoot, err)
+	if err := os.RemoveAll(NodeRoot); err != nil {
+		return fmt.Errorf("removing %s: %w", NodeRoot, err)
 	}
 	c.progress("%-24s removed (build cache kept in %s)", "state", c.path("cache"))
 	return nil
