@@ -38,6 +38,16 @@ func shellImage(t *testing.T, f *framework.Framework) string {
 	return args[i+1]
 }
 
+// trivialTaskRun runs `true` in busybox: the cost of any TaskRun.
+func trivialTaskRun(image string) *pipelinev1.TaskRun {
+	return &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-trivial-", Namespace: framework.CatalogNamespace},
+		Spec: pipelinev1.TaskRunSpec{TaskSpec: &pipelinev1.TaskSpec{Steps: []pipelinev1.Step{{
+			Name: "true", Image: image, Command: []string{"true"},
+		}}}},
+	}
+}
+
 func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
@@ -50,14 +60,6 @@ func TestTaskRunOverhead(t *testing.T) {
 	f := benchOnly(t)
 	ns := framework.CatalogNamespace
 	image := shellImage(t, f)
-	trivial := func() *pipelinev1.TaskRun {
-		return &pipelinev1.TaskRun{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-trivial-", Namespace: ns},
-			Spec: pipelinev1.TaskRunSpec{TaskSpec: &pipelinev1.TaskSpec{Steps: []pipelinev1.Step{{
-				Name: "true", Image: image, Command: []string{"true"},
-			}}}},
-		}
-	}
 	ours := func() *pipelinev1.TaskRun {
 		return &pipelinev1.TaskRun{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-ssh-", Namespace: ns},
@@ -69,7 +71,7 @@ func TestTaskRunOverhead(t *testing.T) {
 	}
 	var base, task []time.Duration
 	for i := 0; i < runs; i++ {
-		r := framework.NewTaskRunRunner(t, f, trivial()).CreateTaskRun().ExpectSuccess()
+		r := framework.NewTaskRunRunner(t, f, trivialTaskRun(image)).CreateTaskRun().ExpectSuccess()
 		base = append(base, r.Elapsed)
 		r = framework.NewTaskRunRunner(t, f, ours()).CreateTaskRun().ExpectSuccess()
 		task = append(task, r.Elapsed)

@@ -1,0 +1,266 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"libvirt.org/go/libvirt"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/framework"
+	"github.com/tekvirt/tekvirt/runtime/agent"
+	"github.com/tekvirt/tekvirt/runtime/cloudinit"
+	"github.com/tekvirt/tekvirt/runtime/containerdisk"
+	"github.com/tekvirt/tekvirt/runtime/domain"
+)
+
+func libvirtURI(f *framework.Framework) string {
+	return "qemu:///system?socket=" + filepath.Join(f.Home, "run", "libvirt", "libvirt-sock")
+}
+
+// oursStart creates a VMI and returns the time until the API reports it
+// Running with its guest agent connected, then deletes it.
+func oursStart(t *testing.T, c client.Client, ns string, i int) time.Duration {
+	t.Helper()
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("bench-%d", i)},
+		Spec: framework.GuestVMI(framework.GuestImage, "bench")}
+	start := time.Now()
+	if err := c.Create(context.Background(), vmi); err != nil {
+		t.Fatal(err)
+	}
+	for framework.AgentConnected(vmi) != nil {
+		if time.Since(start) > 3*time.Minute {
+			t.Fatalf("VMI %s not running with its agent after 3m: %+v", vmi.Name, vmi.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(vmi), vmi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	if err := c.Delete(context.Background(), vmi); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitGone(t, c, vmi, 2*time.Minute)
+	return took
+}
+
+// virshStart writes the same domain XML the launcher builds for that VMI
+// (its own overlay on the cached containerDisk, and its seed), and returns
+// the time from `virsh create` until the guest agent answers guest-ping.
+func virshStart(t *testing.T, f *framework.Framework, i int) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	dir := filepath.Join(filepath.Dir(framework.VMRoot), "bench", strconv.Itoa(i))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if out, err := exec.Command("chown", "libvirt-qemu", dir).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	im, err := containerdisk.Fetch(ctx, framework.GuestImage, filepath.Join(filepath.Dir(framework.VMRoot), "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := im.Disk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(dir, "disk.qcow2")
+	if err := containerdisk.Overlay(ctx, base, overlay); err != nil {
+		t.Fatal(err)
+	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("virsh-%d", i),
+		UID: types.UID(fmt.Sprintf("6f1d2c3b-0000-4000-8000-%012d", i))}, Spec: framework.GuestVMI(framework.GuestImage, "bench")}
+	seed, err := cloudinit.FromVolume(vmi, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedPath := filepath.Join(dir, "seed.img")
+	if err := seed.WriteImage(ctx, seedPath); err != nil {
+		t.Fatal(err)
+	}
+	d, err := domain.Convert(vmi, domain.Options{
+		Volumes:     map[string]domain.Volume{"containerdisk": {Path: overlay, Format: "qcow2"}, "cloudinitdisk": {Path: seedPath, Format: "raw"}},
+		AgentSocket: filepath.Join(dir, "agent.sock"), SerialSocket: filepath.Join(dir, "serial.sock"), SerialLog: filepath.Join(dir, "serial.log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xml, err := d.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	xmlPath := filepath.Join(dir, "domain.xml")
+	if err := os.WriteFile(xmlPath, []byte(xml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uri := libvirtURI(f)
+	start := time.Now()
+	if out, err := exec.Command("virsh", "-c", uri, "create", xmlPath).CombinedOutput(); err != nil {
+		t.Fatalf("virsh create: %v %s", err, out)
+	}
+	defer func() { _ = exec.Command("virsh", "-c", uri, "destroy", d.Name).Run() }()
+	for {
+		out, err := exec.Command("virsh", "-c", uri, "qemu-agent-command", "--timeout", "1", d.Name, `{"execute":"guest-ping"}`).CombinedOutput()
+		if err == nil && strings.Contains(string(out), "return") {
+			return time.Since(start)
+		}
+		if time.Since(start) > 3*time.Minute {
+			t.Fatalf("guest agent of %s never answered: %s", d.Name, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestVMIStartOverhead compares VMI create -> Running with the agent
+// connected against a bare `virsh create` of the same domain XML, until its
+// agent answers; interleaved, median of 5 each.
+func TestVMIStartOverhead(t *testing.T) {
+	f := benchOnly(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	var ours, bare []time.Duration
+	for i := 0; i < runs; i++ {
+		ours = append(ours, oursStart(t, c, ns, i))
+		bare = append(bare, virshStart(t, f, i))
+	}
+	mo, mb := median(ours), median(bare)
+	t.Logf("bare virsh create -> guest agent answers: median %s of %v", mb, bare)
+	t.Logf("VMI create -> Running, AgentConnected: median %s of %v", mo, ours)
+	t.Logf("overhead %s, ratio %.2f (target overhead < 2s)", (mo - mb).Round(10*time.Millisecond), float64(mo)/float64(mb))
+}
+
+func executeTaskRun(ns, vm string) *pipelinev1.TaskRun {
+	return &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-exec-", Namespace: framework.CatalogNamespace},
+		Spec: pipelinev1.TaskRunSpec{
+			TaskRef:            &pipelinev1.TaskRef{Name: "execute-in-vm"},
+			ServiceAccountName: "execute-in-vm-task",
+			Params: pipelinev1.Params{
+				{Name: "vmName", Value: *pipelinev1.NewStructuredValues(vm)},
+				{Name: "vmNamespace", Value: *pipelinev1.NewStructuredValues(ns)},
+				{Name: "script", Value: *pipelinev1.NewStructuredValues("echo bench-ok")},
+			},
+		},
+	}
+}
+
+// libvirtAgent runs guest agent commands straight through libvirt.
+type libvirtAgent struct{ dom *libvirt.Domain }
+
+func (a libvirtAgent) Command(_ context.Context, cmd []byte) ([]byte, error) {
+	out, err := a.dom.QemuAgentCommand(string(cmd), libvirt.DOMAIN_QEMU_AGENT_COMMAND_DEFAULT, 0)
+	return []byte(out), err
+}
+
+// rssMiB reads a process's resident memory.
+func rssMiB(t *testing.T, pid int) float64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.Atoi(f[1])
+			return float64(kb) / 1024
+		}
+	}
+	t.Fatalf("no VmRSS for pid %d", pid)
+	return 0
+}
+
+// qemuPID finds the QEMU process of a domain.
+func qemuPID(t *testing.T, name string) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.Contains(string(cmd), "qemu-system") && strings.Contains(string(cmd), "guest="+name+",") {
+			return pid
+		}
+	}
+	t.Fatalf("no QEMU process for domain %s", name)
+	return 0
+}
+
+// TestExecuteInVMOverhead compares an execute-in-vm TaskRun (create ->
+// Succeeded) with a guest-exec of the same command straight from Go through
+// libvirt, interleaved, median of 5 each; and reports the memory of the
+// launcher and handler beside QEMU's.
+func TestExecuteInVMOverhead(t *testing.T) {
+	f := benchOnly(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	vm := framework.GuestVM(ns, "exec-bench", framework.GuestImage, v1.RunStrategyAlways)
+	if err := c.Create(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+	vmi := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "running with its agent", framework.AgentConnected)
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "execute-in-vm-task", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "tekvirt-execute-in-vm-task"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "execute-in-vm-task", Namespace: framework.CatalogNamespace}},
+	}
+	if _, err := f.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := libvirt.NewConnect(libvirtURI(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = conn.Close() }()
+	dom, err := conn.LookupDomainByName(domain.Name(vmi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = dom.Free() }()
+	direct := agent.New(libvirtAgent{dom})
+	image := shellImage(t, f)
+	var ours, base, trivial []time.Duration
+	for i := 0; i < runs; i++ {
+		r := framework.NewTaskRunRunner(t, f, executeTaskRun(ns, vm.Name)).CreateTaskRun().ExpectSuccess().ExpectLogs("bench-ok")
+		ours = append(ours, r.Elapsed)
+		r = framework.NewTaskRunRunner(t, f, trivialTaskRun(image)).CreateTaskRun().ExpectSuccess()
+		trivial = append(trivial, r.Elapsed)
+		start := time.Now()
+		res, err := direct.Exec(context.Background(), "/bin/sh", []string{"-c", "echo bench-ok"}, 20*time.Millisecond)
+		if err != nil || !strings.Contains(string(res.Stdout), "bench-ok") {
+			t.Fatalf("direct guest-exec: %+v %v", res, err)
+		}
+		base = append(base, time.Since(start))
+	}
+	mo, mb, mt := median(ours), median(base), median(trivial)
+	t.Logf("guest-exec from Go through libvirt: median %s of %v", mb, base)
+	t.Logf("trivial one-step TaskRun create->Succeeded: median %s of %v", mt, trivial)
+	t.Logf("execute-in-vm TaskRun create->Succeeded: median %s of %v", mo, ours)
+	t.Logf("execute-in-vm / direct guest-exec: %.1f; execute-in-vm / trivial TaskRun: %.2f (the pod start dominates)", float64(mo)/float64(mb), float64(mo)/float64(mt))
+
+	launcherPID, err := os.ReadFile(filepath.Join(framework.VMRoot, string(vmi.UID), "launcher.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, _ := strconv.Atoi(strings.TrimSpace(string(launcherPID)))
+	l, h, q := rssMiB(t, lp), rssMiB(t, f.ComponentPID(t, "tekvirt-handler")), rssMiB(t, qemuPID(t, domain.Name(vmi)))
+	t.Logf("RSS per VM: launcher %.1f MiB, QEMU %.1f MiB (256Mi guest); handler %.1f MiB per node", l, q, h)
+	t.Logf("launcher / QEMU: %.2f; (launcher + handler) / QEMU with one VM: %.2f", l/q, (l+h)/q)
+}
