@@ -68,7 +68,7 @@ func virshStart(t *testing.T, f *framework.Framework, i int) time.Duration {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	if out, err := exec.Command("chown", "libvirt-qemu", dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
