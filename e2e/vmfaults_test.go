@@ -62,6 +62,20 @@ func TestMissingContainerDiskFailsTheVMI(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.WaitGone(t, c, vmi, 30*time.Second)
+	// A VM that keeps failing backs off instead of recreating its VMI at once.
+	vm := framework.GuestVM(ns, "missing-vm", image, v1.RunStrategyAlways)
+	if err := c.Create(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "VM in CrashLoopBackOff", func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(vm), vm); err != nil {
+			return err
+		}
+		if vm.Status.PrintableStatus != v1.VirtualMachineStatusCrashLoopBackOff || vm.Status.StartFailure == nil {
+			return fmt.Errorf("printableStatus %q, startFailure %+v", vm.Status.PrintableStatus, vm.Status.StartFailure)
+		}
+		return nil
+	})
 }
 
 // TestHandlerRestartReadoptsVMs kills the handler while two VMs run: both

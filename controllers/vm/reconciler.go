@@ -52,10 +52,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if failure != nil {
 		return ctrl.Result{}, nil
 	}
+	now := metav1.Now()
 	switch act {
 	case actCreate:
+		if wait := retryWait(&vm.Status, now); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 		vmi, failure = r.create(ctx, vm)
 	case actDelete:
+		if vmi.Status.Phase == v1.Failed {
+			recordStartFailure(&vm.Status, vmi, now)
+		}
 		failure = r.delete(ctx, vmi)
 	case actHalt:
 		halted := v1.RunStrategyHalted

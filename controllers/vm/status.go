@@ -2,6 +2,7 @@ package vm
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,11 +65,50 @@ func decide(rs v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance) (ac
 	return actNone, nil
 }
 
+// Restart backoff after failed VMIs, as KubeVirt's CrashLoopBackOff:
+// 5s, 10s, 20s, ... up to 5 minutes.
+const (
+	backoffBase = 5 * time.Second
+	backoffMax  = 5 * time.Minute
+)
+
+// startBackoff is the wait before the next start after n consecutive failures.
+func startBackoff(n int) time.Duration {
+	d := backoffBase
+	for i := 1; i < n && d < backoffMax; i++ {
+		d *= 2
+	}
+	return min(d, backoffMax)
+}
+
+// recordStartFailure counts a Failed VMI once and sets when to retry.
+func recordStartFailure(st *v1.VirtualMachineStatus, vmi *v1.VirtualMachineInstance, now metav1.Time) {
+	if st.StartFailure != nil && st.StartFailure.LastFailedVMIUID == vmi.UID {
+		return
+	}
+	n := 1
+	if st.StartFailure != nil {
+		n = st.StartFailure.ConsecutiveFailCount + 1
+	}
+	retry := metav1.NewTime(now.Add(startBackoff(n)))
+	st.StartFailure = &v1.VirtualMachineStartFailure{ConsecutiveFailCount: n, LastFailedVMIUID: vmi.UID, RetryAfterTimestamp: &retry}
+}
+
+// retryWait is how long a start must still wait after failures.
+func retryWait(st *v1.VirtualMachineStatus, now metav1.Time) time.Duration {
+	if st.StartFailure == nil || st.StartFailure.RetryAfterTimestamp == nil {
+		return 0
+	}
+	return max(0, st.StartFailure.RetryAfterTimestamp.Sub(now.Time))
+}
+
 // printableStatus is the one-word state `kubectl get vm` shows.
-func printableStatus(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance) v1.VirtualMachinePrintableStatus {
+func printableStatus(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance, now metav1.Time) v1.VirtualMachinePrintableStatus {
 	switch {
 	case vm.DeletionTimestamp != nil:
 		return v1.VirtualMachineStatusTerminating
+	case vmi == nil && retryWait(&vm.Status, now) > 0 && rs != v1.RunStrategyHalted:
+		return v1.VirtualMachineStatusCrashLoopBackOff
 	case vmi == nil:
 		if rs == v1.RunStrategyAlways || rs == v1.RunStrategyRerunOnFailure {
 			return v1.VirtualMachineStatusStarting
@@ -107,7 +147,7 @@ func setStatus(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.V
 	st.ObservedGeneration = vm.Generation
 	st.RunStrategy = rs
 	st.Created = vmi != nil
-	st.PrintableStatus = printableStatus(vm, rs, vmi)
+	st.PrintableStatus = printableStatus(vm, rs, vmi, now)
 	ready := v1.VirtualMachineCondition{Type: v1.VirtualMachineReady, Status: corev1.ConditionFalse, Reason: "VMINotExists", Message: "VMI does not exist"}
 	if vmi != nil {
 		ready.Reason, ready.Message = "VMINotReady", fmt.Sprintf("VMI is %s", orUnset(vmi.Status.Phase))
@@ -116,6 +156,9 @@ func setStatus(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.V
 		}
 	}
 	st.Ready = ready.Status == corev1.ConditionTrue
+	if st.Ready {
+		st.StartFailure = nil // it runs: the crash loop is over
+	}
 	setCondition(st, ready, now)
 	if failure != nil {
 		setCondition(st, v1.VirtualMachineCondition{Type: v1.VirtualMachineFailure, Status: corev1.ConditionTrue, Reason: "ReconcileError", Message: failure.Error()}, now)

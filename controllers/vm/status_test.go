@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "kubevirt.io/api/core/v1"
 )
@@ -82,7 +83,7 @@ func TestPrintableStatus(t *testing.T) {
 		{"vm deleting", terminating, v1.RunStrategyAlways, vmiIn(v1.Running), v1.VirtualMachineStatusTerminating},
 	}
 	for _, tt := range tests {
-		if got := printableStatus(tt.vm, tt.rs, tt.vmi); got != tt.want {
+		if got := printableStatus(tt.vm, tt.rs, tt.vmi, metav1.Now()); got != tt.want {
 			t.Errorf("%s: printableStatus = %s, want %s", tt.name, got, tt.want)
 		}
 	}
@@ -114,5 +115,44 @@ func TestSetStatus(t *testing.T) {
 	setStatus(vm, v1.RunStrategyAlways, ready, nil, t1)
 	if len(vm.Status.Conditions) != 1 {
 		t.Fatalf("failure condition not cleared: %+v", vm.Status.Conditions)
+	}
+}
+
+func TestStartBackoff(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: 5 * time.Second, 2: 10 * time.Second, 3: 20 * time.Second, 7: 5 * time.Minute, 30: 5 * time.Minute} {
+		if got := startBackoff(n); got != want {
+			t.Errorf("startBackoff(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
+
+func TestRecordStartFailure(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	var st v1.VirtualMachineStatus
+	failed := func(uid string) *v1.VirtualMachineInstance {
+		return &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Status: v1.VirtualMachineInstanceStatus{Phase: v1.Failed}}
+	}
+	recordStartFailure(&st, failed("a"), now)
+	recordStartFailure(&st, failed("a"), now) // the same VMI seen twice counts once
+	if st.StartFailure.ConsecutiveFailCount != 1 || retryWait(&st, now) != 5*time.Second {
+		t.Fatalf("after one failure: %+v, wait %s", st.StartFailure, retryWait(&st, now))
+	}
+	recordStartFailure(&st, failed("b"), now)
+	if st.StartFailure.ConsecutiveFailCount != 2 || retryWait(&st, now) != 10*time.Second {
+		t.Fatalf("after two failures: %+v", st.StartFailure)
+	}
+	vm := &v1.VirtualMachine{Status: st}
+	if got := printableStatus(vm, v1.RunStrategyAlways, nil, now); got != v1.VirtualMachineStatusCrashLoopBackOff {
+		t.Errorf("waiting to retry: printableStatus %s, want CrashLoopBackOff", got)
+	}
+	later := metav1.NewTime(now.Add(11 * time.Second))
+	if got := printableStatus(vm, v1.RunStrategyAlways, nil, later); got != v1.VirtualMachineStatusStarting || retryWait(&vm.Status, later) != 0 {
+		t.Errorf("after the backoff: printableStatus %s, wait %s", got, retryWait(&vm.Status, later))
+	}
+	running := &v1.VirtualMachineInstance{Status: v1.VirtualMachineInstanceStatus{Phase: v1.Running, Conditions: []v1.VirtualMachineInstanceCondition{
+		{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}}}}
+	setStatus(vm, v1.RunStrategyAlways, running, nil, later)
+	if vm.Status.StartFailure != nil {
+		t.Errorf("a Ready VMI did not reset the failures: %+v", vm.Status.StartFailure)
 	}
 }
