@@ -86,9 +86,6 @@ func TestVMLifecycle(t *testing.T) {
 		t.Fatalf("domain %s not running; domains: %v", domain, f.Domains(t))
 	}
 	dir := filepath.Join(framework.VMRoot, string(vmi.UID))
-	if serial, err := os.ReadFile(filepath.Join(dir, "serial.log")); err != nil || !strings.Contains(string(serial), "tekvirt-guest: ready") {
-		t.Errorf("serial console log: %v\n%s", err, serial)
-	}
 	checkOwnCgroup(t, dir, string(vmi.UID))
 
 	bindTaskRole(t, f, ns, "execute-in-vm")
@@ -98,12 +95,19 @@ func TestVMLifecycle(t *testing.T) {
 		t.Errorf("step state = %+v, want exit code 3", st)
 	}
 
-	halted := v1.RunStrategyHalted
-	base := vm.DeepCopy()
-	vm.Spec.RunStrategy = &halted
-	if err := c.Patch(ctx, vm, client.MergeFrom(base)); err != nil {
-		t.Fatal(err)
+	// virtctl-style restart, console and stop through the tekvirt CLI.
+	tekvirt(t, f, "restart", vm.Name, "-n", ns)
+	vmi = framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "restarted with its agent", func(cur *v1.VirtualMachineInstance) error {
+		if cur.UID == vmi.UID {
+			return fmt.Errorf("still the old VMI")
+		}
+		return framework.AgentConnected(cur)
+	})
+	dir = filepath.Join(framework.VMRoot, string(vmi.UID))
+	if out := tekvirt(t, f, "console", vm.Name, "-n", ns); !strings.Contains(out, "tekvirt-guest: ready") {
+		t.Errorf("tekvirt console shows no boot:\n%s", out)
 	}
+	tekvirt(t, f, "stop", vm.Name, "-n", ns)
 	framework.WaitGone(t, c, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vm.Name}}, time.Minute)
 	if slices.Contains(f.Domains(t), domain) {
 		t.Errorf("domain %s still runs after the VM stopped", domain)
@@ -120,6 +124,18 @@ func TestVMLifecycle(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// tekvirt runs the tekvirt CLI `up` installed and returns its output.
+func tekvirt(t *testing.T, f *framework.Framework, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(f.Bin("tekvirt"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tekvirt %v: %v\n%s", args, err, out)
+	}
+	return string(out)
 }
 
 // checkOwnCgroup finds the launcher of dir in its own cgroup.

@@ -40,6 +40,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.home, "home", defHome, "state directory ($TEKVIRT_HOME)")
 	root.PersistentFlags().StringVar(&g.source, "source", "", "tekvirt source tree (default: found from the working directory)")
 	root.AddCommand(upCmd(g), downCmd(g), statusCmd(g), registryCmd())
+	root.AddCommand(vmCmds(g)...)
 	return root
 }
 

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/cluster"
+)
+
+// vmClient connects with $KUBECONFIG, else the cluster's admin kubeconfig.
+func (g *globalFlags) vmClient() (client.Client, error) {
+	kubeconfig := os.Getenv("KUBECONFIG")
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(g.home, "kubeconfig")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", kubeconfig, err)
+	}
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: s})
+}
+
+// vmCmds are start, stop and restart, which act as virtctl's do through the
+// VM's runStrategy, and console.
+func vmCmds(g *globalFlags) []*cobra.Command {
+	var ns string
+	setRunStrategy := func(rs v1.VirtualMachineRunStrategy, verb string) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			c, err := g.vmClient()
+			if err != nil {
+				return err
+			}
+			vm := &v1.VirtualMachine{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, vm); err != nil {
+				return err
+			}
+			base := vm.DeepCopy()
+			vm.Spec.RunStrategy, vm.Spec.Running = &rs, nil
+			if err := c.Patch(cmd.Context(), vm, client.MergeFrom(base)); err != nil {
+				return fmt.Errorf("%s VM %s/%s: %w", verb, ns, args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "VM %s/%s was scheduled to %s\n", ns, args[0], verb)
+			return nil
+		}
+	}
+	start := &cobra.Command{Use: "start NAME", Short: "Start a VM (runStrategy Always)", Args: cobra.ExactArgs(1),
+		RunE: setRunStrategy(v1.RunStrategyAlways, "start")}
+	stop := &cobra.Command{Use: "stop NAME", Short: "Stop a VM (runStrategy Halted)", Args: cobra.ExactArgs(1),
+		RunE: setRunStrategy(v1.RunStrategyHalted, "stop")}
+	restart := &cobra.Command{Use: "restart NAME", Short: "Restart a running VM: its VMI is deleted and the VM starts a new one", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.vmClient()
+			if err != nil {
+				return err
+			}
+			vm := &v1.VirtualMachine{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, vm); err != nil {
+				return err
+			}
+			if rs, _ := vm.RunStrategy(); rs != v1.RunStrategyAlways && rs != v1.RunStrategyRerunOnFailure {
+				return fmt.Errorf("VM %s/%s has runStrategy %s: restart needs Always or RerunOnFailure", ns, args[0], rs)
+			}
+			vmi := &v1.VirtualMachineInstance{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, vmi); err != nil {
+				return fmt.Errorf("VM %s/%s is not running: %w", ns, args[0], err)
+			}
+			if err := c.Delete(cmd.Context(), vmi); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "VM %s/%s was scheduled to restart\n", ns, args[0])
+			return nil
+		}}
+	var follow bool
+	console := &cobra.Command{Use: "console NAME", Short: "Print the serial console log of a VMI running on this node", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.vmClient()
+			if err != nil {
+				return err
+			}
+			return printConsole(cmd.Context(), c, ns, args[0], follow, cmd.OutOrStdout())
+		}}
+	console.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing while the VMI runs")
+	cmds := []*cobra.Command{start, stop, restart, console}
+	for _, c := range cmds {
+		c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace of the VM")
+	}
+	return cmds
+}
+
+// printConsole copies the VMI's serial log, kept by the node handler.
+func printConsole(ctx context.Context, c client.Client, ns, name string, follow bool, out io.Writer) error {
+	vmi := &v1.VirtualMachineInstance{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
+		return err
+	}
+	path := filepath.Join(cluster.NodeRoot, "vms", string(vmi.UID), "serial.log")
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("VMI %s/%s: no console log on this node (%w)", ns, name, err)
+	}
+	defer f.Close()
+	for {
+		if _, err := io.Copy(out, f); err != nil {
+			return err
+		}
+		if !follow {
+			return nil
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil || vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed {
+			_, err := io.Copy(out, f)
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
