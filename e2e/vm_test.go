@@ -269,3 +269,43 @@ func TestVMBootsFromPVC(t *testing.T) {
 		framework.WaitGone(t, c, vmi, time.Minute)
 	}
 }
+
+// TestExecuteInVMOverSSH: generate-ssh-keys makes the key pair, the VM's
+// cloud-init installs the public key, and execute-in-vm runs a script over
+// SSH (dropbear in the guest, reached through the node's forward).
+func TestExecuteInVMOverSSH(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	bindTaskRole(t, f, ns, "generate-ssh-keys")
+	bindTaskRole(t, f, ns, "execute-in-vm")
+	keys := framework.NewTaskRunRunner(t, f, &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "generate-ssh-keys-", Namespace: framework.CatalogNamespace},
+		Spec: pipelinev1.TaskRunSpec{
+			TaskRef:            &pipelinev1.TaskRef{Name: "generate-ssh-keys"},
+			ServiceAccountName: "generate-ssh-keys-task",
+			Params: pipelinev1.Params{
+				{Name: "publicKeySecretNamespace", Value: *pipelinev1.NewStructuredValues(ns)},
+				{Name: "privateKeySecretNamespace", Value: *pipelinev1.NewStructuredValues(ns)},
+				{Name: "privateKeyConnectionOptions", Value: *pipelinev1.NewStructuredValues("user:root", "disable-strict-host-key-checking:true")},
+			},
+		},
+	}).CreateTaskRun().ExpectSuccess().Results()
+	pub := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: keys["publicKeySecretName"]}, pub); err != nil {
+		t.Fatal(err)
+	}
+	var authorized []string
+	for _, v := range pub.Data {
+		authorized = append(authorized, "  - "+strings.TrimSpace(string(v)))
+	}
+	vm := framework.GuestVM(ns, "ssh-target", framework.GuestImage, v1.RunStrategyAlways)
+	vm.Spec.Template.Spec.Volumes[1].CloudInitNoCloud.UserData = "#cloud-config\nhostname: ssh-target\nssh_authorized_keys:\n" + strings.Join(authorized, "\n") + "\n"
+	if err := c.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	tr := executeInVM(ns, vm.Name, "hostname; echo via-ssh; exit 4", "3m")
+	tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: "secretName", Value: *pipelinev1.NewStructuredValues(keys["privateKeySecretName"])})
+	framework.NewTaskRunRunner(t, f, tr).CreateTaskRun().ExpectFailure("exited with code 4").ExpectLogs("ssh-target", "via-ssh")
+}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -20,6 +21,23 @@ var initScript []byte
 
 //go:embed inittab
 var inittab []byte
+
+//go:embed udhcpc.script
+var udhcpcScript []byte
+
+// packages are downloaded and unpacked besides the kernel: the guest agent,
+// and dropbear with the libraries it needs that the host may lack.
+var packages = []string{"qemu-guest-agent", "dropbear-bin", "libtomcrypt1", "libtommath1"}
+
+// files are the guest's small config files.
+var files = map[string][]byte{
+	"etc/passwd":   []byte("root:x:0:0:root:/root:/bin/sh\n"),
+	"etc/group":    []byte("root:x:0:\n"),
+	"etc/shells":   []byte("/bin/sh\n"),
+	"etc/hostname": []byte("tekvirt-guest\n"),
+	"etc/os-release": []byte("PRETTY_NAME=\"tekvirt test guest (Debian kernel, busybox)\"\nNAME=\"tekvirt guest\"\n" +
+		"ID=tekvirt-guest\nID_LIKE=debian\nVERSION_ID=1\n"),
+}
 
 // modules are loaded in the guest with their dependencies first.
 var modules = []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ext4", "vfat", "nls_cp437", "nls_ascii"}
@@ -40,7 +58,21 @@ func Build(ctx context.Context, dir string) (*Guest, error) {
 		return nil, err
 	}
 	kver := strings.TrimPrefix(kpkg, "linux-image-")
-	sum := sha256.Sum256(append(append([]byte(kpkg+"\x00"+strings.Join(modules, ",")+"\x00"), initScript...), inittab...))
+	h := sha256.New()
+	h.Write([]byte(kpkg + "\x00" + strings.Join(modules, ",") + "\x00" + strings.Join(packages, ",") + "\x00"))
+	for _, b := range [][]byte{initScript, inittab, udhcpcScript} {
+		h.Write(b)
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write(files[n])
+	}
+	sum := h.Sum(nil)
 	out := filepath.Join(dir, "guest-"+hex.EncodeToString(sum[:6]))
 	g := &Guest{Kernel: filepath.Join(out, "vmlinuz"), Initrd: filepath.Join(out, "initrd.gz"), KernelVersion: kver}
 	if _, err := os.Stat(g.Initrd); err == nil {
@@ -54,7 +86,7 @@ func Build(ctx context.Context, dir string) (*Guest, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	if err := run(ctx, work, "apt-get", "download", kpkg, "qemu-guest-agent"); err != nil {
+	if err := run(ctx, work, "apt-get", append([]string{"download", kpkg}, packages...)...); err != nil {
 		return nil, err
 	}
 	debs, _ := filepath.Glob(filepath.Join(work, "*.deb"))
@@ -128,13 +160,20 @@ func initramfs(ctx context.Context, root, kver string) (map[string]cpioEntry, er
 	e["bin/sh"] = cpioEntry{mode: modeSymlink | 0o777, data: []byte("busybox")}
 	e["init"] = cpioEntry{mode: modeFile | 0o755, data: initScript}
 	e["etc/inittab"] = cpioEntry{mode: modeFile | 0o644, data: inittab}
+	e["etc/udhcpc.script"] = cpioEntry{mode: modeFile | 0o755, data: udhcpcScript}
+	for name, data := range files {
+		e[name] = cpioEntry{mode: modeFile | 0o644, data: data}
+	}
+	e["etc/dropbear"] = cpioEntry{mode: modeDir | 0o700}
 	// qemu-ga powers the guest off through shutdown(8), which busybox lacks.
 	e["sbin/shutdown"] = cpioEntry{mode: modeFile | 0o755, data: []byte("#!/bin/sh\nexec /bin/poweroff -f\n")}
 	if err := addModules(ctx, e, root, kver); err != nil {
 		return nil, err
 	}
-	if err := addProgram(e, filepath.Join(root, "usr/sbin/qemu-ga"), "usr/sbin/qemu-ga"); err != nil {
-		return nil, err
+	for _, prog := range []string{"usr/sbin/qemu-ga", "usr/sbin/dropbear"} {
+		if err := addProgram(e, root, prog); err != nil {
+			return nil, err
+		}
 	}
 	return e, nil
 }
@@ -176,17 +215,24 @@ func addModules(ctx context.Context, e map[string]cpioEntry, root, kver string) 
 	return nil
 }
 
-// addProgram adds a dynamically linked program and the libraries ldd finds
-// for it on this (Debian) machine.
-func addProgram(e map[string]cpioEntry, src, dst string) error {
+// addProgram adds the dynamically linked program root/rel and the libraries
+// ldd finds for it, in the unpacked packages first, then on this (Debian)
+// machine.
+func addProgram(e map[string]cpioEntry, root, rel string) error {
+	src := filepath.Join(root, rel)
 	data, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	e[dst] = cpioEntry{mode: modeFile | 0o755, data: data}
-	out, err := exec.Command("ldd", src).Output()
+	e[rel] = cpioEntry{mode: modeFile | 0o755, data: data}
+	cmd := exec.Command("ldd", src)
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Join(root, "usr/lib/x86_64-linux-gnu")+":"+filepath.Join(root, "lib/x86_64-linux-gnu"))
+	out, err := cmd.Output()
 	if err != nil {
 		return fmt.Errorf("ldd %s: %w", src, err)
+	}
+	if bytes.Contains(out, []byte("not found")) {
+		return fmt.Errorf("ldd %s: libraries missing:\n%s", src, out)
 	}
 	for _, m := range regexp.MustCompile(`(?m)(/\S+\.so[.\d]*)\s`).FindAllStringSubmatch(string(out), -1) {
 		lib := m[1]
@@ -194,9 +240,9 @@ func addProgram(e map[string]cpioEntry, src, dst string) error {
 		if err != nil {
 			return fmt.Errorf("library %s of %s: %w", lib, src, err)
 		}
-		rel := strings.TrimPrefix(lib, "/")
-		e[rel] = cpioEntry{mode: modeFile | 0o755, data: data}
-		addParents(e, rel)
+		libRel := strings.TrimPrefix(strings.TrimPrefix(lib, root), "/")
+		e[libRel] = cpioEntry{mode: modeFile | 0o755, data: data}
+		addParents(e, libRel)
 	}
 	return nil
 }

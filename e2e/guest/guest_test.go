@@ -3,12 +3,17 @@ package guest
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/tekvirt/tekvirt/runtime/agent"
 	"github.com/tekvirt/tekvirt/runtime/cloudinit"
@@ -74,8 +79,9 @@ func TestGuestBootsAndAgentAnswers(t *testing.T) {
 
 	dir := t.TempDir()
 	sock, serial := filepath.Join(dir, "agent.sock"), filepath.Join(dir, "serial.log")
+	sshPort := freePort(t)
 	seed := filepath.Join(dir, "seed.img")
-	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl e2e"
+	signer, key := newKey(t)
 	nc := &cloudinit.NoCloud{
 		UserData: "#cloud-config\nhostname: seeded-guest\nssh_authorized_keys:\n  - " + key + "\n",
 		MetaData: "instance-id: e2e\nlocal-hostname: from-meta-data\n",
@@ -100,6 +106,7 @@ func TestGuestBootsAndAgentAnswers(t *testing.T) {
 	}
 	qemu := exec.CommandContext(ctx, "qemu-system-x86_64", append(append([]string{"-machine", "pc,accel=" + accel, "-m", "256", "-smp", "1"}, boot...),
 		"-display", "none", "-monitor", "none", "-no-reboot", "-serial", "file:"+serial,
+		"-netdev", "user,id=n0,hostfwd=tcp:127.0.0.1:"+sshPort+"-:22", "-device", "virtio-net-pci,netdev=n0,addr=0x1f",
 		"-chardev", "socket,id=qga0,path="+sock+",server=on,wait=off",
 		"-drive", "file="+seed+",format=raw,if=virtio,readonly=on",
 		"-device", "virtio-serial", "-device", "virtserialport,chardev=qga0,name=org.qemu.guest_agent.0")...)
@@ -148,8 +155,75 @@ func TestGuestBootsAndAgentAnswers(t *testing.T) {
 	if err != nil || res.ExitCode != 0 || string(res.Stdout) != "seeded-guest\n"+key+"\n" {
 		t.Fatalf("NoCloud seed not applied: %q %v", res.Stdout, err)
 	}
+	// DHCP from user networking, and dropbear accepting the seeded key.
+	var sshOut string
+	for sshOut == "" {
+		out, err := sshRun(ctx, "127.0.0.1:"+sshPort, signer, "hostname; ip -4 addr show eth0")
+		if err == nil && strings.Contains(out, "10.0.2.15") {
+			sshOut = out
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no SSH with an address into the guest: %v %q", err, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !strings.HasPrefix(sshOut, "seeded-guest\n") {
+		t.Fatalf("SSH into the guest: %q", sshOut)
+	}
 	log, _ := os.ReadFile(serial)
 	if !strings.Contains(string(log), "tekvirt-guest: ready") {
 		t.Fatalf("serial log lacks the ready line:\n%s", log)
 	}
+}
+
+// newKey makes an ed25519 key and its authorized_keys line.
+func newKey(t *testing.T) (ssh.Signer, string) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " e2e"
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+// sshRun runs a command over SSH as root.
+func sshRun(ctx context.Context, addr string, signer ssh.Signer, cmd string) (string, error) {
+	cfg := &ssh.ClientConfig{User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(), //nolint:gosec // a throwaway test guest
+		Timeout:         3 * time.Second}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
+	if err != nil {
+		conn.Close()
+		return "", err
+	}
+	client := ssh.NewClient(c, chans, reqs)
+	defer client.Close()
+	sess, err := client.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer sess.Close()
+	out, err := sess.CombinedOutput(cmd)
+	return string(out), err
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tekvirt guest init: mount the basics, load the virtio and ext4 modules,
-# start the QEMU guest agent, then hand over to busybox init (a shell on
-# the serial console). A NoCloud seed sets the hostname and root's SSH keys.
+# configure the network, start dropbear and the QEMU guest agent, then hand
+# over to busybox init (a shell on the serial console). A NoCloud seed sets
+# the hostname and root's SSH keys.
 /bin/busybox --install -s /bin
 mkdir -p /proc /sys /dev /run /tmp /var/run
 mount -t proc proc /proc
@@ -22,6 +23,13 @@ if [ -n "$seed" ] && mkdir -p /run/seed && mount -t vfat -o ro "$seed" /run/seed
   umount /run/seed
 fi
 ip link set lo up
+# The NIC gets its address by DHCP (user networking answers), in the
+# background so the agent does not wait for it; dropbear serves SSH with
+# the keys from the seed, host keys made on first use.
+if [ -e /sys/class/net/eth0 ]; then
+  udhcpc -i eth0 -t 10 -T 1 -q -n -s /etc/udhcpc.script >/dev/null 2>&1 &
+fi
+/usr/sbin/dropbear -R -s -p 22 >/dev/null 2>&1
 for p in /sys/class/virtio-ports/*; do
   [ "$(cat "$p/name" 2>/dev/null)" = org.qemu.guest_agent.0 ] && agent="/dev/${p##*/}"
 done

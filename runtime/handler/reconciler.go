@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -133,8 +134,13 @@ func (h *Handler) observe(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) error {
 	base := vmi.DeepCopy()
 	controllerutil.AddFinalizer(vmi, Finalizer)
+	sshForward, err := h.sshForward(vmi)
+	if err != nil {
+		return err
+	}
 	if h.ExecAddress != "" {
 		metav1.SetMetaDataAnnotation(&vmi.ObjectMeta, AddressAnnotation, h.ExecAddress)
+		metav1.SetMetaDataAnnotation(&vmi.ObjectMeta, SSHAddressAnnotation, sshForward)
 	}
 	if err := h.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(vmi), err)
@@ -151,7 +157,7 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	if err := launcher.DestroyDomain(h.LibvirtURI, domain.Name(vmi), ""); err != nil {
 		return err
 	}
-	spec := &launcher.Spec{URI: h.LibvirtURI, VMI: vmi, Options: opts, Cgroup: string(vmi.UID)}
+	spec := &launcher.Spec{URI: h.LibvirtURI, VMI: vmi, Options: opts, Cgroup: string(vmi.UID), SSHForward: sshForward}
 	if err := launcher.WriteSpec(d.path, spec); err != nil {
 		return err
 	}
@@ -160,6 +166,31 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	}
 	ctrl.LoggerFrom(ctx).Info("launcher started", "vmi", klog.KObj(vmi), "dir", d.path)
 	return nil
+}
+
+// SSHAddressAnnotation on a VMI says where the node forwards to its guest's
+// SSH port (host:port), for execute-in-vm's SSH mode.
+const SSHAddressAnnotation = "tekvirt.io/ssh-address"
+
+// sshForward picks a free port on the node address for the VMI's SSH
+// forward, keeping the one an earlier attempt noted; none without an exec address.
+func (h *Handler) sshForward(vmi *v1.VirtualMachineInstance) (string, error) {
+	if a := vmi.Annotations[SSHAddressAnnotation]; a != "" {
+		return a, nil
+	}
+	if h.ExecAddress == "" {
+		return "", nil
+	}
+	host, _, err := net.SplitHostPort(h.ExecAddress)
+	if err != nil {
+		return "", err
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", fmt.Errorf("finding a port for the SSH forward: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 // report patches the VMI's status when it changed.

@@ -40,6 +40,9 @@ type Spec struct {
 	// Cgroup is the name of the launcher's own cgroup (under "tekvirt/");
 	// empty leaves it in the handler's.
 	Cgroup string `json:"cgroup,omitempty"`
+	// SSHForward, host:port, forwards that node address to the guest's
+	// port 22 through user networking; empty forwards nothing.
+	SSHForward string `json:"sshForward,omitempty"`
 }
 
 // WriteSpec stores s in dir.

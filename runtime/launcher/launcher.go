@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,6 +103,25 @@ func (vm *VM) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	_ = vm.Agent().Shutdown(ctx)
+	return nil
+}
+
+// Forward forwards host:port on the node to port guestPort of the guest,
+// through the user-mode network (QEMU's hostfwd), as a NodePort would.
+func (vm *VM) Forward(hostAddr string, guestPort int) error {
+	host, port, err := net.SplitHostPort(hostAddr)
+	if err != nil {
+		return fmt.Errorf("forward address %q: %w", hostAddr, err)
+	}
+	cmd := fmt.Sprintf("hostfwd_add tcp:%s:%s-:%d", host, port, guestPort)
+	out, err := vm.dom.QemuMonitorCommand(cmd, libvirt.DOMAIN_QEMU_MONITOR_COMMAND_HMP)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	// HMP reports failures as text, with success silent.
+	if out = strings.TrimSpace(out); out != "" {
+		return fmt.Errorf("%s: %s", cmd, out)
+	}
 	return nil
 }
 

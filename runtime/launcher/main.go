@@ -37,6 +37,13 @@ func Main(ctx context.Context, dir string, log *slog.Logger) error {
 	}
 	defer vm.Close()
 	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "took", time.Since(start).Round(time.Millisecond).String())
+	if spec.SSHForward != "" {
+		if err := vm.Forward(spec.SSHForward, 22); err != nil {
+			log.Error("no SSH forward", "err", err)
+		} else {
+			log.Info("SSH forwarded", "from", spec.SSHForward)
+		}
+	}
 	srv := newServer(vm, log)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()

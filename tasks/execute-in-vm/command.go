@@ -39,6 +39,7 @@ func Command() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&p.VMName, "vm-name", "", "name of the VM (its VMI has the same name)")
 	f.StringVar(&p.VMNamespace, "vm-namespace", "", "its namespace (the TaskRun's when empty)")
+	f.StringVar(&p.SecretName, "secret-name", "", "connection secret (generate-ssh-keys format) to run over SSH instead of the guest agent")
 	f.StringVar(&p.Script, "script", "", "script run with /bin/sh -c in the guest; excludes command")
 	f.StringVar(&timeout, "timeout", "5m", "how long to wait for the guest agent and the command together")
 	return cmd

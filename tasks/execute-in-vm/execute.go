@@ -22,6 +22,9 @@ type Params struct {
 	VMName, VMNamespace string
 	Command, Args       []string
 	Script              string
+	// SecretName, when set, runs over SSH with the connection this secret
+	// (in the VM's namespace) describes instead of through the guest agent.
+	SecretName string
 	// Timeout bounds waiting for the guest agent plus the run.
 	Timeout time.Duration
 }
@@ -83,6 +86,9 @@ func Run(ctx context.Context, c client.Client, ex Executor, p Params, stdout, st
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
+	if p.SecretName != "" {
+		return runSSH(ctx, c, p, req, stdout, stderr)
+	}
 	vmi, err := waitForAgent(ctx, c, p)
 	if err != nil {
 		return err
