@@ -218,12 +218,12 @@ func sshRun(ctx context.Context, addr string, signer ssh.Signer, cmd string) (st
 		return "", err
 	}
 	client := ssh.NewClient(c, chans, reqs)
-	defer client.Close()
+	defer func() { _ = client.Close() }()
 	sess, err := client.NewSession()
 	if err != nil {
 		return "", err
 	}
-	defer sess.Close()
+	defer func() { _ = sess.Close() }()
 	out, err := sess.CombinedOutput(cmd)
 	return string(out), err
 }

@@ -160,12 +160,12 @@ func sshExec(ctx context.Context, addr string, cfg *SSHConfig, cmd string, stdou
 		return 0, err
 	}
 	cl := ssh.NewClient(cc, chans, reqs)
-	defer cl.Close()
+	defer func() { _ = cl.Close() }()
 	sess, err := cl.NewSession()
 	if err != nil {
 		return 0, err
 	}
-	defer sess.Close()
+	defer func() { _ = sess.Close() }()
 	sess.Stdout, sess.Stderr = stdout, stderr
 	err = sess.Run(cmd)
 	var exit *ssh.ExitError
