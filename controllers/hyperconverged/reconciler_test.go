@@ -24,11 +24,12 @@ import (
 const stepImage = "127.0.0.1:5000/tekvirt/tekvirt-step@sha256:1111111111111111111111111111111111111111111111111111111111111111"
 
 // startController runs the reconciler against a real API server holding the
-// HyperConverged and Tekton Task CRDs, and returns a client of it.
+// HyperConverged and Tekton Task and Pipeline CRDs, and returns a client of it.
 func startController(t *testing.T) client.Client {
 	t.Helper()
 	tekton := testenv.ModuleDir(t, "github.com/tektoncd/pipeline")
-	cfg := testenv.Start(t, filepath.Join("..", "config", "crd"), filepath.Join(tekton, "config", "300-crds", "300-task.yaml"))
+	cfg := testenv.Start(t, filepath.Join("..", "config", "crd"), filepath.Join(tekton, "config", "300-crds", "300-task.yaml"),
+		filepath.Join(tekton, "config", "300-crds", "300-pipeline.yaml"))
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -91,6 +92,16 @@ func TestReconcilerInstallsRestoresAndRemovesCatalog(t *testing.T) {
 	steps, _, _ := unstructured.NestedSlice(installed.Object, "spec", "steps")
 	if img := steps[0].(map[string]any)["image"]; img != stepImage {
 		t.Fatalf("Task step image = %v, want %s", img, stepImage)
+	}
+	pl := &unstructured.Unstructured{}
+	pl.SetAPIVersion("tekton.dev/v1")
+	pl.SetKind("Pipeline")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "tekvirt", Name: "vm-test"}, pl); err != nil {
+		t.Fatalf("catalog Pipeline not installed: %v", err)
+	}
+	var prb rbacv1.RoleBinding
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "tekvirt", Name: "vm-test-pipeline-execute-in-vm"}, &prb); err != nil || prb.Subjects[0].Name != "vm-test-pipeline" {
+		t.Fatalf("pipeline ServiceAccount's binding to execute-in-vm's role: %+v %v", prb, err)
 	}
 	var rb rbacv1.RoleBinding
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "tekvirt", Name: "generate-ssh-keys-task"}, &rb); err != nil {

@@ -155,6 +155,11 @@ func setStatus(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.V
 			ready.Status, ready.Reason, ready.Message = c.Status, c.Reason, c.Message
 		}
 	}
+	if c := vmiConditionOf(vmi, v1.VirtualMachineInstancePaused); c != nil && c.Status == corev1.ConditionTrue {
+		setCondition(st, v1.VirtualMachineCondition{Type: v1.VirtualMachinePaused, Status: corev1.ConditionTrue, Reason: c.Reason, Message: c.Message}, now)
+	} else {
+		removeCondition(st, v1.VirtualMachinePaused)
+	}
 	st.Ready = ready.Status == corev1.ConditionTrue
 	if st.Ready {
 		st.StartFailure = nil // it runs: the crash loop is over
@@ -165,6 +170,14 @@ func setStatus(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.V
 	} else {
 		removeCondition(st, v1.VirtualMachineFailure)
 	}
+}
+
+// vmiConditionOf is vmiCondition for a VMI that may be nil.
+func vmiConditionOf(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) *v1.VirtualMachineInstanceCondition {
+	if vmi == nil {
+		return nil
+	}
+	return vmiCondition(vmi, t)
 }
 
 func orUnset(p v1.VirtualMachineInstancePhase) v1.VirtualMachineInstancePhase {

@@ -156,3 +156,27 @@ func TestRecordStartFailure(t *testing.T) {
 		t.Errorf("a Ready VMI did not reset the failures: %+v", vm.Status.StartFailure)
 	}
 }
+
+func TestPausedConditionMirrorsTheVMI(t *testing.T) {
+	now := metav1.Now()
+	vm := &v1.VirtualMachine{}
+	vmi := &v1.VirtualMachineInstance{Status: v1.VirtualMachineInstanceStatus{Phase: v1.Running, Conditions: []v1.VirtualMachineInstanceCondition{
+		{Type: v1.VirtualMachineInstancePaused, Status: corev1.ConditionTrue, Reason: "PausedByUser"}}}}
+	setStatus(vm, v1.RunStrategyAlways, vmi, nil, now)
+	var paused *v1.VirtualMachineCondition
+	for i := range vm.Status.Conditions {
+		if vm.Status.Conditions[i].Type == v1.VirtualMachinePaused {
+			paused = &vm.Status.Conditions[i]
+		}
+	}
+	if paused == nil || paused.Status != corev1.ConditionTrue || paused.Reason != "PausedByUser" || vm.Status.PrintableStatus != v1.VirtualMachineStatusPaused {
+		t.Fatalf("paused VMI: conditions %+v, printable %s", vm.Status.Conditions, vm.Status.PrintableStatus)
+	}
+	vmi.Status.Conditions = nil
+	setStatus(vm, v1.RunStrategyAlways, vmi, nil, now)
+	for _, c := range vm.Status.Conditions {
+		if c.Type == v1.VirtualMachinePaused {
+			t.Fatalf("Paused condition kept after unpause: %+v", c)
+		}
+	}
+}
