@@ -64,7 +64,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		vmi.Status.Phase = v1.Failed
 		return ctrl.Result{}, r.Client.Update(ctx, vmi)
 	}
+	now := metav1.Now()
 	if d.Node == "" {
+		recordPhases(vmi, now, v1.Pending, v1.Scheduling)
 		vmi.Status.Phase = v1.Scheduling
 		setScheduled(vmi, corev1.ConditionFalse, corev1.PodReasonUnschedulable, d.Message)
 		if err := r.Client.Update(ctx, vmi); err != nil {
@@ -73,6 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: retryUnschedulable}, nil
 	}
 	vmi.Status.NodeName = d.Node
+	recordPhases(vmi, now, v1.Pending, v1.Scheduling, v1.Scheduled)
 	vmi.Status.Phase = v1.Scheduled
 	if vmi.Labels == nil {
 		vmi.Labels = map[string]string{}
@@ -86,6 +89,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctrl.LoggerFrom(ctx).Info("placed VMI", "vmi", klog.KObj(vmi), "node", d.Node)
 	return ctrl.Result{}, nil
+}
+
+// recordPhases notes the phases a VMI went through in one placement, as
+// KubeVirt's phaseTransitionTimestamps do: Pending since its creation, the
+// others now. Phases already recorded keep their time.
+func recordPhases(vmi *v1.VirtualMachineInstance, now metav1.Time, phases ...v1.VirtualMachineInstancePhase) {
+	for _, p := range phases {
+		seen := false
+		for _, ts := range vmi.Status.PhaseTransitionTimestamps {
+			seen = seen || ts.Phase == p
+		}
+		if seen {
+			continue
+		}
+		at := now
+		if p == v1.Pending {
+			at = vmi.CreationTimestamp
+		}
+		vmi.Status.PhaseTransitionTimestamps = append(vmi.Status.PhaseTransitionTimestamps,
+			v1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: p, PhaseTransitionTimestamp: at})
+	}
 }
 
 func waiting(vmi *v1.VirtualMachineInstance) bool {
