@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -50,7 +51,7 @@ func TestDynamicVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := pv.Spec.HostPath.Path
-	if !strings.HasPrefix(dir, filepath.Join(framework.Home(), "data", "storage")+"/") {
+	if !strings.HasPrefix(dir, filepath.Join(cluster.NodeRoot, "storage")+"/") {
 		t.Fatalf("volume path %s is not under the storage root", dir)
 	}
 	pod := &corev1.Pod{
