@@ -1,0 +1,260 @@
+package images
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Target is where an import writes.
+type Target struct {
+	// Path of the raw disk (disk.img). The import writes Path.importing
+	// (and, for formats that need random access, Path.scratch) beside it
+	// and renames on success, so a failure leaves an existing disk intact.
+	Path string
+	// Size, when set, is the virtual size wanted: a smaller image is grown
+	// to it, a larger one fails.
+	Size int64
+	// Capacity, when set, is the most the target holds (the volume's size).
+	Capacity int64
+}
+
+// Options tune an import.
+type Options struct {
+	// Checksum, "alg:hex", is verified over the source bytes as given.
+	Checksum string
+	// Progress is called about every ProgressInterval and at the end.
+	Progress         func(Progress)
+	ProgressInterval time.Duration
+	// QemuImg is the qemu-img for vmdk, vhd, vhdx and vdi (looked up on PATH when empty).
+	QemuImg string
+}
+
+// Result describes an import that succeeded.
+type Result struct {
+	// Format of the disk image and the compressions around it, outermost first.
+	Format      Format
+	Compression []Format
+	// VirtualSize of the image; the disk is max(VirtualSize, Target.Size).
+	VirtualSize, DiskSize int64
+	// SourceBytes read from the source.
+	SourceBytes int64
+}
+
+// Import streams src (of total bytes, -1 if unknown) into t as a sparse raw disk.
+func Import(ctx context.Context, src io.Reader, total int64, t Target, o Options) (*Result, error) {
+	sum, err := ParseChecksum(o.Checksum)
+	if err != nil {
+		return nil, err
+	}
+	if o.ProgressInterval == 0 {
+		o.ProgressInterval = time.Second
+	}
+	pr := &progressReader{r: src, total: total, report: o.Progress, interval: o.ProgressInterval}
+	var in io.Reader = pr
+	if sum != nil {
+		in = io.TeeReader(pr, sum)
+	}
+	imp := &importer{ctx: ctx, t: t, o: o, tmp: t.Path + ".importing", scratch: t.Path + ".scratch"}
+	defer imp.cleanup()
+	res, err := imp.run(in)
+	if err != nil {
+		return nil, err
+	}
+	// The checksum covers the whole source, trailing bytes included.
+	if _, err := io.Copy(io.Discard, in); err != nil {
+		return nil, fmt.Errorf("reading the rest of the source: %w", err)
+	}
+	if sum != nil {
+		if err := sum.Verify(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Rename(imp.tmp, t.Path); err != nil {
+		return nil, fmt.Errorf("putting the disk in place: %w", err)
+	}
+	res.SourceBytes = pr.count()
+	if o.Progress != nil {
+		o.Progress(Progress{Done: res.SourceBytes, Total: total, Phase: "done"})
+	}
+	return res, nil
+}
+
+type importer struct {
+	ctx          context.Context
+	t            Target
+	o            Options
+	tmp, scratch string
+}
+
+func (imp *importer) cleanup() {
+	_ = os.Remove(imp.tmp)
+	_ = os.Remove(imp.scratch)
+}
+
+// run decompresses, converts into imp.tmp and sizes it.
+func (imp *importer) run(in io.Reader) (*Result, error) {
+	inner, format, layers, err := Decompress(in)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidImage, err)
+	}
+	if format == Tar {
+		var more []Format
+		if inner, format, more, err = untar(inner); err != nil {
+			return nil, err
+		}
+		layers = append(append(layers, Tar), more...)
+	}
+	res := &Result{Format: format, Compression: layers}
+	var virtual int64
+	switch format {
+	case Raw, ISO:
+		virtual, err = imp.writeRaw(inner, layers)
+	case QCOW2:
+		virtual, err = imp.writeQCOW2(inner, layers)
+	default:
+		virtual, err = imp.writeWithQemuImg(inner, layers, format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.VirtualSize, res.DiskSize = virtual, max(virtual, imp.t.Size)
+	if err := imp.resize(virtual); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (imp *importer) checkSize(virtual int64) error {
+	if imp.t.Size > 0 && virtual > imp.t.Size {
+		return fmt.Errorf("%w: virtual size %d bytes exceeds the requested size %d", ErrTooLarge, virtual, imp.t.Size)
+	}
+	if c := imp.t.Capacity; c > 0 && max(virtual, imp.t.Size) > c {
+		return fmt.Errorf("%w: virtual size %d bytes exceeds the volume's %d", ErrTooLarge, max(virtual, imp.t.Size), c)
+	}
+	return nil
+}
+
+func (imp *importer) resize(virtual int64) error {
+	if imp.t.Size <= virtual {
+		return nil
+	}
+	return os.Truncate(imp.tmp, imp.t.Size)
+}
+
+// stream copies r sparsely into a new file, stopping past limit (0: none).
+func stream(path string, r io.Reader, limit int64, layers []Format) (int64, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	if limit > 0 {
+		r = io.LimitReader(r, limit+1)
+	}
+	n, err := writeSparse(f, r)
+	if err != nil {
+		f.Close()
+		return n, streamError(err, layers)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return n, err
+	}
+	return n, f.Close()
+}
+
+// streamError names a decompression failure (a truncated or corrupt
+// archive) as an invalid image; other errors pass through.
+func streamError(err error, layers []Format) error {
+	if len(layers) > 0 && (errors.Is(err, io.ErrUnexpectedEOF) || !isSourceError(err)) {
+		return fmt.Errorf("%w: %s stream truncated or corrupt: %w", ErrInvalidImage, layers[len(layers)-1], err)
+	}
+	return err
+}
+
+func (imp *importer) writeRaw(r io.Reader, layers []Format) (int64, error) {
+	limit := imp.t.Capacity
+	if imp.t.Size > 0 {
+		limit = imp.t.Size
+	}
+	n, err := stream(imp.tmp, r, limit, layers)
+	if err != nil {
+		return n, err
+	}
+	return n, imp.checkSize(n)
+}
+
+func (imp *importer) writeQCOW2(r io.Reader, layers []Format) (int64, error) {
+	if _, err := stream(imp.scratch, r, 0, layers); err != nil {
+		return 0, err
+	}
+	f, err := os.Open(imp.scratch)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	img, err := qcow2Info(f)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = img.Close() }()
+	if err := imp.checkSize(img.Size()); err != nil {
+		return 0, err
+	}
+	dst, err := os.OpenFile(imp.tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	if err := convertQCOW2(img, dst, nil); err != nil {
+		dst.Close()
+		return 0, err
+	}
+	if err := dst.Sync(); err != nil {
+		dst.Close()
+		return 0, err
+	}
+	return img.Size(), dst.Close()
+}
+
+func (imp *importer) writeWithQemuImg(r io.Reader, layers []Format, f Format) (int64, error) {
+	tool, err := findQemuImg(imp.o.QemuImg, f)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := stream(imp.scratch, r, 0, layers); err != nil {
+		return 0, err
+	}
+	virtual, err := qemuImgVirtualSize(imp.ctx, tool, imp.scratch, f)
+	if err != nil {
+		return 0, err
+	}
+	if err := imp.checkSize(virtual); err != nil {
+		return 0, err
+	}
+	return virtual, qemuImgConvert(imp.ctx, tool, imp.scratch, imp.tmp, f)
+}
+
+// untar returns the first regular file of a tar stream, decompressed.
+func untar(r io.Reader) (io.Reader, Format, []Format, error) {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil, "", nil, fmt.Errorf("%w: tar archive holds no file", ErrInvalidImage)
+		}
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("%w: tar: %w", ErrInvalidImage, err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			inner, f, layers, err := Decompress(tr)
+			if err != nil {
+				return nil, "", nil, fmt.Errorf("%w: %s in tar: %w", ErrInvalidImage, h.Name, err)
+			}
+			return inner, f, layers, nil
+		}
+	}
+}
