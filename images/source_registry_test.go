@@ -1,0 +1,64 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/crane"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+func pushFiles(t *testing.T, host, repo string, files map[string][]byte) string {
+	t.Helper()
+	img, err := crane.Image(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := host + "/" + repo + ":v1"
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+func TestRegistrySourceImports(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	raw := rawFixture()
+	good := pushFiles(t, host, "disk", map[string][]byte{"disk/image.img.gz": gz(t, raw), "etc/motd": []byte("hi")})
+	empty := pushFiles(t, host, "nodisk", map[string][]byte{"etc/motd": []byte("hi")})
+
+	src := &RegistrySource{Ref: good}
+	rc, size, err := src.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk := filepath.Join(t.TempDir(), "disk.img")
+	res, err := Import(context.Background(), rc, size, Target{Path: disk}, Options{})
+	rc.Close()
+	if err != nil || res.Format != Raw || !strings.HasPrefix(src.Digest, "sha256:") {
+		t.Fatalf("import = %+v, %v (digest %q)", res, err, src.Digest)
+	}
+	checkDisk(t, disk, raw)
+
+	if _, _, err := (&RegistrySource{Ref: empty}).Open(context.Background()); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no disk file under /disk/") {
+		t.Errorf("image without /disk/: err = %v", err)
+	}
+	if _, _, err := (&RegistrySource{Ref: host + "/missing:v1"}).Open(context.Background()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing image: err = %v", err)
+	}
+
+}
