@@ -7,6 +7,7 @@ import (
 	createvm "github.com/tekvirt/tekvirt/tasks/create-vm-from-manifest"
 	executeinvm "github.com/tekvirt/tekvirt/tasks/execute-in-vm"
 	generatesshkeys "github.com/tekvirt/tekvirt/tasks/generate-ssh-keys"
+	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
 	waitforvmi "github.com/tekvirt/tekvirt/tasks/wait-for-vmi-status"
 )
 
@@ -18,6 +19,6 @@ func Root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(generatesshkeys.Command(), createvm.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command())
+	root.AddCommand(generatesshkeys.Command(), createvm.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command())
 	return root
 }

@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// serveGuest serves the guest's disk files over HTTP on the node address.
+func serveGuest(t *testing.T, f *framework.Framework) string {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(nodeIP(t, f), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(filepath.Join(f.Home, "data", "guest"))), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + l.Addr().String()
+}
+
+func importTaskRun(pvc string, params map[string]string) *pipelinev1.TaskRun {
+	tr := &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "import-disk-", Namespace: framework.CatalogNamespace},
+		Spec: pipelinev1.TaskRunSpec{
+			TaskRef:            &pipelinev1.TaskRef{Name: "import-disk"},
+			ServiceAccountName: "import-disk-task",
+			Workspaces: []pipelinev1.WorkspaceBinding{{Name: "data",
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc}}},
+		},
+	}
+	for k, v := range params {
+		tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: k, Value: *pipelinev1.NewStructuredValues(v)})
+	}
+	return tr
+}
+
+// TestImportDiskThenBoot imports the guest's qcow2.xz over HTTP into a PVC
+// with the import-disk task, checks that bad input fails naming the cause
+// and leaves the disk, then boots a VM from the PVC.
+func TestImportDiskThenBoot(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	ns := framework.CatalogNamespace
+	base := serveGuest(t, f)
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "e2e-import-"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
+		},
+	}
+	if err := c.Create(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, pvc) })
+	xzFile, err := os.ReadFile(filepath.Join(f.Home, "data", "guest", "guest.qcow2.xz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(xzFile)
+	r := framework.NewTaskRunRunner(t, f, importTaskRun(pvc.Name, map[string]string{
+		"url": base + "/guest.qcow2.xz", "checksum": "sha256:" + hex.EncodeToString(sum[:]), "capacity": "256Mi",
+	})).CreateTaskRun().ExpectSuccess().ExpectLogs(`progress: 100\.00%`, `imported qcow2 image \(xz\)`)
+	t.Logf("import-disk of %d bytes of qcow2.xz: %s", len(xzFile), r.Elapsed.Round(100*time.Millisecond))
+	if res := r.Results(); res["format"] != "qcow2" || res["virtualSize"] != "67108864" {
+		t.Errorf("results %v", res)
+	}
+	for _, bad := range []struct {
+		params map[string]string
+		want   string
+	}{
+		{map[string]string{"url": base + "/guest.qcow2.xz", "checksum": "sha256:" + strings.Repeat("ab", 32)}, "checksum mismatch"},
+		{map[string]string{"url": base + "/no-such-image.qcow2"}, "source not found"},
+		{map[string]string{"url": base + "/guest.qcow2", "capacity": "32Mi"}, "image larger than the target"},
+	} {
+		framework.NewTaskRunRunner(t, f, importTaskRun(pvc.Name, bad.params)).CreateTaskRun().ExpectFailure(bad.want)
+	}
+	// The disk from the good import survived the failed ones: it boots.
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "e2e-imported-"}, Spec: framework.GuestVMI(framework.GuestImage, "imported")}
+	vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: pvc.Name}}}
+	if err := c.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, vmi) })
+	framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, "booted from the imported disk", framework.AgentConnected)
+	if err := c.Delete(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitGone(t, c, vmi, time.Minute)
+}

@@ -1,0 +1,45 @@
+package importdisk
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/tekvirt/tekvirt/tasks/kube"
+	"github.com/tekvirt/tekvirt/tasks/result"
+)
+
+// Command is the import-disk step.
+func Command() *cobra.Command {
+	var p Params
+	cmd := &cobra.Command{
+		Use:   "import-disk",
+		Short: "Import a disk image into a volume as disk.img",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p.Namespace = kube.Namespace("")
+			c, err := kube.Client()
+			if err != nil {
+				return err
+			}
+			src, err := Source(cmd.Context(), c, p)
+			if err != nil {
+				return err
+			}
+			res, err := Run(cmd.Context(), src, p, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			return result.Write(res.Map())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&p.URL, "url", "", "HTTP(S) URL of the image")
+	f.StringVar(&p.Registry, "registry", "", "containerDisk image reference (docker:// prefix optional)")
+	f.StringVar(&p.SecretName, "secret-name", "", "Secret with accessKeyId and secretKey")
+	f.StringVar(&p.CertConfigMap, "cert-configmap", "", "ConfigMap with extra CA certificates")
+	f.StringVar(&p.Checksum, "checksum", "", "expected digest, alg:hex (md5, sha1, sha256, sha512)")
+	f.StringVar(&p.Size, "size", "", "virtual size wanted, e.g. 10Gi (default: the image's)")
+	f.StringVar(&p.Capacity, "capacity", "", "size of the volume, e.g. 10Gi (a larger image fails)")
+	f.BoolVar(&p.InsecureRegistry, "insecure-registry", false, "allow plain HTTP or unverified TLS to the registry")
+	f.StringVar(&p.Dir, "dir", "", "the data workspace's path")
+	return cmd
+}

@@ -1,0 +1,87 @@
+package importdisk
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/tekvirt/tekvirt/images"
+	"github.com/tekvirt/tekvirt/tasks/kube"
+)
+
+func TestSourceParams(t *testing.T) {
+	s, err := kube.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "half"}, Data: map[string][]byte{"accessKeyId": []byte("u")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"accessKeyId": []byte("u"), "secretKey": []byte("p")}},
+	).Build()
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		p       Params
+		wantErr string
+	}{
+		"neither":       {Params{}, "exactly one of params url and registry"},
+		"both":          {Params{URL: "http://x", Registry: "r"}, "exactly one"},
+		"half a secret": {Params{URL: "http://x", SecretName: "half", Namespace: "ns"}, "needs accessKeyId and secretKey"},
+		"no secret":     {Params{URL: "http://x", SecretName: "gone", Namespace: "ns"}, "credentials secret ns/gone"},
+		"no configmap":  {Params{URL: "http://x", CertConfigMap: "gone", Namespace: "ns"}, "certificate ConfigMap ns/gone"},
+	} {
+		if _, err := Source(ctx, c, tc.p); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: err = %v, want %q", name, err, tc.wantErr)
+		}
+	}
+	src, err := Source(ctx, c, Params{URL: "http://x/disk.img", SecretName: "creds", Namespace: "ns"})
+	if err != nil || !strings.HasPrefix(src.(*images.HTTPSource).Header.Get("Authorization"), "Basic ") {
+		t.Errorf("url with credentials: %+v %v", src, err)
+	}
+	reg, err := Source(ctx, c, Params{Registry: "docker://example.test/disk:1", SecretName: "creds", Namespace: "ns"})
+	if err != nil || reg.(*images.RegistrySource).Ref != "example.test/disk:1" || reg.(*images.RegistrySource).Auth == nil {
+		t.Errorf("registry with credentials: %+v %v", reg, err)
+	}
+}
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	raw := make([]byte, 1<<20)
+	copy(raw, "boot")
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, _ = w.Write(raw)
+	_ = w.Close()
+	src := filepath.Join(t.TempDir(), "disk.img.gz")
+	if err := os.WriteFile(src, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := Run(context.Background(), images.FileSource{Path: src}, Params{Dir: dir, Size: "2Mi"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Map()
+	if m["format"] != "raw" || m["virtualSize"] != "1048576" || m["diskSize"] != "2097152" {
+		t.Errorf("results %v", m)
+	}
+	if st, err := os.Stat(filepath.Join(dir, DiskFile)); err != nil || st.Size() != 2<<20 {
+		t.Errorf("disk.img: %v %v", st, err)
+	}
+	if !strings.Contains(out.String(), "imported raw image (gz)") || !strings.Contains(out.String(), "progress: 100.00%") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	if _, err := Run(context.Background(), images.FileSource{Path: src}, Params{Dir: dir, Capacity: "512Ki"}, &out); err == nil || !strings.Contains(err.Error(), "exceeds the volume's") {
+		t.Errorf("too small a volume: err = %v", err)
+	}
+	if _, err := Run(context.Background(), images.FileSource{Path: src}, Params{Dir: dir, Size: "lots"}, &out); err == nil || !strings.Contains(err.Error(), `param size "lots"`) {
+		t.Errorf("bad size: err = %v", err)
+	}
+}
