@@ -53,7 +53,8 @@ func importTaskRun(pvc string, params map[string]string) *pipelinev1.TaskRun {
 
 // TestImportDiskThenBoot imports the guest's qcow2.xz over HTTP into a PVC
 // with the import-disk task, checks that bad input fails naming the cause
-// and leaves the disk, then boots a VM from the PVC.
+// and leaves the disk, clones the PVC with clone-disk and boots a VM from
+// the clone.
 func TestImportDiskThenBoot(t *testing.T) {
 	f := framework.New(t)
 	c := f.VMClient(t)
@@ -93,9 +94,27 @@ func TestImportDiskThenBoot(t *testing.T) {
 	} {
 		framework.NewTaskRunRunner(t, f, importTaskRun(pvc.Name, bad.params)).CreateTaskRun().ExpectFailure(bad.want)
 	}
-	// The disk from the good import survived the failed ones: it boots.
+	// The disk from the good import survived the failed ones: a clone of it boots.
+	clone := pvc.DeepCopy()
+	clone.ObjectMeta = metav1.ObjectMeta{Namespace: ns, GenerateName: "e2e-clone-"}
+	if err := c.Create(ctx, clone); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, clone) })
+	cr := framework.NewTaskRunRunner(t, f, &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "clone-disk-", Namespace: ns},
+		Spec: pipelinev1.TaskRunSpec{
+			TaskRef:            &pipelinev1.TaskRef{Name: "clone-disk"},
+			ServiceAccountName: "clone-disk-task",
+			Workspaces: []pipelinev1.WorkspaceBinding{
+				{Name: "source", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}},
+				{Name: "target", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: clone.Name}},
+			},
+		},
+	}).CreateTaskRun().ExpectSuccess()
+	t.Logf("clone-disk: %s by %s", cr.Elapsed.Round(100*time.Millisecond), cr.Results()["method"])
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "e2e-imported-"}, Spec: framework.GuestVMI(framework.GuestImage, "imported")}
-	vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: pvc.Name}}}
+	vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: clone.Name}}}
 	if err := c.Create(ctx, vmi); err != nil {
 		t.Fatal(err)
 	}

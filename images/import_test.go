@@ -274,3 +274,5 @@ func TestDetect(t *testing.T) {
 		}
 	}
 }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -57,6 +57,13 @@ func (c *Cluster) tektonManifests(images Images) ([]*unstructured.Unstructured, 
 				return nil, err
 			}
 		}
+		if o.GetKind() == "ConfigMap" && o.GetName() == "feature-flags" {
+			// clone-disk binds two PVCs to one TaskRun, which the affinity
+			// assistant forbids; on one node it places nothing anyway.
+			if err := unstructured.SetNestedField(o.Object, "disabled", "data", "coschedule"); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return objs, nil
 }

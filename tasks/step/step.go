@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	cleanupvm "github.com/tekvirt/tekvirt/tasks/cleanup-vm"
+	clonedisk "github.com/tekvirt/tekvirt/tasks/clone-disk"
 	createvm "github.com/tekvirt/tekvirt/tasks/create-vm-from-manifest"
 	executeinvm "github.com/tekvirt/tekvirt/tasks/execute-in-vm"
 	generatesshkeys "github.com/tekvirt/tekvirt/tasks/generate-ssh-keys"
@@ -19,6 +20,6 @@ func Root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(generatesshkeys.Command(), createvm.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command())
+	root.AddCommand(generatesshkeys.Command(), createvm.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command())
 	return root
 }
