@@ -53,6 +53,21 @@ func Clone(src, dst string) (string, error) {
 	return method, os.Rename(tmp, dst)
 }
 
+// copyRange copies n bytes at off in the kernel (copy_file_range), or
+// through a buffer where the kernel cannot.
+func copyRange(in, out *os.File, off, n int64) error {
+	roff, woff := off, off
+	for n > 0 {
+		c, err := unix.CopyFileRange(int(in.Fd()), &roff, int(out.Fd()), &woff, int(min(n, 1<<30)), 0)
+		if err != nil || c == 0 {
+			_, cerr := io.Copy(io.NewOffsetWriter(out, woff), io.NewSectionReader(in, roff, n))
+			return cerr
+		}
+		n -= int64(c)
+	}
+	return nil
+}
+
 // sparseCopy copies the data ranges SEEK_DATA/SEEK_HOLE report and sets
 // the length, so holes stay holes.
 func sparseCopy(in, out *os.File) error {
@@ -75,7 +90,7 @@ func sparseCopy(in, out *os.File) error {
 		if err != nil {
 			return err
 		}
-		if _, err := io.Copy(io.NewOffsetWriter(out, data), io.NewSectionReader(in, data, hole-data)); err != nil {
+		if err := copyRange(in, out, data, hole-data); err != nil {
 			return err
 		}
 		off = hole

@@ -80,7 +80,7 @@ func convertQCOW2(img image.Image, dst *os.File, progress func(int64)) error {
 	if progress != nil {
 		up = updater(progress)
 	}
-	if err := convert.Convert(dst, img, convert.Options{Progress: up, Workers: 2}); err != nil {
+	if err := convert.Convert(dst, img, convert.Options{Progress: up}); err != nil {
 		return fmt.Errorf("%w: converting qcow2: %w", ErrInvalidImage, err)
 	}
 	return dst.Truncate(img.Size())

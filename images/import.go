@@ -60,16 +60,19 @@ func Import(ctx context.Context, src io.Reader, total int64, t Target, o Options
 		in = io.TeeReader(pr, sum)
 	}
 	imp := &importer{ctx: ctx, t: t, o: o, tmp: t.Path + ".importing", scratch: t.Path + ".scratch"}
+	if f, ok := src.(*os.File); ok {
+		imp.local = f
+	}
 	defer imp.cleanup()
 	res, err := imp.run(in)
 	if err != nil {
 		return nil, err
 	}
 	// The checksum covers the whole source, trailing bytes included.
-	if _, err := io.Copy(io.Discard, in); err != nil {
-		return nil, fmt.Errorf("reading the rest of the source: %w", err)
-	}
 	if sum != nil {
+		if _, err := io.Copy(io.Discard, in); err != nil {
+			return nil, fmt.Errorf("reading the rest of the source: %w", err)
+		}
 		if err := sum.Verify(); err != nil {
 			return nil, err
 		}
@@ -78,6 +81,9 @@ func Import(ctx context.Context, src io.Reader, total int64, t Target, o Options
 		return nil, fmt.Errorf("putting the disk in place: %w", err)
 	}
 	res.SourceBytes = pr.count()
+	if imp.local != nil && total > 0 {
+		res.SourceBytes = total // read through its own handle
+	}
 	if o.Progress != nil {
 		o.Progress(Progress{Done: res.SourceBytes, Total: total, Phase: "done"})
 	}
@@ -85,6 +91,8 @@ func Import(ctx context.Context, src io.Reader, total int64, t Target, o Options
 }
 
 type importer struct {
+	// local is the source when it is a local file (no staging needed).
+	local        *os.File
 	ctx          context.Context
 	t            Target
 	o            Options
@@ -146,8 +154,9 @@ func (imp *importer) resize(virtual int64) error {
 	return os.Truncate(imp.tmp, imp.t.Size)
 }
 
-// stream copies r sparsely into a new file, stopping past limit (0: none).
-func stream(path string, r io.Reader, limit int64, layers []Format) (int64, error) {
+// stream copies r sparsely into a new file, stopping past limit (0: none);
+// sync makes it durable (the disk, not a scratch file).
+func stream(path string, r io.Reader, limit int64, layers []Format, sync bool) (int64, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return 0, err
@@ -160,9 +169,11 @@ func stream(path string, r io.Reader, limit int64, layers []Format) (int64, erro
 		f.Close()
 		return n, streamError(err, layers)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return n, err
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return n, err
+		}
 	}
 	return n, f.Close()
 }
@@ -181,7 +192,7 @@ func (imp *importer) writeRaw(r io.Reader, layers []Format) (int64, error) {
 	if imp.t.Size > 0 {
 		limit = imp.t.Size
 	}
-	n, err := stream(imp.tmp, r, limit, layers)
+	n, err := stream(imp.tmp, r, limit, layers, true)
 	if err != nil {
 		return n, err
 	}
@@ -189,10 +200,7 @@ func (imp *importer) writeRaw(r io.Reader, layers []Format) (int64, error) {
 }
 
 func (imp *importer) writeQCOW2(r io.Reader, layers []Format) (int64, error) {
-	if _, err := stream(imp.scratch, r, 0, layers); err != nil {
-		return 0, err
-	}
-	f, err := os.Open(imp.scratch)
+	f, err := imp.randomAccess(r, layers)
 	if err != nil {
 		return 0, err
 	}
@@ -225,7 +233,7 @@ func (imp *importer) writeWithQemuImg(r io.Reader, layers []Format, f Format) (i
 	if err != nil {
 		return 0, err
 	}
-	if _, err := stream(imp.scratch, r, 0, layers); err != nil {
+	if _, err := stream(imp.scratch, r, 0, layers, false); err != nil {
 		return 0, err
 	}
 	virtual, err := qemuImgVirtualSize(imp.ctx, tool, imp.scratch, f)
@@ -236,6 +244,18 @@ func (imp *importer) writeWithQemuImg(r io.Reader, layers []Format, f Format) (i
 		return 0, err
 	}
 	return virtual, qemuImgConvert(imp.ctx, tool, imp.scratch, imp.tmp, f)
+}
+
+// randomAccess returns the image as a file it can seek in: the source file
+// itself when it is an uncompressed local file, else a scratch copy.
+func (imp *importer) randomAccess(r io.Reader, layers []Format) (*os.File, error) {
+	if imp.local != nil && len(layers) == 0 {
+		return os.Open(imp.local.Name())
+	}
+	if _, err := stream(imp.scratch, r, 0, layers, false); err != nil {
+		return nil, err
+	}
+	return os.Open(imp.scratch)
 }
 
 // untar returns the first regular file of a tar stream, decompressed.
