@@ -78,7 +78,7 @@ func TestImageDataPath(t *testing.T) {
 	}
 	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
-	defer srv.Close()
+	defer func() { _ = srv.Close() }()
 	url := "http://" + l.Addr().String() + "/" + filepath.Base(qcow2xz)
 	out := filepath.Join(dir, "out")
 	if err := os.MkdirAll(out, 0o755); err != nil {

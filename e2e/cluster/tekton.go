@@ -51,21 +51,26 @@ func (c *Cluster) tektonManifests(images Images) ([]*unstructured.Unstructured, 
 			objs = append(objs, docs...)
 		}
 	}
+	return objs, customize(objs, images[ShellImageKey])
+}
+
+// customize sets our shell image on the controller and turns off
+// coschedule: clone-disk binds two PVCs to one TaskRun, which the affinity
+// assistant forbids; on one node it places nothing anyway.
+func customize(objs []*unstructured.Unstructured, shellImage string) error {
 	for _, o := range objs {
-		if o.GetKind() == "Deployment" && o.GetName() == "tekton-pipelines-controller" {
-			if err := setShellImage(o, images[ShellImageKey]); err != nil {
-				return nil, err
+		switch {
+		case o.GetKind() == "Deployment" && o.GetName() == "tekton-pipelines-controller":
+			if err := setShellImage(o, shellImage); err != nil {
+				return err
 			}
-		}
-		if o.GetKind() == "ConfigMap" && o.GetName() == "feature-flags" {
-			// clone-disk binds two PVCs to one TaskRun, which the affinity
-			// assistant forbids; on one node it places nothing anyway.
+		case o.GetKind() == "ConfigMap" && o.GetName() == "feature-flags":
 			if err := unstructured.SetNestedField(o.Object, "disabled", "data", "coschedule"); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return objs, nil
+	return nil
 }
 
 // setShellImage points the controller's -shell-image flag at our busybox.
