@@ -94,3 +94,51 @@ func TestKubeVirtCRDsAcceptUpstreamManifests(t *testing.T) {
 		t.Fatalf("err = %v, want the unknown field spec.template.spec.domain.cpu.coress named", err)
 	}
 }
+
+// dvManifest is a DataVolume as CDI's documentation writes one.
+const dvManifest = `
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: fedora
+spec:
+  source:
+    http:
+      url: "https://download.example/fedora.qcow2.xz"
+      checksum: "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+  storage:
+    resources:
+      requests:
+        storage: 5Gi
+  contentType: kubevirt
+`
+
+// TestCDICRDsAcceptUpstreamManifests does the same for the CDI CRDs.
+func TestCDICRDsAcceptUpstreamManifests(t *testing.T) {
+	cfg := testenv.Start(t, "crd/cdi.kubevirt.io_datavolumes.yaml", "crd/cdi.kubevirt.io_datasources.yaml", "crd/cdi.kubevirt.io_dataimportcrons.yaml")
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dvs := dyn.Resource(schema.GroupVersionResource{Group: "cdi.kubevirt.io", Version: "v1beta1", Resource: "datavolumes"}).Namespace("default")
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(dvManifest), &obj); err != nil {
+		t.Fatal(err)
+	}
+	strict := metav1.CreateOptions{FieldValidation: "Strict"}
+	got, err := dvs.Create(context.Background(), &unstructured.Unstructured{Object: obj}, strict)
+	if err != nil {
+		t.Fatalf("upstream DataVolume manifest rejected: %v", err)
+	}
+	if url, _, _ := unstructured.NestedString(got.Object, "spec", "source", "http", "url"); url == "" {
+		t.Fatal("source.http.url pruned")
+	}
+	bad := &unstructured.Unstructured{Object: obj}
+	bad.SetName("typo")
+	if err := unstructured.SetNestedField(bad.Object, "x", "spec", "source", "http", "urll"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dvs.Create(context.Background(), bad, strict); err == nil || !strings.Contains(err.Error(), "urll") {
+		t.Fatalf("err = %v, want the unknown field spec.source.http.urll named", err)
+	}
+}

@@ -24,7 +24,10 @@ import (
 	// The packages the CRDs come from, imported so that this module pins
 	// their version and the loader finds them.
 	_ "kubevirt.io/api/core/v1"
+	_ "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 )
+
+const cdiPkg = "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 // kind is one generated CRD and what its Go types do not say.
 type kind struct {
@@ -54,6 +57,30 @@ var kinds = []kind{
 			{Name: "IP", Type: "string", JSONPath: ".status.interfaces[0].ipAddress"},
 			{Name: "NodeName", Type: "string", JSONPath: ".status.nodeName"},
 			{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
+		},
+	},
+	{
+		pkg: cdiPkg, gk: schema.GroupKind{Group: "cdi.kubevirt.io", Kind: "DataVolume"},
+		shortNames: []string{"dv", "dvs"}, status: true,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Phase", Type: "string", JSONPath: ".status.phase"},
+			{Name: "Progress", Type: "string", JSONPath: ".status.progress"},
+			{Name: "Restarts", Type: "integer", JSONPath: ".status.restartCount"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+	},
+	{
+		pkg: cdiPkg, gk: schema.GroupKind{Group: "cdi.kubevirt.io", Kind: "DataSource"},
+		shortNames: []string{"das"}, status: true,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+	},
+	{
+		pkg: cdiPkg, gk: schema.GroupKind{Group: "cdi.kubevirt.io", Kind: "DataImportCron"},
+		shortNames: []string{"dic", "dics"}, status: true,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
 	},
 }
@@ -112,6 +139,9 @@ func run(out string) error {
 		crd.FixTopLevelMetadata(c)
 		c.Spec.Names.ShortNames = k.shortNames
 		c.Spec.Names.Categories = []string{"all", "kubevirt"}
+		if k.gk.Group == "cdi.kubevirt.io" {
+			c.Spec.Names.Categories = []string{"all"}
+		}
 		for i := range c.Spec.Versions {
 			v := &c.Spec.Versions[i]
 			v.AdditionalPrinterColumns = k.columns
