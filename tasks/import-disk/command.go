@@ -20,9 +20,16 @@ func Command() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if p.Blank {
+				res, err := Blank(p, cmd.OutOrStdout())
+				if err != nil {
+					return err
+				}
+				return result.Write(res.Map())
+			}
 			src, err := Source(cmd.Context(), c, p)
 			if err != nil {
-				return err
+				return &Failure{Err: err}
 			}
 			res, err := Run(cmd.Context(), src, p, cmd.OutOrStdout())
 			if err != nil {
@@ -41,5 +48,7 @@ func Command() *cobra.Command {
 	f.StringVar(&p.Capacity, "capacity", "", "size of the volume, e.g. 10Gi (a larger image fails)")
 	f.BoolVar(&p.InsecureRegistry, "insecure-registry", false, "allow plain HTTP or unverified TLS to the registry")
 	f.StringVar(&p.Dir, "dir", "", "the data workspace's path")
+	f.StringVar(&p.CertDir, "cert-dir", "", "directory of extra CA certificate files (a mounted ConfigMap)")
+	f.BoolVar(&p.Blank, "blank", false, "make an empty sparse disk of --size instead of importing")
 	return cmd
 }

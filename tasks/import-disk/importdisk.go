@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -27,9 +28,12 @@ type Params struct {
 	// SecretName holds accessKeyId/secretKey (CDI's format): basic auth
 	// for URL, username/password for Registry.
 	SecretName string
-	// CertConfigMap holds extra CA certificates (any key, PEM).
-	CertConfigMap string
-	Checksum      string
+	// CertConfigMap holds extra CA certificates (any key, PEM); CertDir is
+	// the same mounted as files.
+	CertConfigMap, CertDir string
+	// Blank makes an empty disk of Size instead of importing.
+	Blank    bool
+	Checksum string
 	// Size is the virtual size wanted; Capacity what the volume holds.
 	Size, Capacity string
 	// InsecureRegistry allows plain HTTP or unverified TLS to Registry.
@@ -80,9 +84,16 @@ func Source(ctx context.Context, c client.Client, p Params) (images.Source, erro
 	return s, nil
 }
 
+// Environment variables a DataVolume's import passes the credentials in
+// (from its secretRef), so that its step needs no API access.
+const (
+	AccessKeyEnv = "IMPORTER_ACCESS_KEY_ID"
+	SecretKeyEnv = "IMPORTER_SECRET_KEY"
+)
+
 func credentials(ctx context.Context, c client.Client, p Params) (string, string, error) {
 	if p.SecretName == "" {
-		return "", "", nil
+		return os.Getenv(AccessKeyEnv), os.Getenv(SecretKeyEnv), nil
 	}
 	s := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.SecretName}, s); err != nil {
@@ -96,6 +107,9 @@ func credentials(ctx context.Context, c client.Client, p Params) (string, string
 }
 
 func caBundle(ctx context.Context, c client.Client, p Params) ([]byte, error) {
+	if p.CertDir != "" {
+		return readCerts(p.CertDir)
+	}
 	if p.CertConfigMap == "" {
 		return nil, nil
 	}
@@ -109,6 +123,46 @@ func caBundle(ctx context.Context, c client.Client, p Params) ([]byte, error) {
 		pem = append(pem, '\n')
 	}
 	return pem, nil
+}
+
+// readCerts concatenates the files of a mounted certificate ConfigMap.
+func readCerts(dir string) ([]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("certificate directory: %w", err)
+	}
+	var pem []byte
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		pem = append(append(pem, b...), '\n')
+	}
+	return pem, nil
+}
+
+// PermanentExitCode is the step's exit code for failures a retry cannot
+// fix (checksum, invalid or too large image, no such source).
+const PermanentExitCode = 2
+
+// Failure is an import error with the exit code it deserves.
+type Failure struct{ Err error }
+
+func (f *Failure) Error() string { return f.Err.Error() }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// ExitCode is PermanentExitCode for errors a retry cannot fix, else 1.
+func (f *Failure) ExitCode() int {
+	for _, e := range []error{images.ErrChecksum, images.ErrInvalidImage, images.ErrTooLarge, images.ErrBackingFile, images.ErrNotFound, images.ErrToolMissing} {
+		if errors.Is(f.Err, e) {
+			return PermanentExitCode
+		}
+	}
+	return 1
 }
 
 func quantity(param, v string) (int64, error) {
@@ -150,7 +204,7 @@ func Run(ctx context.Context, src images.Source, p Params, out io.Writer) (*Resu
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("importing %s: %w", src, err)
+		return nil, &Failure{Err: fmt.Errorf("importing %s: %w", src, err)}
 	}
 	r := &Result{Result: res}
 	if rs, ok := src.(*images.RegistrySource); ok {
@@ -177,4 +231,34 @@ func compression(fs []images.Format) string {
 		s[i] = string(f)
 	}
 	return strings.Join(s, "+")
+}
+
+// Blank writes an empty sparse disk.img of p.Size, replacing nothing that
+// exists (a rerun finds the disk and keeps it).
+func Blank(p Params, out io.Writer) (*Result, error) {
+	size, err := quantity("size", p.Size)
+	if err != nil || size <= 0 {
+		return nil, fmt.Errorf("a blank disk needs param size: %w", err)
+	}
+	path := filepath.Join(p.Dir, DiskFile)
+	if st, err := os.Stat(path); err == nil {
+		fmt.Fprintf(out, "%s exists (%d bytes); kept\n", path, st.Size())
+		return &Result{Result: &images.Result{Format: images.Raw, VirtualSize: st.Size(), DiskSize: st.Size()}}, nil
+	}
+	f, err := os.Create(path + ".importing")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(path+".importing", path); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "blank disk of %d bytes at %s\n", size, path)
+	return &Result{Result: &images.Result{Format: images.Raw, VirtualSize: size, DiskSize: size}}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,5 +85,26 @@ func TestRun(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), images.FileSource{Path: src}, Params{Dir: dir, Size: "lots"}, &out); err == nil || !strings.Contains(err.Error(), `param size "lots"`) {
 		t.Errorf("bad size: err = %v", err)
+	}
+}
+
+func TestFailureExitCodesAndBlank(t *testing.T) {
+	if c := (&Failure{Err: fmt.Errorf("x: %w", images.ErrChecksum)}).ExitCode(); c != PermanentExitCode {
+		t.Errorf("checksum failure exit code %d", c)
+	}
+	if c := (&Failure{Err: &images.SourceError{Err: io.ErrUnexpectedEOF}}).ExitCode(); c != 1 {
+		t.Errorf("network failure exit code %d, want 1 (retried)", c)
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	res, err := Blank(Params{Dir: dir, Size: "1Gi"}, &out)
+	if err != nil || res.DiskSize != 1<<30 {
+		t.Fatalf("Blank = %+v, %v", res, err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, DiskFile)); err != nil || st.Size() != 1<<30 {
+		t.Fatalf("blank disk: %v %v", st, err)
+	}
+	if _, err := Blank(Params{Dir: dir}, &out); err == nil {
+		t.Error("blank without a size accepted")
 	}
 }
