@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -16,8 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
@@ -124,4 +127,69 @@ func TestImportDiskThenBoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.WaitGone(t, c, vmi, time.Minute)
+}
+
+// TestDataVolumeImport: a CDI DataVolume with an http source is imported
+// by a TaskRun into its PVC and boots a VM through a dataVolume volume; an
+// unsupported source is rejected by name; a wrong checksum fails it with
+// no retry.
+func TestDataVolumeImport(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	base := serveGuest(t, f)
+	dv := func(name string, src cdiv1.DataVolumeSource) *cdiv1.DataVolume {
+		return &cdiv1.DataVolume{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: cdiv1.DataVolumeSpec{Source: &src, Storage: &cdiv1.StorageSpec{
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("128Mi")}}}},
+		}
+	}
+	good := dv("guest", cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: base + "/guest.qcow2.xz"}})
+	start := time.Now()
+	if err := c.Create(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, "DataVolume Succeeded", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(good), good); err != nil {
+			return err
+		}
+		if good.Status.Phase == cdiv1.Failed {
+			t.Fatalf("DataVolume failed: %+v", good.Status)
+		}
+		if good.Status.Phase != cdiv1.Succeeded || good.Status.Progress != "100.0%" {
+			return fmt.Errorf("phase %q progress %q", good.Status.Phase, good.Status.Progress)
+		}
+		return nil
+	})
+	t.Logf("DataVolume create -> Succeeded: %s", time.Since(start).Round(100*time.Millisecond))
+
+	unsupported := dv("s3", cdiv1.DataVolumeSource{S3: &cdiv1.DataVolumeSourceS3{URL: "s3://bucket/disk"}})
+	if err := c.Create(ctx, unsupported); err == nil || !strings.Contains(err.Error(), "spec.source.s3 is not supported") {
+		t.Errorf("s3 source: err = %v", err)
+	}
+	bad := dv("bad-sum", cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: base + "/guest.qcow2.xz", Checksum: "sha256:" + strings.Repeat("ab", 32)}})
+	if err := c.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, "DataVolume with a wrong checksum Failed", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(bad), bad); err != nil {
+			return err
+		}
+		if bad.Status.Phase != cdiv1.Failed {
+			return fmt.Errorf("phase %q", bad.Status.Phase)
+		}
+		return nil
+	})
+	if bad.Status.RestartCount != 0 {
+		t.Errorf("a checksum failure was retried %d times", bad.Status.RestartCount)
+	}
+
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-dv"}, Spec: framework.GuestVMI(framework.GuestImage, "from-dv")}
+	vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: good.Name}}}
+	if err := c.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, "booted from the DataVolume", framework.AgentConnected)
 }

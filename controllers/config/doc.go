@@ -21,6 +21,7 @@ var Files = []string{
 	"crd/hco.kubevirt.io_hyperconvergeds.yaml",
 	"crd/kubevirt.io_virtualmachines.yaml",
 	"crd/kubevirt.io_virtualmachineinstances.yaml",
+	"crd/cdi.kubevirt.io_datavolumes.yaml",
 	"rbac/role.yaml",
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",

@@ -8,13 +8,17 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/controllers/datavolume"
 )
 
 // Path is where the webhook is served.
 const Path = "/validate-kubevirt-io-v1"
 
-// Validator admits VirtualMachines and VirtualMachineInstances whose spec
-// uses only supported fields.
+// Validator admits VirtualMachines, VirtualMachineInstances and
+// DataVolumes whose spec uses only supported fields.
 type Validator struct{}
 
 // Handle implements admission.Handler.
@@ -32,6 +36,12 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 	switch req.Kind.Kind {
 	case "VirtualMachine":
 		err = ValidateVMSpec(obj.Spec)
+	case "DataVolume":
+		var dv cdiv1.DataVolume
+		if err := json.Unmarshal(req.Object.Raw, &dv); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the DataVolume: %w", err))
+		}
+		err = datavolume.Supported(&dv)
 	case "VirtualMachineInstance":
 		if req.Operation != admissionv1.Create {
 			// The node handler updates running VMIs; their spec was

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 )
 
 // GuestImage is the guest containerDisk `tekvirt up` publishes.
@@ -27,7 +28,7 @@ const GuestImage = "127.0.0.1:5000/tekvirt/guest-container-disk:latest"
 // VMRoot is where the node handler keeps one directory per VMI (by UID).
 const VMRoot = "/var/lib/tekvirt/vms"
 
-// VMClient is a client that knows the KubeVirt types.
+// VMClient is a client that knows the KubeVirt and CDI types.
 func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 	t.Helper()
 	s := runtime.NewScheme()
@@ -35,6 +36,9 @@ func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 		t.Fatal(err)
 	}
 	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := cdiv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.NewWithWatch(f.Config, client.Options{Scheme: s})

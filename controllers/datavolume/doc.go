@@ -1,0 +1,7 @@
+// Package datavolume reconciles CDI DataVolumes: it creates the claim,
+// runs the catalog's import-disk task as a TaskRun that mounts it (inline
+// spec, so it runs in the DataVolume's namespace with no extra RBAC;
+// credentials and CA come from the source's secret and ConfigMap), retries
+// failures a retry can fix, and mirrors the run into status.phase,
+// restartCount and the Bound, Running and Ready conditions as CDI does.
+package datavolume

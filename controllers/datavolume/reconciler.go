@@ -1,0 +1,156 @@
+package datavolume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/catalog"
+)
+
+// MaxRestarts is how often a failed import that a retry may fix is rerun.
+const MaxRestarts = 3
+
+// Reconciler imports DataVolumes with the catalog's import-disk task.
+type Reconciler struct {
+	Client client.Client
+	// StepImage runs the task's step (as in the installed catalog).
+	StepImage string
+}
+
+// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=tekton.dev,resources=taskruns,verbs=get;list;watch;create;delete
+
+// Reconcile moves one DataVolume along and reports it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	dv := &cdiv1.DataVolume{}
+	if err := r.Client.Get(ctx, req.NamespacedName, dv); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if dv.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil // owner references remove the claim and runs
+	}
+	base := dv.DeepCopy()
+	var obs observed
+	defer func() {
+		dv.Status = nextStatus(dv, obs, metav1.Now())
+		if err := r.Client.Status().Patch(ctx, dv, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+			reterr = errors.Join(reterr, fmt.Errorf("patching status of %s: %w", klog.KObj(dv), err))
+		}
+	}()
+	if obs.invalid = Supported(dv); obs.invalid != nil {
+		return ctrl.Result{}, nil
+	}
+	pvc, err := r.ensureClaim(ctx, dv)
+	if err != nil {
+		obs.invalid = err
+		return ctrl.Result{}, nil
+	}
+	obs.pvc = pvc
+	if pvc.Status.Phase != corev1.ClaimBound || dv.Status.Phase == cdiv1.Succeeded {
+		return ctrl.Result{}, nil
+	}
+	obs.run, err = r.ensureRun(ctx, dv, pvc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	done, ok, msg := runState(obs.run)
+	if !done || ok {
+		return ctrl.Result{}, nil
+	}
+	if permanent(obs.run) || dv.Status.RestartCount >= MaxRestarts {
+		obs.failed = fmt.Sprintf("import failed: %s (TaskRun %s; its log names the cause)", msg, obs.run.Name)
+		return ctrl.Result{}, nil
+	}
+	dv.Status.RestartCount++
+	ctrl.LoggerFrom(ctx).Info("retrying the import", "dataVolume", klog.KObj(dv), "restartCount", dv.Status.RestartCount, "reason", msg)
+	obs.run, err = r.ensureRun(ctx, dv, pvc)
+	return ctrl.Result{}, err
+}
+
+func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(dv), pvc)
+	if err == nil {
+		if !metav1.IsControlledBy(pvc, dv) {
+			return nil, fmt.Errorf("PVC %s exists and does not belong to this DataVolume", dv.Name)
+		}
+		return pvc, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	if pvc, err = claimFor(dv); err != nil {
+		return nil, err
+	}
+	if err := controllerutil.SetControllerReference(dv, pvc, r.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := r.Client.Create(ctx, pvc); err != nil {
+		return nil, fmt.Errorf("creating PVC %s: %w", klog.KObj(pvc), err)
+	}
+	return pvc, nil
+}
+
+// ensureRun returns the run of the current attempt, creating it if needed.
+func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim) (*pipelinev1.TaskRun, error) {
+	run := &pipelinev1.TaskRun{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: dv.Namespace, Name: runName(dv, dv.Status.RestartCount)}, run)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return run, err
+	}
+	task, err := r.importTask()
+	if err != nil {
+		return nil, err
+	}
+	run = importRun(dv, pvc, task, dv.Status.RestartCount)
+	if err := controllerutil.SetControllerReference(dv, run, r.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := r.Client.Create(ctx, run); err != nil {
+		return nil, fmt.Errorf("creating TaskRun %s: %w", klog.KObj(run), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("import started", "dataVolume", klog.KObj(dv), "taskRun", run.Name)
+	return run, nil
+}
+
+// importTask is the catalog's import-disk task with the step image set.
+func (r *Reconciler) importTask() (*pipelinev1.Task, error) {
+	objs, err := catalog.InstallObjects("", r.StepImage)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Task" && o.GetName() == "import-disk" {
+			task := &pipelinev1.Task{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, task); err != nil {
+				return nil, err
+			}
+			return task, nil
+		}
+	}
+	return nil, errors.New("the catalog has no import-disk task")
+}
+
+// SetupWithManager watches DataVolumes and the claims and runs they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("datavolume").
+		For(&cdiv1.DataVolume{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&pipelinev1.TaskRun{}).
+		Complete(r)
+}

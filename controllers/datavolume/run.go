@@ -1,0 +1,176 @@
+package datavolume
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+)
+
+// DataVolumeLabel marks a DataVolume's import TaskRuns, as CDI labels its pods.
+const DataVolumeLabel = "cdi.kubevirt.io/dataVolume"
+
+// certDir is where a source's certConfigMap is mounted in the step.
+const certDir = "/etc/tekvirt/import-certs"
+
+// Supported names the first part of the spec this controller cannot
+// import; the admission webhook rejects such DataVolumes with it.
+func Supported(dv *cdiv1.DataVolume) error {
+	src := dv.Spec.Source
+	if src == nil {
+		return fmt.Errorf("spec.source is required (sourceRef is not supported yet)")
+	}
+	set := sourcesSet(src)
+	if len(set) != 1 {
+		return fmt.Errorf("spec.source must set exactly one source, has %v", set)
+	}
+	if err := sourceSupported(set[0], src); err != nil {
+		return err
+	}
+	if dv.Spec.ContentType != "" && dv.Spec.ContentType != cdiv1.DataVolumeKubeVirt {
+		return fmt.Errorf("spec.contentType %q is not supported (kubevirt)", dv.Spec.ContentType)
+	}
+	return nil
+}
+
+// sourcesSet lists the source types set, by their JSON names, sorted.
+func sourcesSet(src *cdiv1.DataVolumeSource) []string {
+	var set []string
+	for name, ok := range map[string]bool{"http": src.HTTP != nil, "registry": src.Registry != nil, "blank": src.Blank != nil,
+		"pvc": src.PVC != nil, "upload": src.Upload != nil, "s3": src.S3 != nil, "gcs": src.GCS != nil,
+		"imageio": src.Imageio != nil, "vddk": src.VDDK != nil, "snapshot": src.Snapshot != nil} {
+		if ok {
+			set = append(set, name)
+		}
+	}
+	sort.Strings(set)
+	return set
+}
+
+func sourceSupported(name string, src *cdiv1.DataVolumeSource) error {
+	switch name {
+	case "http":
+		h := src.HTTP
+		if len(h.ExtraHeaders) > 0 || len(h.SecretExtraHeaders) > 0 || h.InsecureSkipVerify != nil {
+			return fmt.Errorf("spec.source.http: extraHeaders, secretExtraHeaders and insecureSkipVerify are not supported")
+		}
+	case "registry":
+		r := src.Registry
+		if r.URL == nil || r.ImageStream != nil || r.PullMethod != nil && *r.PullMethod != cdiv1.RegistryPullPod {
+			return fmt.Errorf("spec.source.registry: only url with pullMethod pod is supported")
+		}
+		if r.CertConfigMap != nil {
+			return fmt.Errorf("spec.source.registry.certConfigMap is not supported")
+		}
+	case "blank":
+	default:
+		return fmt.Errorf("spec.source.%s is not supported (supported: http, registry, blank)", name)
+	}
+	return nil
+}
+
+// claimFor is the PVC a DataVolume gets, from spec.storage or spec.pvc.
+func claimFor(dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: dv.Name,
+		Labels: map[string]string{"app": "containerized-data-importer"}}}
+	switch {
+	case dv.Spec.PVC != nil:
+		pvc.Spec = *dv.Spec.PVC.DeepCopy()
+	case dv.Spec.Storage != nil:
+		s := dv.Spec.Storage
+		pvc.Spec = corev1.PersistentVolumeClaimSpec{AccessModes: s.AccessModes, StorageClassName: s.StorageClassName,
+			VolumeMode: s.VolumeMode, Resources: s.Resources, Selector: s.Selector}
+	default:
+		return nil, fmt.Errorf("spec.storage or spec.pvc is required")
+	}
+	if len(pvc.Spec.AccessModes) == 0 {
+		pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	if _, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; !ok {
+		return nil, fmt.Errorf("spec.storage.resources.requests.storage is required")
+	}
+	if m := pvc.Spec.VolumeMode; m != nil && *m == corev1.PersistentVolumeBlock {
+		return nil, fmt.Errorf("volumeMode Block is not supported (Filesystem)")
+	}
+	return pvc, nil
+}
+
+// runName names the import run of an attempt.
+func runName(dv *cdiv1.DataVolume, attempt int32) string {
+	name := fmt.Sprintf("%s-import-%d", dv.Name, attempt)
+	if len(name) > 63 {
+		name = fmt.Sprintf("%s-import-%d", dv.Name[:63-len(fmt.Sprintf("-import-%d", attempt))], attempt)
+	}
+	return name
+}
+
+// importRun is the TaskRun that imports dv's source into pvc: the catalog's
+// import-disk task inline, with the source's secret as env and its CA
+// ConfigMap as a mounted directory.
+func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pipelinev1.Task, attempt int32) *pipelinev1.TaskRun {
+	spec := task.Spec.DeepCopy()
+	capacity := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	params := map[string]string{"capacity": capacity.String(), "size": capacity.String()}
+	step := &spec.Steps[0]
+	var secret *string
+	switch src := dv.Spec.Source; {
+	case src.HTTP != nil:
+		params["url"], params["checksum"] = src.HTTP.URL, src.HTTP.Checksum
+		if src.HTTP.SecretRef != "" {
+			secret = &src.HTTP.SecretRef
+		}
+		if cm := src.HTTP.CertConfigMap; cm != "" {
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "import-certs", VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}})
+			step.VolumeMounts = append(step.VolumeMounts, corev1.VolumeMount{Name: "import-certs", MountPath: certDir, ReadOnly: true})
+			step.Args = append(step.Args, "--cert-dir="+certDir)
+		}
+	case src.Registry != nil:
+		params["registry"] = strings.TrimPrefix(*src.Registry.URL, "docker://")
+		if src.Registry.SecretRef != nil && *src.Registry.SecretRef != "" {
+			secret = src.Registry.SecretRef
+		}
+	case src.Blank != nil:
+		step.Args = append(step.Args, "--blank")
+	}
+	if secret != nil {
+		for env, key := range map[string]string{"IMPORTER_ACCESS_KEY_ID": "accessKeyId", "IMPORTER_SECRET_KEY": "secretKey"} {
+			step.Env = append(step.Env, corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: *secret}, Key: key}}})
+		}
+	}
+	run := &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: runName(dv, attempt),
+			Labels: map[string]string{DataVolumeLabel: dv.Name, "app.kubernetes.io/part-of": "tekvirt"}},
+		Spec: pipelinev1.TaskRunSpec{
+			TaskSpec:   spec,
+			Workspaces: []pipelinev1.WorkspaceBinding{{Name: "data", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}},
+		},
+	}
+	for _, p := range spec.Params {
+		if v, ok := params[p.Name]; ok && v != "" {
+			run.Spec.Params = append(run.Spec.Params, pipelinev1.Param{Name: p.Name, Value: *pipelinev1.NewStructuredValues(v)})
+		}
+	}
+	return run
+}
+
+// permanent reports whether a failed run's step exited with the code for
+// failures a retry cannot fix.
+func permanent(run *pipelinev1.TaskRun) bool {
+	for _, s := range run.Status.Steps {
+		if s.Terminated != nil && s.Terminated.ExitCode == permanentExitCode {
+			return true
+		}
+	}
+	return false
+}
+
+// permanentExitCode is import-disk's PermanentExitCode (controllers do not
+// import task code).
+const permanentExitCode = 2

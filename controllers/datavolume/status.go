@@ -1,0 +1,97 @@
+package datavolume
+
+import (
+	"fmt"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+)
+
+// observed is what the reconciler saw of a DataVolume's claim and import.
+type observed struct {
+	// invalid says why the DataVolume cannot be imported (an unsupported source).
+	invalid error
+	pvc     *corev1.PersistentVolumeClaim
+	run     *pipelinev1.TaskRun
+	// failed is set when the import failed for good.
+	failed string
+}
+
+// runState reads a TaskRun's Succeeded condition.
+func runState(run *pipelinev1.TaskRun) (done, ok bool, msg string) {
+	if run == nil {
+		return false, false, ""
+	}
+	c := run.Status.GetCondition(apis.ConditionSucceeded)
+	if c == nil || c.IsUnknown() {
+		return false, false, ""
+	}
+	return true, c.IsTrue(), c.Message
+}
+
+// nextStatus computes the DataVolume status; the reconciler patches it.
+func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataVolumeStatus {
+	st := *dv.Status.DeepCopy()
+	if obs.pvc != nil {
+		st.ClaimName = obs.pvc.Name
+	}
+	bound := obs.pvc != nil && obs.pvc.Status.Phase == corev1.ClaimBound
+	switch {
+	case obs.invalid != nil:
+		st.Phase = cdiv1.Failed
+		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionFalse, "UnsupportedSource", obs.invalid.Error(), now)
+		return st
+	case !bound:
+		st.Phase = cdiv1.Pending
+		setCond(&st, cdiv1.DataVolumeBound, corev1.ConditionFalse, "Pending", "PVC "+dv.Name+" Pending", now)
+		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionFalse, "", "", now)
+		return st
+	}
+	setCond(&st, cdiv1.DataVolumeBound, corev1.ConditionTrue, "Bound", "PVC "+obs.pvc.Name+" Bound", now)
+	done, ok, msg := runState(obs.run)
+	switch {
+	case obs.failed != "":
+		st.Phase = cdiv1.Failed
+		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", obs.failed, now)
+		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionFalse, "Error", obs.failed, now)
+	case done && ok:
+		st.Phase, st.Progress = cdiv1.Succeeded, "100.0%"
+		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Completed", "Import Complete", now)
+		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionTrue, "", "", now)
+	case done:
+		// Failed, and a new run is being started.
+		st.Phase = cdiv1.ImportInProgress
+		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", fmt.Sprintf("import failed, retrying: %s", msg), now)
+	case obs.run != nil && obs.run.Status.StartTime != nil:
+		st.Phase = cdiv1.ImportInProgress
+		if st.Progress == "" {
+			st.Progress = "N/A"
+		}
+		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionTrue, "Pod is running", "", now)
+	default:
+		st.Phase = cdiv1.ImportScheduled
+		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "", "", now)
+	}
+	return st
+}
+
+func setCond(st *cdiv1.DataVolumeStatus, t cdiv1.DataVolumeConditionType, s corev1.ConditionStatus, reason, msg string, now metav1.Time) {
+	c := cdiv1.DataVolumeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now, LastHeartbeatTime: now}
+	for i, old := range st.Conditions {
+		if old.Type == t {
+			if old.Status == s {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+			if old.Status == s && old.Reason == reason && old.Message == msg {
+				c.LastHeartbeatTime = old.LastHeartbeatTime
+			}
+			st.Conditions[i] = c
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, c)
+}

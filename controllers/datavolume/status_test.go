@@ -1,0 +1,107 @@
+package datavolume
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+)
+
+func run(status corev1.ConditionStatus, started bool) *pipelinev1.TaskRun {
+	r := &pipelinev1.TaskRun{ObjectMeta: metav1.ObjectMeta{Name: "dv-import-0"}}
+	if started {
+		now := metav1.Now()
+		r.Status.StartTime = &now
+	}
+	if status != "" {
+		r.Status.Status = duckv1.Status{Conditions: duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: status, Message: "msg"}}}
+	}
+	return r
+}
+
+func cond(st cdiv1.DataVolumeStatus, t cdiv1.DataVolumeConditionType) cdiv1.DataVolumeCondition {
+	for _, c := range st.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return cdiv1.DataVolumeCondition{}
+}
+
+func TestNextStatus(t *testing.T) {
+	bound := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "dv"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	pending := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "dv"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}
+	for _, tc := range []struct {
+		name     string
+		obs      observed
+		phase    cdiv1.DataVolumePhase
+		progress cdiv1.DataVolumeProgress
+		ready    corev1.ConditionStatus
+		running  corev1.ConditionStatus
+	}{
+		{"unsupported source", observed{invalid: errors.New("spec.source.s3 is not supported")}, cdiv1.Failed, "", corev1.ConditionFalse, ""},
+		{"claim pending", observed{pvc: pending}, cdiv1.Pending, "", corev1.ConditionFalse, ""},
+		{"run created", observed{pvc: bound, run: run("", false)}, cdiv1.ImportScheduled, "", "", corev1.ConditionFalse},
+		{"run running", observed{pvc: bound, run: run(corev1.ConditionUnknown, true)}, cdiv1.ImportInProgress, "N/A", "", corev1.ConditionTrue},
+		{"run succeeded", observed{pvc: bound, run: run(corev1.ConditionTrue, true)}, cdiv1.Succeeded, "100.0%", corev1.ConditionTrue, corev1.ConditionFalse},
+		{"run failed, retrying", observed{pvc: bound, run: run(corev1.ConditionFalse, true)}, cdiv1.ImportInProgress, "", "", corev1.ConditionFalse},
+		{"failed for good", observed{pvc: bound, run: run(corev1.ConditionFalse, true), failed: "import failed: checksum"}, cdiv1.Failed, "", corev1.ConditionFalse, corev1.ConditionFalse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := nextStatus(&cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: "dv"}}, tc.obs, metav1.Now())
+			if st.Phase != tc.phase || st.Progress != tc.progress {
+				t.Errorf("phase %q progress %q, want %q %q", st.Phase, st.Progress, tc.phase, tc.progress)
+			}
+			if tc.ready != "" && cond(st, cdiv1.DataVolumeReady).Status != tc.ready {
+				t.Errorf("Ready = %+v", cond(st, cdiv1.DataVolumeReady))
+			}
+			if tc.running != "" && cond(st, cdiv1.DataVolumeRunning).Status != tc.running {
+				t.Errorf("Running = %+v", cond(st, cdiv1.DataVolumeRunning))
+			}
+			if tc.obs.invalid != nil && !strings.Contains(cond(st, cdiv1.DataVolumeReady).Message, "s3") {
+				t.Errorf("Ready message does not name the source: %+v", cond(st, cdiv1.DataVolumeReady))
+			}
+		})
+	}
+}
+
+func TestSupportedAndClaim(t *testing.T) {
+	url := "docker://127.0.0.1:5000/disk:1"
+	size := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	for name, tc := range map[string]struct {
+		src  *cdiv1.DataVolumeSource
+		want string
+	}{
+		"http":     {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://x"}}, ""},
+		"registry": {&cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &url}}, ""},
+		"blank":    {&cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}, ""},
+		"s3":       {&cdiv1.DataVolumeSource{S3: &cdiv1.DataVolumeSourceS3{URL: "s3://x"}}, "spec.source.s3 is not supported"},
+		"none":     {nil, "spec.source is required"},
+		"two":      {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "x"}, Blank: &cdiv1.DataVolumeBlankImage{}}, "exactly one source"},
+		"headers":  {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "x", ExtraHeaders: []string{"a: b"}}}, "extraHeaders"},
+	} {
+		dv := &cdiv1.DataVolume{Spec: cdiv1.DataVolumeSpec{Source: tc.src}}
+		err := Supported(dv)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: err = %v, want %q", name, err, tc.want)
+		}
+	}
+	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "dv"},
+		Spec: cdiv1.DataVolumeSpec{Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: size}}}}
+	pvc, err := claimFor(dv)
+	if err != nil || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce || pvc.Name != "dv" {
+		t.Fatalf("claim = %+v, %v", pvc, err)
+	}
+	dv.Spec.Storage.Resources.Requests = nil
+	if _, err := claimFor(dv); err == nil || !strings.Contains(err.Error(), "requests.storage is required") {
+		t.Errorf("no size: %v", err)
+	}
+}
