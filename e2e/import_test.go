@@ -15,8 +15,11 @@ import (
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -130,9 +133,10 @@ func TestImportDiskThenBoot(t *testing.T) {
 }
 
 // TestDataVolumeImport: a CDI DataVolume with an http source is imported
-// by a TaskRun into its PVC and boots a VM through a dataVolume volume; an
-// unsupported source is rejected by name; a wrong checksum fails it with
-// no retry.
+// by a TaskRun into its PVC; a pvc-source DataVolume clones it (a user
+// without datavolumes/source is refused) and boots a VM through a
+// dataVolume volume; an unsupported source is rejected by name; a wrong
+// checksum fails with no retry.
 func TestDataVolumeImport(t *testing.T) {
 	f := framework.New(t)
 	c := f.VMClient(t)
@@ -186,10 +190,58 @@ func TestDataVolumeImport(t *testing.T) {
 		t.Errorf("a checksum failure was retried %d times", bad.Status.RestartCount)
 	}
 
+	// A clone of it (pvc source), by a user allowed to, and not by one who is not.
+	clone := dv("guest-clone", cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Name: good.Name}})
+	denyClone(t, f, clone.DeepCopy())
+	if err := c.Create(ctx, clone); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, "clone DataVolume Succeeded", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(clone), clone); err != nil {
+			return err
+		}
+		if clone.Status.Phase != cdiv1.Succeeded {
+			return fmt.Errorf("phase %q", clone.Status.Phase)
+		}
+		return nil
+	})
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-dv"}, Spec: framework.GuestVMI(framework.GuestImage, "from-dv")}
-	vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: good.Name}}}
+	vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: clone.Name}}}
 	if err := c.Create(ctx, vmi); err != nil {
 		t.Fatal(err)
 	}
 	framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, "booted from the DataVolume", framework.AgentConnected)
+}
+
+// denyClone creates dv as a user who may create DataVolumes in its
+// namespace but not clone from it, and expects the webhook's refusal.
+func denyClone(t *testing.T, f *framework.Framework, dv *cdiv1.DataVolume) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: "dv-creator"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"cdi.kubevirt.io"}, Resources: []string{"datavolumes"}, Verbs: []string{"create"}}}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: "dv-creator"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "e2e-no-clone"}}}
+	if _, err := f.Kube.RbacV1().Roles(dv.Namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Kube.RbacV1().RoleBindings(dv.Namespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(f.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "e2e-no-clone"}
+	s := runtime.NewScheme()
+	if err := cdiv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dv.Name = "not-allowed"
+	err = c.Create(ctx, dv)
+	if err == nil || !strings.Contains(err.Error(), "e2e-no-clone may not clone PVC") {
+		t.Errorf("clone by a user without datavolumes/source: err = %v", err)
+	}
 }

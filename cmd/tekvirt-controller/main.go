@@ -67,7 +67,7 @@ func run(stepImage, probeAddr, metricsAddr, certDir string, webhookPort int) err
 		return fmt.Errorf("setting up the DataVolume controller: %w", err)
 	}
 	if certDir != "" {
-		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{}})
+		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{Client: mgr.GetClient()}})
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

@@ -34,6 +34,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=tekton.dev,resources=taskruns,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Reconcile moves one DataVolume along and reports it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
@@ -60,7 +61,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		obs.invalid = err
 		return ctrl.Result{}, nil
 	}
-	obs.pvc = pvc
+	obs.pvc, obs.clone = pvc, dv.Spec.Source.PVC != nil
 	if pvc.Status.Phase != corev1.ClaimBound || dv.Status.Phase == cdiv1.Succeeded {
 		return ctrl.Result{}, nil
 	}
@@ -113,11 +114,19 @@ func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *c
 	if err == nil || !apierrors.IsNotFound(err) {
 		return run, err
 	}
-	task, err := r.importTask()
-	if err != nil {
-		return nil, err
+	if src := dv.Spec.Source.PVC; src != nil {
+		task, err := r.catalogTask("clone-disk")
+		if err != nil {
+			return nil, err
+		}
+		run = cloneRun(dv, pvc, task, dv.Status.RestartCount)
+	} else {
+		task, err := r.catalogTask("import-disk")
+		if err != nil {
+			return nil, err
+		}
+		run = importRun(dv, pvc, task, dv.Status.RestartCount)
 	}
-	run = importRun(dv, pvc, task, dv.Status.RestartCount)
 	if err := controllerutil.SetControllerReference(dv, run, r.Client.Scheme()); err != nil {
 		return nil, err
 	}
@@ -128,14 +137,14 @@ func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *c
 	return run, nil
 }
 
-// importTask is the catalog's import-disk task with the step image set.
-func (r *Reconciler) importTask() (*pipelinev1.Task, error) {
+// catalogTask is a catalog task with the step image set.
+func (r *Reconciler) catalogTask(name string) (*pipelinev1.Task, error) {
 	objs, err := catalog.InstallObjects("", r.StepImage)
 	if err != nil {
 		return nil, err
 	}
 	for _, o := range objs {
-		if o.GetKind() == "Task" && o.GetName() == "import-disk" {
+		if o.GetKind() == "Task" && o.GetName() == name {
 			task := &pipelinev1.Task{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, task); err != nil {
 				return nil, err
@@ -143,7 +152,7 @@ func (r *Reconciler) importTask() (*pipelinev1.Task, error) {
 			return task, nil
 		}
 	}
-	return nil, errors.New("the catalog has no import-disk task")
+	return nil, fmt.Errorf("the catalog has no %s task", name)
 }
 
 // SetupWithManager watches DataVolumes and the claims and runs they own.

@@ -32,6 +32,9 @@ func Supported(dv *cdiv1.DataVolume) error {
 	if err := sourceSupported(set[0], src); err != nil {
 		return err
 	}
+	if p := src.PVC; p != nil && p.Namespace != "" && p.Namespace != dv.Namespace {
+		return fmt.Errorf("spec.source.pvc.namespace %q: cross-namespace clones are not supported yet", p.Namespace)
+	}
 	if dv.Spec.ContentType != "" && dv.Spec.ContentType != cdiv1.DataVolumeKubeVirt {
 		return fmt.Errorf("spec.contentType %q is not supported (kubevirt)", dv.Spec.ContentType)
 	}
@@ -67,9 +70,9 @@ func sourceSupported(name string, src *cdiv1.DataVolumeSource) error {
 		if r.CertConfigMap != nil {
 			return fmt.Errorf("spec.source.registry.certConfigMap is not supported")
 		}
-	case "blank":
+	case "blank", "pvc":
 	default:
-		return fmt.Errorf("spec.source.%s is not supported (supported: http, registry, blank)", name)
+		return fmt.Errorf("spec.source.%s is not supported (supported: http, registry, blank, pvc)", name)
 	}
 	return nil
 }
@@ -158,6 +161,24 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 		}
 	}
 	return run
+}
+
+// cloneRun is the TaskRun that clones the source PVC's disk into pvc: the
+// catalog's clone-disk task inline, mounting both claims.
+func cloneRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pipelinev1.Task, attempt int32) *pipelinev1.TaskRun {
+	capacity := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	return &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: runName(dv, attempt),
+			Labels: map[string]string{DataVolumeLabel: dv.Name, "app.kubernetes.io/part-of": "tekvirt"}},
+		Spec: pipelinev1.TaskRunSpec{
+			TaskSpec: task.Spec.DeepCopy(),
+			Params:   pipelinev1.Params{{Name: "size", Value: *pipelinev1.NewStructuredValues(capacity.String())}},
+			Workspaces: []pipelinev1.WorkspaceBinding{
+				{Name: "source", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: dv.Spec.Source.PVC.Name, ReadOnly: true}},
+				{Name: "target", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}},
+			},
+		},
+	}
 }
 
 // permanent reports whether a failed run's step exited with the code for

@@ -19,6 +19,8 @@ type observed struct {
 	run     *pipelinev1.TaskRun
 	// failed is set when the import failed for good.
 	failed string
+	// clone is set for a pvc source: Clone phases instead of Import ones.
+	clone bool
 }
 
 // runState reads a TaskRun's Succeeded condition.
@@ -53,6 +55,10 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 	}
 	setCond(&st, cdiv1.DataVolumeBound, corev1.ConditionTrue, "Bound", "PVC "+obs.pvc.Name+" Bound", now)
 	done, ok, msg := runState(obs.run)
+	scheduled, inProgress := cdiv1.ImportScheduled, cdiv1.ImportInProgress
+	if obs.clone {
+		scheduled, inProgress = cdiv1.CloneScheduled, cdiv1.CloneInProgress
+	}
 	switch {
 	case obs.failed != "":
 		st.Phase = cdiv1.Failed
@@ -64,16 +70,16 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionTrue, "", "", now)
 	case done:
 		// Failed, and a new run is being started.
-		st.Phase = cdiv1.ImportInProgress
+		st.Phase = inProgress
 		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", fmt.Sprintf("import failed, retrying: %s", msg), now)
 	case obs.run != nil && obs.run.Status.StartTime != nil:
-		st.Phase = cdiv1.ImportInProgress
+		st.Phase = inProgress
 		if st.Progress == "" {
 			st.Progress = "N/A"
 		}
 		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionTrue, "Pod is running", "", now)
 	default:
-		st.Phase = cdiv1.ImportScheduled
+		st.Phase = scheduled
 		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "", "", now)
 	}
 	return st

@@ -7,6 +7,9 @@ import (
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -18,11 +21,15 @@ import (
 const Path = "/validate-kubevirt-io-v1"
 
 // Validator admits VirtualMachines, VirtualMachineInstances and
-// DataVolumes whose spec uses only supported fields.
-type Validator struct{}
+// DataVolumes whose spec uses only supported fields, and clones only by
+// users allowed to read the source, as CDI does.
+type Validator struct {
+	// Client creates the SubjectAccessReviews of clone sources.
+	Client client.Client
+}
 
 // Handle implements admission.Handler.
-func (Validator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (v Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation == admissionv1.Delete {
 		return admission.Allowed("")
 	}
@@ -41,7 +48,9 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 		if err := json.Unmarshal(req.Object.Raw, &dv); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the DataVolume: %w", err))
 		}
-		err = datavolume.Supported(&dv)
+		if err = datavolume.Supported(&dv); err == nil && dv.Spec.Source.PVC != nil {
+			err = v.mayClone(ctx, req.UserInfo, &dv)
+		}
 	case "VirtualMachineInstance":
 		if req.Operation != admissionv1.Create {
 			// The node handler updates running VMIs; their spec was
@@ -56,4 +65,29 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 		return admission.Denied(err.Error())
 	}
 	return admission.Allowed("")
+}
+
+// mayClone checks CDI's clone permission: create on datavolumes/source in
+// the source's namespace, for the user who creates the DataVolume.
+func (v Validator) mayClone(ctx context.Context, u authnv1.UserInfo, dv *cdiv1.DataVolume) error {
+	ns := dv.Spec.Source.PVC.Namespace
+	if ns == "" {
+		ns = dv.Namespace
+	}
+	extra := map[string]authzv1.ExtraValue{}
+	for k, e := range u.Extra {
+		extra[k] = authzv1.ExtraValue(e)
+	}
+	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
+		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: "create",
+			Group: cdiv1.SchemeGroupVersion.Group, Resource: "datavolumes", Subresource: "source"},
+	}}
+	if err := v.Client.Create(ctx, sar); err != nil {
+		return fmt.Errorf("checking clone permission: %w", err)
+	}
+	if !sar.Status.Allowed {
+		return fmt.Errorf("%s may not clone PVC %s/%s: cloning needs create on datavolumes/source in namespace %s", u.Username, ns, dv.Spec.Source.PVC.Name, ns)
+	}
+	return nil
 }

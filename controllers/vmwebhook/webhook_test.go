@@ -6,8 +6,12 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 )
@@ -41,5 +45,40 @@ func TestHandle(t *testing.T) {
 	}
 	if r := v.Handle(ctx, request(t, "VirtualMachineInstance", admissionv1.Update, vmiSpec)); !r.Allowed {
 		t.Errorf("VMI update (the handler's status report) denied: %+v", r.Result)
+	}
+}
+
+func TestCloneNeedsSourcePermission(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := authzv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	var asked authzv1.ResourceAttributes
+	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			sar := obj.(*authzv1.SubjectAccessReview)
+			asked = *sar.Spec.ResourceAttributes
+			sar.Status.Allowed = sar.Spec.User == "alice"
+			return nil
+		},
+	}).Build()
+	v := Validator{Client: c}
+	dv := "spec:\n  source:\n    pvc: {name: golden, namespace: ns}\n  storage: {resources: {requests: {storage: 1Gi}}}\nmetadata: {namespace: ns, name: copy}\n"
+	req := request(t, "DataVolume", admissionv1.Create, dv)
+	req.Kind.Group = "cdi.kubevirt.io"
+	req.UserInfo.Username = "alice"
+	if r := v.Handle(context.Background(), req); !r.Allowed {
+		t.Errorf("alice denied: %+v", r.Result)
+	}
+	if asked.Resource != "datavolumes" || asked.Subresource != "source" || asked.Verb != "create" || asked.Namespace != "ns" {
+		t.Errorf("asked %+v", asked)
+	}
+	req.UserInfo.Username = "bob"
+	if r := v.Handle(context.Background(), req); r.Allowed || !strings.Contains(r.Result.Message, "bob may not clone PVC ns/golden") {
+		t.Errorf("bob: %+v", r.Result)
+	}
+	s3 := "spec:\n  source:\n    s3: {url: 's3://b/k'}\n"
+	if r := v.Handle(context.Background(), request(t, "DataVolume", admissionv1.Create, s3)); r.Allowed || !strings.Contains(r.Result.Message, "spec.source.s3 is not supported") {
+		t.Errorf("s3: %+v", r.Result)
 	}
 }

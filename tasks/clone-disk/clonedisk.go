@@ -22,6 +22,13 @@ type Params struct {
 	Size string
 }
 
+// permanentError is a failure a retry cannot fix: exit code 2, as
+// import-disk's.
+type permanentError struct{ error }
+
+func (permanentError) ExitCode() int   { return 2 }
+func (e permanentError) Unwrap() error { return e.error }
+
 // Run clones and returns the method used.
 func Run(p Params, out io.Writer) (string, error) {
 	var size int64
@@ -35,10 +42,10 @@ func Run(p Params, out io.Writer) (string, error) {
 	src, dst := filepath.Join(p.SourceDir, DiskFile), filepath.Join(p.TargetDir, DiskFile)
 	st, err := os.Stat(src)
 	if err != nil {
-		return "", fmt.Errorf("source volume has no %s: %w", DiskFile, err)
+		return "", permanentError{fmt.Errorf("source volume has no %s: %w", DiskFile, err)}
 	}
 	if size > 0 && size < st.Size() {
-		return "", fmt.Errorf("%w: the source disk is %d bytes, the size asked %d", images.ErrTooLarge, st.Size(), size)
+		return "", permanentError{fmt.Errorf("%w: the source disk is %d bytes, the size asked %d", images.ErrTooLarge, st.Size(), size)}
 	}
 	start := time.Now()
 	method, err := images.Clone(src, dst)
