@@ -133,9 +133,9 @@ func TestImportDiskThenBoot(t *testing.T) {
 }
 
 // TestDataVolumeImport: a CDI DataVolume with an http source is imported
-// by a TaskRun into its PVC; a pvc-source DataVolume clones it (a user
-// without datavolumes/source is refused) and boots a VM through a
-// dataVolume volume; an unsupported source is rejected by name; a wrong
+// by a TaskRun into its PVC; a VM's dataVolumeTemplate clones it (a user
+// without datavolumes/source is refused) and the VM boots from it once the
+// clone succeeded; an unsupported source is rejected by name; a wrong
 // checksum fails with no retry.
 func TestDataVolumeImport(t *testing.T) {
 	f := framework.New(t)
@@ -190,27 +190,21 @@ func TestDataVolumeImport(t *testing.T) {
 		t.Errorf("a checksum failure was retried %d times", bad.Status.RestartCount)
 	}
 
-	// A clone of it (pvc source), by a user allowed to, and not by one who is not.
+	// A clone of it (pvc source), by a user allowed to, and not by one who is
+	// not; the allowed one as a VM's dataVolumeTemplate, which the VM waits for.
 	clone := dv("guest-clone", cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Name: good.Name}})
 	denyClone(t, f, clone.DeepCopy())
-	if err := c.Create(ctx, clone); err != nil {
+	vm := framework.GuestVM(ns, "from-dv", framework.GuestImage, v1.RunStrategyAlways)
+	vm.Spec.DataVolumeTemplates = []v1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: clone.Name}, Spec: clone.Spec}}
+	vm.Spec.Template.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: clone.Name}}}
+	if err := c.Create(ctx, vm); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 2*time.Minute, "clone DataVolume Succeeded", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(clone), clone); err != nil {
-			return err
-		}
-		if clone.Status.Phase != cdiv1.Succeeded {
-			return fmt.Errorf("phase %q", clone.Status.Phase)
-		}
-		return nil
-	})
-	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-dv"}, Spec: framework.GuestVMI(framework.GuestImage, "from-dv")}
-	vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: clone.Name}}}
-	if err := c.Create(ctx, vmi); err != nil {
-		t.Fatal(err)
-	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vm.Name}}
 	framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, "booted from the DataVolume", framework.AgentConnected)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(clone), clone); err != nil || clone.Status.Phase != cdiv1.Succeeded || !metav1.IsControlledBy(clone, vm) {
+		t.Errorf("the VM's DataVolume: phase %q, owned by the VM %v, %v", clone.Status.Phase, metav1.IsControlledBy(clone, vm), err)
+	}
 }
 
 // denyClone creates dv as a user who may create DataVolumes in its

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 )
 
 // NameLabel marks a VMI with the name of the VM it runs, as KubeVirt does.
@@ -39,8 +40,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	base := vm.DeepCopy()
 	rs, failure := vm.RunStrategy()
+	var volumes v1.VirtualMachinePrintableStatus
 	defer func() {
 		setStatus(vm, rs, vmi, failure, metav1.Now())
+		if vmi == nil && volumes != "" {
+			vm.Status.PrintableStatus = volumes
+		}
 		if err := r.Client.Status().Patch(ctx, vm, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 			reterr = errors.Join(reterr, fmt.Errorf("patching status of %s: %w", klog.KObj(vm), err))
 		}
@@ -57,6 +62,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	case actCreate:
 		if wait := retryWait(&vm.Status, now); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		var msg string
+		if volumes, msg, failure = r.ensureDataVolumes(ctx, vm); failure != nil || volumes != "" {
+			if msg != "" {
+				failure = errors.New(msg)
+			}
+			return ctrl.Result{}, nil // the DataVolumes' changes bring it back
 		}
 		vmi, failure = r.create(ctx, vm)
 	case actDelete:
@@ -137,5 +149,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("virtualmachine").
 		For(&v1.VirtualMachine{}).
 		Owns(&v1.VirtualMachineInstance{}).
+		Owns(&cdiv1.DataVolume{}).
 		Complete(r)
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/controllers/testenv"
 )
@@ -24,12 +25,16 @@ import (
 func start(t *testing.T) client.Client {
 	t.Helper()
 	crd := filepath.Join("..", "config", "crd")
-	cfg := testenv.Start(t, filepath.Join(crd, "kubevirt.io_virtualmachines.yaml"), filepath.Join(crd, "kubevirt.io_virtualmachineinstances.yaml"))
+	cfg := testenv.Start(t, filepath.Join(crd, "kubevirt.io_virtualmachines.yaml"), filepath.Join(crd, "kubevirt.io_virtualmachineinstances.yaml"),
+		filepath.Join(crd, "cdi.kubevirt.io_datavolumes.yaml"))
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := cdiv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	return testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
@@ -197,4 +202,60 @@ func TestRunningAndRunStrategyTogetherFail(t *testing.T) {
 		}
 		return fmt.Errorf("conditions %+v", got.Status.Conditions)
 	})
+}
+
+// TestDataVolumeTemplatesComeFirst: the VM creates its DataVolumes, shows
+// Provisioning, starts only once they succeeded, and shows DataVolumeError
+// when one fails.
+func TestDataVolumeTemplatesComeFirst(t *testing.T) {
+	c := start(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		phase cdiv1.DataVolumePhase
+		want  v1.VirtualMachinePrintableStatus
+	}{{"dvt-ok", cdiv1.Succeeded, v1.VirtualMachineStatusStarting}, {"dvt-bad", cdiv1.Failed, v1.VirtualMachineStatusDataVolumeError}} {
+		vm := newVM(tc.name, v1.RunStrategyAlways)
+		vm.Spec.DataVolumeTemplates = []v1.DataVolumeTemplateSpec{{
+			ObjectMeta: metav1.ObjectMeta{Name: tc.name + "-disk"},
+			Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}},
+				Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}},
+		}}
+		if err := c.Create(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
+		dv := &cdiv1.DataVolume{}
+		testenv.Eventually(t, tc.name+": DataVolume created, VM Provisioning", func() error {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: tc.name + "-disk"}, dv); err != nil {
+				return err
+			}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+				return err
+			}
+			if vm.Status.PrintableStatus != v1.VirtualMachineStatusProvisioning {
+				return fmt.Errorf("printableStatus %q", vm.Status.PrintableStatus)
+			}
+			return nil
+		})
+		if !metav1.IsControlledBy(dv, vm) {
+			t.Errorf("%s: DataVolume not owned by the VM", tc.name)
+		}
+		vmi := &v1.VirtualMachineInstance{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vmi); err == nil {
+			t.Fatalf("%s: VMI created before its DataVolume succeeded", tc.name)
+		}
+		dv.Status.Phase = tc.phase
+		if err := c.Status().Update(ctx, dv); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, tc.name+": VM "+string(tc.want), func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+				return err
+			}
+			if vm.Status.PrintableStatus != tc.want {
+				return fmt.Errorf("printableStatus %q", vm.Status.PrintableStatus)
+			}
+			return nil
+		})
+	}
 }

@@ -35,4 +35,6 @@ var vmiSpecFields = []string{
 var vmSpecFields = []string{
 	"runStrategy=Always|Halted|Manual|RerunOnFailure|Once", "running",
 	"template.metadata.**",
+	// Checked as DataVolumes by the webhook.
+	"dataVolumeTemplates.**",
 }

@@ -81,7 +81,6 @@ func TestUnsupportedFieldsAreNamed(t *testing.T) {
 		"masquerade option":   {"masquerade: {}", "masquerade: {foo: 1}", "spec.template.spec.domain.devices.interfaces[0].masquerade.foo"},
 		"gpu":                 {"          interfaces:", "          gpus:\n            - name: g\n              deviceName: nvidia\n          interfaces:", "spec.template.spec.domain.devices.gpus"},
 		"instancetype":        {"  runStrategy: Halted", "  runStrategy: Halted\n  instancetype:\n    name: u1.small", "spec.instancetype"},
-		"dataVolumeTemplates": {"  runStrategy: Halted", "  runStrategy: Halted\n  dataVolumeTemplates: []", "spec.dataVolumeTemplates"},
 		"bad run strategy":    {"runStrategy: Halted", "runStrategy: Sometimes", `spec.runStrategy: "Sometimes" (supported:`},
 		"multus network":      {"          pod: {}", "          multus:\n            networkName: n", "spec.template.spec.networks[0].multus"},
 		"efi":                 {"        cpu:", "        firmware:\n          bootloader:\n            efi: {}\n        cpu:", "spec.template.spec.domain.firmware.bootloader"},

@@ -9,9 +9,11 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
@@ -42,7 +44,9 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	var err error
 	switch req.Kind.Kind {
 	case "VirtualMachine":
-		err = ValidateVMSpec(obj.Spec)
+		if err = ValidateVMSpec(obj.Spec); err == nil {
+			err = v.dataVolumeTemplates(ctx, req)
+		}
 	case "DataVolume":
 		var dv cdiv1.DataVolume
 		if err := json.Unmarshal(req.Object.Raw, &dv); err != nil {
@@ -65,6 +69,25 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 		return admission.Denied(err.Error())
 	}
 	return admission.Allowed("")
+}
+
+// dataVolumeTemplates checks a VM's DataVolumes as if created on their own.
+func (v Validator) dataVolumeTemplates(ctx context.Context, req admission.Request) error {
+	var vm kubevirtv1.VirtualMachine
+	if err := json.Unmarshal(req.Object.Raw, &vm); err != nil {
+		return fmt.Errorf("decoding the VirtualMachine: %w", err)
+	}
+	for i, t := range vm.Spec.DataVolumeTemplates {
+		dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: t.Name}, Spec: t.Spec}
+		err := datavolume.Supported(dv)
+		if err == nil && dv.Spec.Source.PVC != nil && req.Operation == admissionv1.Create {
+			err = v.mayClone(ctx, req.UserInfo, dv)
+		}
+		if err != nil {
+			return fmt.Errorf("spec.dataVolumeTemplates[%d] (%s): %w", i, t.Name, err)
+		}
+	}
+	return nil
 }
 
 // mayClone checks CDI's clone permission: create on datavolumes/source in

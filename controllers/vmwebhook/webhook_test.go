@@ -82,3 +82,15 @@ func TestCloneNeedsSourcePermission(t *testing.T) {
 		t.Errorf("s3: %+v", r.Result)
 	}
 }
+
+func TestDataVolumeTemplatesAreChecked(t *testing.T) {
+	vm := strings.Replace(userGuideVM, "  runStrategy: Halted", "  runStrategy: Halted\n  dataVolumeTemplates:\n    - metadata: {name: root}\n      spec:\n        source: {s3: {url: 's3://b/k'}}\n        storage: {resources: {requests: {storage: 1Gi}}}", 1)
+	r := Validator{}.Handle(context.Background(), request(t, "VirtualMachine", admissionv1.Create, vm))
+	if r.Allowed || !strings.Contains(r.Result.Message, "spec.dataVolumeTemplates[0] (root): spec.source.s3 is not supported") {
+		t.Errorf("s3 template: %+v", r.Result)
+	}
+	ok := strings.Replace(vm, "s3: {url: 's3://b/k'}", "http: {url: 'http://x/disk.img'}", 1)
+	if r := (Validator{}).Handle(context.Background(), request(t, "VirtualMachine", admissionv1.Create, ok)); !r.Allowed {
+		t.Errorf("http template denied: %+v", r.Result)
+	}
+}
