@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,22 +61,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	now := metav1.Now()
 	switch act {
 	case actCreate:
-		if wait := retryWait(&vm.Status, now); wait > 0 {
+		var wait time.Duration
+		if vmi, volumes, wait, failure = r.start(ctx, vm, now); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-		var msg string
-		if volumes, msg, failure = r.ensureDataVolumes(ctx, vm); failure != nil || volumes != "" {
-			if msg != "" {
-				failure = errors.New(msg)
-			}
-			return ctrl.Result{}, nil // the DataVolumes' changes bring it back
-		}
-		vmi, failure = r.create(ctx, vm)
 	case actDelete:
-		if vmi.Status.Phase == v1.Failed {
-			recordStartFailure(&vm.Status, vmi, now)
-		}
-		failure = r.delete(ctx, vmi)
+		failure = r.replace(ctx, vm, vmi, now)
 	case actHalt:
 		halted := v1.RunStrategyHalted
 		patch := client.MergeFrom(vm.DeepCopy())
@@ -87,6 +78,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 	return ctrl.Result{}, failure
+}
+
+// start creates the VMI unless the crash-loop backoff (a wait) or the
+// DataVolumes (Provisioning, DataVolumeError) hold it back; their changes
+// bring the VM back here.
+func (r *Reconciler) start(ctx context.Context, vm *v1.VirtualMachine, now metav1.Time) (*v1.VirtualMachineInstance, v1.VirtualMachinePrintableStatus, time.Duration, error) {
+	if wait := retryWait(&vm.Status, now); wait > 0 {
+		return nil, "", wait, nil
+	}
+	volumes, msg, err := r.ensureDataVolumes(ctx, vm)
+	switch {
+	case err != nil:
+		return nil, "", 0, err
+	case msg != "":
+		return nil, volumes, 0, errors.New(msg)
+	case volumes != "":
+		return nil, volumes, 0, nil
+	}
+	vmi, err := r.create(ctx, vm)
+	return vmi, "", 0, err
+}
+
+// replace deletes a finished VMI so that a new one can start, counting a
+// failed one for the crash-loop backoff.
+func (r *Reconciler) replace(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, now metav1.Time) error {
+	if vmi.Status.Phase == v1.Failed {
+		recordStartFailure(&vm.Status, vmi, now)
+	}
+	return r.delete(ctx, vmi)
 }
 
 // vmiOf returns the VMI of vm, or nil. A VMI of that name that another
