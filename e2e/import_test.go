@@ -168,6 +168,7 @@ func TestDataVolumeImport(t *testing.T) {
 		return nil
 	})
 	t.Logf("DataVolume create -> Succeeded: %s", time.Since(start).Round(100*time.Millisecond))
+	checkLiveProgress(t, f, c, dv("slow", cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: serveSlowly(t, f) + "/guest.qcow2.xz"}}))
 
 	unsupported := dv("s3", cdiv1.DataVolumeSource{S3: &cdiv1.DataVolumeSourceS3{URL: "s3://bucket/disk"}})
 	if err := c.Create(ctx, unsupported); err == nil || !strings.Contains(err.Error(), "spec.source.s3 is not supported") {
@@ -238,4 +239,66 @@ func denyClone(t *testing.T, f *framework.Framework, dv *cdiv1.DataVolume) {
 	if err == nil || !strings.Contains(err.Error(), "e2e-no-clone may not clone PVC") {
 		t.Errorf("clone by a user without datavolumes/source: err = %v", err)
 	}
+}
+
+// serveSlowly serves the guest's files at about 2 MB/s, so that an import
+// takes several seconds.
+func serveSlowly(t *testing.T, f *framework.Framework) string {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(nodeIP(t, f), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(f.Home, "data", "guest")
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.Base(r.URL.Path)))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+		for len(data) > 0 {
+			n := min(len(data), 200_000)
+			if _, err := w.Write(data[:n]); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			data = data[n:]
+			time.Sleep(100 * time.Millisecond)
+		}
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + l.Addr().String()
+}
+
+// checkLiveProgress imports dv and expects status.progress to show a
+// percentage between 0 and 100 while it runs.
+func checkLiveProgress(t *testing.T, f *framework.Framework, c client.Client, dv *cdiv1.DataVolume) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Create(ctx, dv); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	framework.Eventually(t, 2*time.Minute, "slow DataVolume Succeeded", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(dv), dv); err != nil {
+			return err
+		}
+		if p := string(dv.Status.Progress); p != "" && (len(seen) == 0 || seen[len(seen)-1] != p) {
+			seen = append(seen, p)
+		}
+		if dv.Status.Phase != cdiv1.Succeeded {
+			return fmt.Errorf("phase %q progress %q", dv.Status.Phase, dv.Status.Progress)
+		}
+		return nil
+	})
+	partial := false
+	for _, p := range seen {
+		partial = partial || (strings.HasSuffix(p, "%") && p != "100.0%" && p != "0.00%")
+	}
+	if !partial {
+		t.Errorf("no progress between 0 and 100%% seen while importing: %v", seen)
+	}
+	t.Logf("progress seen: %v", seen)
 }

@@ -63,7 +63,7 @@ func run(stepImage, probeAddr, metricsAddr, certDir string, webhookPort int) err
 	if err := (&placement.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up VMI placement: %w", err)
 	}
-	if err := (&datavolume.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
+	if err := (&datavolume.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DataVolume controller: %w", err)
 	}
 	if certDir != "" {

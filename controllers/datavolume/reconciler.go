@@ -2,8 +2,13 @@ package datavolume
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +31,8 @@ const MaxRestarts = 3
 // Reconciler imports DataVolumes with the catalog's import-disk task.
 type Reconciler struct {
 	Client client.Client
+	// Reader reads objects the manager does not cache (the import's pod).
+	Reader client.Reader
 	// StepImage runs the task's step (as in the installed catalog).
 	StepImage string
 }
@@ -35,6 +42,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=tekton.dev,resources=taskruns,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get
 
 // Reconcile moves one DataVolume along and reports it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
@@ -70,7 +78,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	done, ok, msg := runState(obs.run)
-	if !done || ok {
+	if !done {
+		obs.progress = r.progress(ctx, obs.run)
+		return ctrl.Result{RequeueAfter: progressEvery}, nil
+	}
+	if ok {
 		return ctrl.Result{}, nil
 	}
 	if permanent(obs.run) || dv.Status.RestartCount >= MaxRestarts {
@@ -81,6 +93,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	ctrl.LoggerFrom(ctx).Info("retrying the import", "dataVolume", klog.KObj(dv), "restartCount", dv.Status.RestartCount, "reason", msg)
 	obs.run, err = r.ensureRun(ctx, dv, pvc)
 	return ctrl.Result{}, err
+}
+
+// progressEvery is how often a running import's progress is read.
+const progressEvery = 2 * time.Second
+
+// progress asks the running import's step for its progress, as CDI reads
+// its importer's; "" when it cannot tell yet.
+func (r *Reconciler) progress(ctx context.Context, run *pipelinev1.TaskRun) string {
+	if run.Status.PodName == "" || r.Reader == nil {
+		return ""
+	}
+	pod := &corev1.Pod{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Status.PodName}, pod); err != nil || pod.Status.PodIP == "" {
+		return ""
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, fmt.Sprintf("http://%s/progress", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(progressPort))), nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var rep struct {
+		Progress string `json:"progress"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&rep) != nil {
+		return ""
+	}
+	return rep.Progress
 }
 
 func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {

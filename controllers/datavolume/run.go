@@ -141,6 +141,7 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 	case src.Blank != nil:
 		step.Args = append(step.Args, "--blank")
 	}
+	step.Args = append(step.Args, fmt.Sprintf("--progress-addr=:%d", progressPort))
 	if secret != nil {
 		for env, key := range map[string]string{"IMPORTER_ACCESS_KEY_ID": "accessKeyId", "IMPORTER_SECRET_KEY": "secretKey"} {
 			step.Env = append(step.Env, corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -191,6 +192,10 @@ func permanent(run *pipelinev1.TaskRun) bool {
 	}
 	return false
 }
+
+// progressPort is import-disk's ProgressPort, where a running import
+// answers GET /progress.
+const progressPort = 8089
 
 // permanentExitCode is import-disk's PermanentExitCode (controllers do not
 // import task code).

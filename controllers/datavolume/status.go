@@ -21,6 +21,8 @@ type observed struct {
 	failed string
 	// clone is set for a pvc source: Clone phases instead of Import ones.
 	clone bool
+	// progress is what the running import reported ("45.20%").
+	progress string
 }
 
 // runState reads a TaskRun's Succeeded condition.
@@ -60,6 +62,10 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 		scheduled, inProgress = cdiv1.CloneScheduled, cdiv1.CloneInProgress
 	}
 	switch {
+	case dv.Status.Phase == cdiv1.Succeeded:
+		// Done for good; the run may be gone.
+		st.Progress = "100.0%"
+		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionTrue, "", "", now)
 	case obs.failed != "":
 		st.Phase = cdiv1.Failed
 		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", obs.failed, now)
@@ -74,7 +80,9 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", fmt.Sprintf("import failed, retrying: %s", msg), now)
 	case obs.run != nil && obs.run.Status.StartTime != nil:
 		st.Phase = inProgress
-		if st.Progress == "" {
+		if obs.progress != "" {
+			st.Progress = cdiv1.DataVolumeProgress(obs.progress)
+		} else if st.Progress == "" {
 			st.Progress = "N/A"
 		}
 		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionTrue, "Pod is running", "", now)

@@ -53,10 +53,15 @@ func TestNextStatus(t *testing.T) {
 		{"run running", observed{pvc: bound, run: run(corev1.ConditionUnknown, true)}, cdiv1.ImportInProgress, "N/A", "", corev1.ConditionTrue},
 		{"run succeeded", observed{pvc: bound, run: run(corev1.ConditionTrue, true)}, cdiv1.Succeeded, "100.0%", corev1.ConditionTrue, corev1.ConditionFalse},
 		{"run failed, retrying", observed{pvc: bound, run: run(corev1.ConditionFalse, true)}, cdiv1.ImportInProgress, "", "", corev1.ConditionFalse},
+		{"succeeded before, no run now", observed{pvc: bound}, cdiv1.Succeeded, "100.0%", corev1.ConditionTrue, ""},
 		{"failed for good", observed{pvc: bound, run: run(corev1.ConditionFalse, true), failed: "import failed: checksum"}, cdiv1.Failed, "", corev1.ConditionFalse, corev1.ConditionFalse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := nextStatus(&cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: "dv"}}, tc.obs, metav1.Now())
+			dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: "dv"}}
+			if strings.HasPrefix(tc.name, "succeeded before") {
+				dv.Status.Phase = cdiv1.Succeeded
+			}
+			st := nextStatus(dv, tc.obs, metav1.Now())
 			if st.Phase != tc.phase || st.Progress != tc.progress {
 				t.Errorf("phase %q progress %q, want %q %q", st.Phase, st.Progress, tc.phase, tc.progress)
 			}

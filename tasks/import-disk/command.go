@@ -49,6 +49,7 @@ func Command() *cobra.Command {
 	f.BoolVar(&p.InsecureRegistry, "insecure-registry", false, "allow plain HTTP or unverified TLS to the registry")
 	f.StringVar(&p.Dir, "dir", "", "the data workspace's path")
 	f.StringVar(&p.CertDir, "cert-dir", "", "directory of extra CA certificate files (a mounted ConfigMap)")
+	f.StringVar(&p.ProgressAddr, "progress-addr", "", "serve GET /progress on this address during the import (e.g. :8089)")
 	f.BoolVar(&p.Blank, "blank", false, "make an empty sparse disk of --size instead of importing")
 	return cmd
 }

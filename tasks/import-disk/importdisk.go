@@ -40,6 +40,8 @@ type Params struct {
 	InsecureRegistry bool
 	// Dir is the data workspace's path; Namespace where secrets are read.
 	Dir, Namespace string
+	// ProgressAddr, when set, serves GET /progress there during the import.
+	ProgressAddr string
 }
 
 // Result is what the task reports.
@@ -193,15 +195,16 @@ func Run(ctx context.Context, src images.Source, p Params, out io.Writer) (*Resu
 	defer rc.Close()
 	start := time.Now()
 	fmt.Fprintf(out, "importing %s (%s) into %s\n", src, bytesText(total), filepath.Join(p.Dir, DiskFile))
+	prog := newProgress(out)
+	if p.ProgressAddr != "" {
+		stop, err := prog.serve(p.ProgressAddr)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	res, err := images.Import(ctx, rc, total, images.Target{Path: filepath.Join(p.Dir, DiskFile), Size: size, Capacity: capacity}, images.Options{
-		Checksum: p.Checksum, ProgressInterval: 2 * time.Second,
-		Progress: func(pr images.Progress) {
-			if pr.Percent() >= 0 {
-				fmt.Fprintf(out, "progress: %.2f%% (%d of %d bytes)\n", pr.Percent(), pr.Done, pr.Total)
-			} else {
-				fmt.Fprintf(out, "progress: %d bytes\n", pr.Done)
-			}
-		},
+		Checksum: p.Checksum, ProgressInterval: 500 * time.Millisecond, Progress: prog.update,
 	})
 	if err != nil {
 		return nil, &Failure{Err: fmt.Errorf("importing %s: %w", src, err)}
