@@ -36,15 +36,3 @@ func (s FileSource) Open(context.Context) (io.ReadCloser, int64, error) {
 }
 
 func (s FileSource) String() string { return s.Path }
-
-// StreamSource is an upload: a stream read once, of a known size or -1.
-type StreamSource struct {
-	R    io.ReadCloser
-	Size int64
-	Name string
-}
-
-// Open implements Source.
-func (s StreamSource) Open(context.Context) (io.ReadCloser, int64, error) { return s.R, s.Size, nil }
-
-func (s StreamSource) String() string { return s.Name }

@@ -23,6 +23,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/catalog"
+	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
 )
 
 // MaxRestarts is how often a failed import that a retry may fix is rerun.
@@ -110,7 +111,7 @@ func (r *Reconciler) progress(ctx context.Context, run *pipelinev1.TaskRun) stri
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, fmt.Sprintf("http://%s/progress", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(progressPort))), nil)
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, fmt.Sprintf("http://%s/progress", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(importdisk.ProgressPort))), nil)
 	if err != nil {
 		return ""
 	}

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
 )
 
 // DataVolumeLabel marks a DataVolume's import TaskRuns, as CDI labels its pods.
@@ -141,9 +143,9 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 	case src.Blank != nil:
 		step.Args = append(step.Args, "--blank")
 	}
-	step.Args = append(step.Args, fmt.Sprintf("--progress-addr=:%d", progressPort))
+	step.Args = append(step.Args, fmt.Sprintf("--progress-addr=:%d", importdisk.ProgressPort))
 	if secret != nil {
-		for env, key := range map[string]string{"IMPORTER_ACCESS_KEY_ID": "accessKeyId", "IMPORTER_SECRET_KEY": "secretKey"} {
+		for env, key := range map[string]string{importdisk.AccessKeyEnv: "accessKeyId", importdisk.SecretKeyEnv: "secretKey"} {
 			step.Env = append(step.Env, corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: *secret}, Key: key}}})
 		}
@@ -186,17 +188,9 @@ func cloneRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pip
 // failures a retry cannot fix.
 func permanent(run *pipelinev1.TaskRun) bool {
 	for _, s := range run.Status.Steps {
-		if s.Terminated != nil && s.Terminated.ExitCode == permanentExitCode {
+		if s.Terminated != nil && s.Terminated.ExitCode == importdisk.PermanentExitCode {
 			return true
 		}
 	}
 	return false
 }
-
-// progressPort is import-disk's ProgressPort, where a running import
-// answers GET /progress.
-const progressPort = 8089
-
-// permanentExitCode is import-disk's PermanentExitCode (controllers do not
-// import task code).
-const permanentExitCode = 2

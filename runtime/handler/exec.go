@@ -35,11 +35,6 @@ const (
 	ExecSubresource = "exec"
 )
 
-// ExecPath is the URL path of the exec endpoint of a VMI.
-func ExecPath(namespace, name string) string {
-	return fmt.Sprintf("/apis/%s/v1/namespaces/%s/%s/%s/%s", ExecGroup, namespace, ExecResource, name, ExecSubresource)
-}
-
 // ExecServer serves guest-agent exec for the VMIs on this node over HTTPS,
 // authenticating callers with TokenReview and authorizing them with
 // SubjectAccessReview.

@@ -165,16 +165,6 @@ func (vm *VM) Close() {
 	_, _ = vm.conn.Close()
 }
 
-// Run starts vmi and waits until it stops. Cancelling ctx destroys it.
-func Run(ctx context.Context, uri string, vmi *v1.VirtualMachineInstance, opts domain.Options) (Exit, error) {
-	vm, err := Start(uri, vmi, opts)
-	if err != nil {
-		return Exit{}, err
-	}
-	defer vm.Close()
-	return vm.Wait(ctx)
-}
-
 // DestroyDomain destroys the domain called name on the libvirt at uri, if
 // it runs and, when uuid is given, has that UUID (a newer VMI of the same
 // name is left alone): the cleanup for a launcher that was killed and left

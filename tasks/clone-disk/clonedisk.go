@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tekvirt/tekvirt/images"
+	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
 )
 
 // DiskFile is the disk's name on a volume, as in CDI.
@@ -21,13 +22,6 @@ type Params struct {
 	// Size grows the clone to a virtual size (e.g. a larger target PVC).
 	Size string
 }
-
-// permanentError is a failure a retry cannot fix: exit code 2, as
-// import-disk's.
-type permanentError struct{ error }
-
-func (permanentError) ExitCode() int   { return 2 }
-func (e permanentError) Unwrap() error { return e.error }
 
 // Run clones and returns the method used.
 func Run(p Params, out io.Writer) (string, error) {
@@ -42,10 +36,10 @@ func Run(p Params, out io.Writer) (string, error) {
 	src, dst := filepath.Join(p.SourceDir, DiskFile), filepath.Join(p.TargetDir, DiskFile)
 	st, err := os.Stat(src)
 	if err != nil {
-		return "", permanentError{fmt.Errorf("source volume has no %s: %w", DiskFile, err)}
+		return "", &importdisk.Failure{Err: fmt.Errorf("%w: source volume has no %s: %w", images.ErrNotFound, DiskFile, err)}
 	}
 	if size > 0 && size < st.Size() {
-		return "", permanentError{fmt.Errorf("%w: the source disk is %d bytes, the size asked %d", images.ErrTooLarge, st.Size(), size)}
+		return "", &importdisk.Failure{Err: fmt.Errorf("%w: the source disk is %d bytes, the size asked %d", images.ErrTooLarge, st.Size(), size)}
 	}
 	start := time.Now()
 	method, err := images.Clone(src, dst)
