@@ -13,7 +13,6 @@ import (
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,36 +21,6 @@ import (
 
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
-
-// bindTaskRole lets the catalog task's ServiceAccount act in ns, as the
-// task READMEs tell users to do for their own namespaces.
-func bindTaskRole(t *testing.T, f *framework.Framework, ns, task string) {
-	t.Helper()
-	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: task + "-task", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "tekvirt-" + task + "-task"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: task + "-task", Namespace: framework.CatalogNamespace}},
-	}
-	if _, err := f.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func executeInVM(ns, vm, script, timeout string) *pipelinev1.TaskRun {
-	return &pipelinev1.TaskRun{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "execute-in-vm-", Namespace: framework.CatalogNamespace},
-		Spec: pipelinev1.TaskRunSpec{
-			TaskRef:            &pipelinev1.TaskRef{Name: "execute-in-vm"},
-			ServiceAccountName: "execute-in-vm-task",
-			Params: pipelinev1.Params{
-				{Name: "vmName", Value: *pipelinev1.NewStructuredValues(vm)},
-				{Name: "vmNamespace", Value: *pipelinev1.NewStructuredValues(ns)},
-				{Name: "script", Value: *pipelinev1.NewStructuredValues(script)},
-				{Name: "timeout", Value: *pipelinev1.NewStructuredValues(timeout)},
-			},
-		},
-	}
-}
 
 // TestVMLifecycle boots the guest containerDisk from a KubeVirt manifest,
 // checks what the handler reports and keeps on the node, runs a script
@@ -88,8 +57,8 @@ func TestVMLifecycle(t *testing.T) {
 	dir := filepath.Join(framework.VMRoot, string(vmi.UID))
 	checkOwnCgroup(t, dir, string(vmi.UID))
 
-	bindTaskRole(t, f, ns, "execute-in-vm")
-	r := framework.NewTaskRunRunner(t, f, executeInVM(ns, vm.Name, "hostname; echo to-stderr >&2; exit 3", "2m")).
+	f.BindTaskRole(t, ns, "execute-in-vm")
+	r := framework.NewTaskRunRunner(t, f, framework.ExecuteInVMTaskRun(ns, vm.Name, "hostname; echo to-stderr >&2; exit 3", "2m")).
 		CreateTaskRun().ExpectFailure("exited with code 3").ExpectLogs("lifecycle", "to-stderr")
 	if st := r.TaskRun().Status.Steps; len(st) != 1 || st[0].Terminated == nil || st[0].Terminated.ExitCode != 3 {
 		t.Errorf("step state = %+v, want exit code 3", st)
@@ -278,8 +247,8 @@ func TestExecuteInVMOverSSH(t *testing.T) {
 	c := f.VMClient(t)
 	ns := f.Namespace(t)
 	ctx := context.Background()
-	bindTaskRole(t, f, ns, "generate-ssh-keys")
-	bindTaskRole(t, f, ns, "execute-in-vm")
+	f.BindTaskRole(t, ns, "generate-ssh-keys")
+	f.BindTaskRole(t, ns, "execute-in-vm")
 	keys := framework.NewTaskRunRunner(t, f, &pipelinev1.TaskRun{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "generate-ssh-keys-", Namespace: framework.CatalogNamespace},
 		Spec: pipelinev1.TaskRunSpec{
@@ -305,7 +274,7 @@ func TestExecuteInVMOverSSH(t *testing.T) {
 	if err := c.Create(ctx, vm); err != nil {
 		t.Fatal(err)
 	}
-	tr := executeInVM(ns, vm.Name, "hostname; echo via-ssh; exit 4", "3m")
+	tr := framework.ExecuteInVMTaskRun(ns, vm.Name, "hostname; echo via-ssh; exit 4", "3m")
 	tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: "secretName", Value: *pipelinev1.NewStructuredValues(keys["privateKeySecretName"])})
 	framework.NewTaskRunRunner(t, f, tr).CreateTaskRun().ExpectFailure("exited with code 4").ExpectLogs("ssh-target", "via-ssh")
 }

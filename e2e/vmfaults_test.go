@@ -253,7 +253,7 @@ func TestExecuteInVMWithoutAgentTimesOut(t *testing.T) {
 		}
 		return nil
 	})
-	bindTaskRole(t, f, ns, "execute-in-vm")
-	framework.NewTaskRunRunner(t, f, executeInVM(ns, vm.Name, "true", "15s")).
+	f.BindTaskRole(t, ns, "execute-in-vm")
+	framework.NewTaskRunRunner(t, f, framework.ExecuteInVMTaskRun(ns, vm.Name, "true", "15s")).
 		CreateTaskRun().ExpectFailure("timed out after 15s waiting for the guest agent of VirtualMachineInstance " + ns + "/silent")
 }

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"libvirt.org/go/libvirt"
@@ -20,6 +18,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/runtime/agent"
 	"github.com/tekvirt/tekvirt/runtime/cloudinit"
@@ -64,7 +63,7 @@ func oursStart(t *testing.T, c client.Client, ns string, i int) time.Duration {
 func virshStart(t *testing.T, f *framework.Framework, i int) time.Duration {
 	t.Helper()
 	ctx := context.Background()
-	dir := filepath.Join(filepath.Dir(framework.VMRoot), "bench", strconv.Itoa(i))
+	dir := filepath.Join(cluster.NodeRoot, "bench", strconv.Itoa(i))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +71,7 @@ func virshStart(t *testing.T, f *framework.Framework, i int) time.Duration {
 	if out, err := exec.Command("chown", "libvirt-qemu", dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
-	im, err := containerdisk.Fetch(ctx, framework.GuestImage, filepath.Join(filepath.Dir(framework.VMRoot), "images"))
+	im, err := containerdisk.Fetch(ctx, framework.GuestImage, filepath.Join(cluster.NodeRoot, "images"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,21 +144,6 @@ func TestVMIStartOverhead(t *testing.T) {
 	t.Logf("overhead %s, ratio %.2f (target overhead < 2s)", (mo - mb).Round(10*time.Millisecond), float64(mo)/float64(mb))
 }
 
-func executeTaskRun(ns, vm string) *pipelinev1.TaskRun {
-	return &pipelinev1.TaskRun{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-exec-", Namespace: framework.CatalogNamespace},
-		Spec: pipelinev1.TaskRunSpec{
-			TaskRef:            &pipelinev1.TaskRef{Name: "execute-in-vm"},
-			ServiceAccountName: "execute-in-vm-task",
-			Params: pipelinev1.Params{
-				{Name: "vmName", Value: *pipelinev1.NewStructuredValues(vm)},
-				{Name: "vmNamespace", Value: *pipelinev1.NewStructuredValues(ns)},
-				{Name: "script", Value: *pipelinev1.NewStructuredValues("echo bench-ok")},
-			},
-		},
-	}
-}
-
 // libvirtAgent runs guest agent commands straight through libvirt.
 type libvirtAgent struct{ dom *libvirt.Domain }
 
@@ -216,14 +200,7 @@ func TestExecuteInVMOverhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	vmi := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "running with its agent", framework.AgentConnected)
-	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "execute-in-vm-task", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "tekvirt-execute-in-vm-task"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "execute-in-vm-task", Namespace: framework.CatalogNamespace}},
-	}
-	if _, err := f.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.BindTaskRole(t, ns, "execute-in-vm")
 	conn, err := libvirt.NewConnect(libvirtURI(f))
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +215,7 @@ func TestExecuteInVMOverhead(t *testing.T) {
 	image := shellImage(t, f)
 	var ours, base, trivial []time.Duration
 	for i := 0; i < runs; i++ {
-		r := framework.NewTaskRunRunner(t, f, executeTaskRun(ns, vm.Name)).CreateTaskRun().ExpectSuccess().ExpectLogs("bench-ok")
+		r := framework.NewTaskRunRunner(t, f, framework.ExecuteInVMTaskRun(ns, vm.Name, "echo bench-ok", "5m")).CreateTaskRun().ExpectSuccess().ExpectLogs("bench-ok")
 		ours = append(ours, r.Elapsed)
 		r = framework.NewTaskRunRunner(t, f, trivialTaskRun(image)).CreateTaskRun().ExpectSuccess()
 		trivial = append(trivial, r.Elapsed)

@@ -18,15 +18,20 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/e2e/cluster"
 )
 
 // GuestImage is the guest containerDisk `tekvirt up` publishes.
-const GuestImage = "127.0.0.1:5000/tekvirt/guest-container-disk:latest"
+const GuestImage = cluster.GuestImage
 
 // VMRoot is where the node handler keeps one directory per VMI (by UID).
-const VMRoot = "/var/lib/tekvirt/vms"
+const VMRoot = cluster.NodeRoot + "/vms"
 
 // VMClient is a client that knows the KubeVirt and CDI types.
 func (f *Framework) VMClient(t testing.TB) client.WithWatch {
@@ -161,4 +166,35 @@ func (f *Framework) ComponentPID(t testing.TB, name string) int {
 		t.Fatalf("PID file of %s: %v", name, err)
 	}
 	return pid
+}
+
+// BindTaskRole lets the catalog task's ServiceAccount act in ns, as the
+// task READMEs tell users to do for their own namespaces.
+func (f *Framework) BindTaskRole(t testing.TB, ns, task string) {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: task + "-task", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "tekvirt-" + task + "-task"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: task + "-task", Namespace: CatalogNamespace}},
+	}
+	if _, err := f.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ExecuteInVMTaskRun runs the catalog's execute-in-vm on vm in ns.
+func ExecuteInVMTaskRun(ns, vm, script, timeout string) *pipelinev1.TaskRun {
+	return &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "execute-in-vm-", Namespace: CatalogNamespace},
+		Spec: pipelinev1.TaskRunSpec{
+			TaskRef:            &pipelinev1.TaskRef{Name: "execute-in-vm"},
+			ServiceAccountName: "execute-in-vm-task",
+			Params: pipelinev1.Params{
+				{Name: "vmName", Value: *pipelinev1.NewStructuredValues(vm)},
+				{Name: "vmNamespace", Value: *pipelinev1.NewStructuredValues(ns)},
+				{Name: "script", Value: *pipelinev1.NewStructuredValues(script)},
+				{Name: "timeout", Value: *pipelinev1.NewStructuredValues(timeout)},
+			},
+		},
+	}
 }
