@@ -39,18 +39,27 @@ func (g *globalFlags) vmClient() (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: s})
 }
 
+// getVM connects and reads the VM ns/name.
+func (g *globalFlags) getVM(ctx context.Context, ns, name string) (client.Client, *v1.VirtualMachine, error) {
+	c, err := g.vmClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	vm := &v1.VirtualMachine{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err != nil {
+		return nil, nil, err
+	}
+	return c, vm, nil
+}
+
 // vmCmds are start, stop and restart, which act as virtctl's do through the
 // VM's runStrategy, and console.
 func vmCmds(g *globalFlags) []*cobra.Command {
 	var ns string
 	setRunStrategy := func(rs v1.VirtualMachineRunStrategy, verb string) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			c, err := g.vmClient()
+			c, vm, err := g.getVM(cmd.Context(), ns, args[0])
 			if err != nil {
-				return err
-			}
-			vm := &v1.VirtualMachine{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, vm); err != nil {
 				return err
 			}
 			base := vm.DeepCopy()
@@ -68,12 +77,8 @@ func vmCmds(g *globalFlags) []*cobra.Command {
 		RunE: setRunStrategy(v1.RunStrategyHalted, "stop")}
 	restart := &cobra.Command{Use: "restart NAME", Short: "Restart a running VM: its VMI is deleted and the VM starts a new one", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.vmClient()
+			c, vm, err := g.getVM(cmd.Context(), ns, args[0])
 			if err != nil {
-				return err
-			}
-			vm := &v1.VirtualMachine{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, vm); err != nil {
 				return err
 			}
 			if rs, _ := vm.RunStrategy(); rs != v1.RunStrategyAlways && rs != v1.RunStrategyRerunOnFailure {

@@ -53,15 +53,10 @@ func TestNextStatus(t *testing.T) {
 		{"run running", observed{pvc: bound, run: run(corev1.ConditionUnknown, true)}, cdiv1.ImportInProgress, "N/A", "", corev1.ConditionTrue},
 		{"run succeeded", observed{pvc: bound, run: run(corev1.ConditionTrue, true)}, cdiv1.Succeeded, "100.0%", corev1.ConditionTrue, corev1.ConditionFalse},
 		{"run failed, retrying", observed{pvc: bound, run: run(corev1.ConditionFalse, true)}, cdiv1.ImportInProgress, "", "", corev1.ConditionFalse},
-		{"succeeded before, no run now", observed{pvc: bound}, cdiv1.Succeeded, "100.0%", corev1.ConditionTrue, ""},
 		{"failed for good", observed{pvc: bound, run: run(corev1.ConditionFalse, true), failed: "import failed: checksum"}, cdiv1.Failed, "", corev1.ConditionFalse, corev1.ConditionFalse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: "dv"}}
-			if strings.HasPrefix(tc.name, "succeeded before") {
-				dv.Status.Phase = cdiv1.Succeeded
-			}
-			st := nextStatus(dv, tc.obs, metav1.Now())
+			st := nextStatus(&cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: "dv"}}, tc.obs, metav1.Now())
 			if st.Phase != tc.phase || st.Progress != tc.progress {
 				t.Errorf("phase %q progress %q, want %q %q", st.Phase, st.Progress, tc.phase, tc.progress)
 			}
@@ -108,5 +103,16 @@ func TestSupportedAndClaim(t *testing.T) {
 	dv.Spec.Storage.Resources.Requests = nil
 	if _, err := claimFor(dv); err == nil || !strings.Contains(err.Error(), "requests.storage is required") {
 		t.Errorf("no size: %v", err)
+	}
+}
+
+// TestSucceededStaysSucceeded: once done, a DataVolume whose run is gone
+// (deleted, or not looked up) keeps its phase.
+func TestSucceededStaysSucceeded(t *testing.T) {
+	bound := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "dv"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: "dv"}, Status: cdiv1.DataVolumeStatus{Phase: cdiv1.Succeeded}}
+	st := nextStatus(dv, observed{pvc: bound}, metav1.Now())
+	if st.Phase != cdiv1.Succeeded || st.Progress != "100.0%" || cond(st, cdiv1.DataVolumeReady).Status != corev1.ConditionTrue {
+		t.Errorf("status %+v", st)
 	}
 }
