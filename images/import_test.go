@@ -201,6 +201,7 @@ func TestBadInputLeavesTheOldDisk(t *testing.T) {
 			want: ErrChecksum, message: "sha256 of the image is"},
 		"bad checksum syntax": {src: func(*testing.T) []byte { return raw }, opts: Options{Checksum: "crc32:1234"}, message: `"crc32" is not one of`},
 		"truncated xz":        {src: func(t *testing.T) []byte { x := xzip(t, raw); return x[:len(x)/2] }, want: ErrInvalidImage, message: "xz stream truncated or corrupt"},
+		"truncated gzip":      {src: func(t *testing.T) []byte { g := gz(t, raw); return g[:len(g)/2] }, want: ErrInvalidImage, message: "gz stream truncated or corrupt"},
 		"corrupt qcow2 header": {src: func(*testing.T) []byte { b := append([]byte("QFI\xfb"), bytes.Repeat([]byte{0xff}, 4096)...); return b },
 			want: ErrInvalidImage, message: "qcow2 header"},
 		"qcow2 with backing file":    {src: func(t *testing.T) []byte { return backed(t, raw) }, want: ErrBackingFile, message: "base.raw"},

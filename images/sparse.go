@@ -19,7 +19,7 @@ func writeSparse(f *os.File, r io.Reader) (int64, error) {
 	buf := make([]byte, blockSize)
 	var off int64
 	for {
-		n, err := io.ReadFull(r, buf)
+		n, err := fill(r, buf)
 		if n > 0 {
 			if !bytes.Equal(buf[:n], zeroBlock[:n]) {
 				if _, werr := f.WriteAt(buf[:n], off); werr != nil {
@@ -28,11 +28,26 @@ func writeSparse(f *os.File, r io.Reader) (int64, error) {
 			}
 			off += int64(n)
 		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if errors.Is(err, io.EOF) {
 			return off, f.Truncate(off)
 		}
 		if err != nil {
 			return off, err
 		}
 	}
+}
+
+// fill reads into buf until it is full or r fails. Unlike io.ReadFull it
+// passes io.EOF through unchanged and never makes one up, so that a reader's
+// own io.ErrUnexpectedEOF (a truncated gzip stream) stays an error.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

@@ -27,6 +27,13 @@ func Command() *cobra.Command {
 				}
 				return result.Write(res.Map())
 			}
+			if p.UploadAddr != "" {
+				res, err := Upload(cmd.Context(), p, cmd.OutOrStdout())
+				if err != nil {
+					return err
+				}
+				return result.Write(res.Map())
+			}
 			src, err := Source(cmd.Context(), c, p)
 			if err != nil {
 				return &Failure{Err: err}
@@ -50,6 +57,9 @@ func Command() *cobra.Command {
 	f.StringVar(&p.Dir, "dir", "", "the data workspace's path")
 	f.StringVar(&p.CertDir, "cert-dir", "", "directory of extra CA certificate files (a mounted ConfigMap)")
 	f.StringVar(&p.ProgressAddr, "progress-addr", "", "serve GET /progress on this address during the import (e.g. :8089)")
+	f.StringVar(&p.UploadAddr, "upload-addr", "", "receive the image as an upload on this address (e.g. :8089) instead of fetching it")
+	f.StringVar(&p.UploadPublicKey, "upload-public-key", "", "base64 Ed25519 public key that upload tokens are verified with")
+	f.StringVar(&p.UploadClaim, "upload-claim", "", "name of the PVC upload tokens must be for")
 	f.BoolVar(&p.Blank, "blank", false, "make an empty sparse disk of --size instead of importing")
 	return cmd
 }

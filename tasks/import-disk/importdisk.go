@@ -42,6 +42,10 @@ type Params struct {
 	Dir, Namespace string
 	// ProgressAddr, when set, serves GET /progress there during the import.
 	ProgressAddr string
+	// UploadAddr, when set, receives the image as an upload there instead
+	// (with GET /progress), authorized by tokens for PVC UploadClaim signed
+	// with the key whose public half is UploadPublicKey (base64).
+	UploadAddr, UploadPublicKey, UploadClaim string
 }
 
 // Result is what the task reports.
@@ -180,6 +184,19 @@ func quantity(param, v string) (int64, error) {
 
 // Run imports src into p.Dir/disk.img, printing progress to out.
 func Run(ctx context.Context, src images.Source, p Params, out io.Writer) (*Result, error) {
+	prog := newProgress(out)
+	if p.ProgressAddr != "" {
+		stop, err := prog.serve(p.ProgressAddr)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
+	return run(ctx, src, p, prog)
+}
+
+func run(ctx context.Context, src images.Source, p Params, prog *progress) (*Result, error) {
+	out := prog.out
 	size, err := quantity("size", p.Size)
 	if err != nil {
 		return nil, err
@@ -195,14 +212,6 @@ func Run(ctx context.Context, src images.Source, p Params, out io.Writer) (*Resu
 	defer rc.Close()
 	start := time.Now()
 	fmt.Fprintf(out, "importing %s (%s) into %s\n", src, bytesText(total), filepath.Join(p.Dir, DiskFile))
-	prog := newProgress(out)
-	if p.ProgressAddr != "" {
-		stop, err := prog.serve(p.ProgressAddr)
-		if err != nil {
-			return nil, err
-		}
-		defer stop()
-	}
 	res, err := images.Import(ctx, rc, total, images.Target{Path: filepath.Join(p.Dir, DiskFile), Size: size, Capacity: capacity}, images.Options{
 		Checksum: p.Checksum, ProgressInterval: 500 * time.Millisecond, Progress: prog.update,
 	})

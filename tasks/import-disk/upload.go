@@ -1,0 +1,214 @@
+package importdisk
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Upload paths, as CDI's upload proxy and server serve them: the plain
+// ones answer once the disk is written, the -async ones once the data is
+// received; the -form ones take a multipart form with a "file" field.
+const (
+	UploadPath          = "/v1beta1/upload"
+	UploadAsyncPath     = "/v1beta1/upload-async"
+	UploadFormPath      = "/v1beta1/upload-form"
+	UploadFormAsyncPath = "/v1beta1/upload-form-async"
+)
+
+// UploadPaths lists every upload path.
+var UploadPaths = []string{UploadPath, UploadAsyncPath, UploadFormPath, UploadFormAsyncPath}
+
+// uploadServer receives one upload into p.Dir/disk.img. A failed upload
+// leaves the old disk (if any) in place and the server waiting for the next
+// try; the first upload that succeeds ends it.
+type uploadServer struct {
+	p    Params
+	pub  ed25519.PublicKey
+	prog *progress
+	now  func() time.Time
+
+	mu   sync.Mutex
+	busy bool
+	done chan *Result
+}
+
+// streamSource is an upload body as an images.Source.
+type streamSource struct {
+	r     io.Reader
+	total int64
+}
+
+func (s streamSource) Open(context.Context) (io.ReadCloser, int64, error) {
+	return io.NopCloser(s.r), s.total, nil
+}
+
+func (s streamSource) String() string { return "the upload" }
+
+// Upload serves the upload paths (and GET /progress) on p.UploadAddr until
+// an upload has been imported, and returns its result.
+func Upload(ctx context.Context, p Params, out io.Writer) (*Result, error) {
+	pub, err := ParsePublicKey(p.UploadPublicKey)
+	if err != nil {
+		return nil, err
+	}
+	if p.UploadClaim == "" || p.Namespace == "" {
+		return nil, errors.New("an upload needs the claim name and namespace it is for")
+	}
+	s := &uploadServer{p: p, pub: pub, prog: newProgress(out), now: time.Now, done: make(chan *Result, 1)}
+	l, err := net.Listen("tcp", p.UploadAddr)
+	if err != nil {
+		return nil, fmt.Errorf("serving uploads on %s: %w", p.UploadAddr, err)
+	}
+	srv := &http.Server{Handler: s.handler(ctx), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	defer func() { _ = srv.Close() }()
+	fmt.Fprintf(out, "waiting for an upload into PVC %s/%s on %s\n", p.Namespace, p.UploadClaim, l.Addr())
+	select {
+	case res := <-s.done:
+		// Let the answer to the client go out before the server closes.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		return res, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *uploadServer) handler(ctx context.Context) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /progress", s.prog)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	for _, path := range UploadPaths {
+		async, form := path == UploadAsyncPath || path == UploadFormAsyncPath, path == UploadFormPath || path == UploadFormAsyncPath
+		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { s.upload(ctx, w, r, async, form) })
+	}
+	return mux
+}
+
+// authorize checks the request's token is for this claim.
+func (s *uploadServer) authorize(r *http.Request) error {
+	token := BearerToken(r.Header.Get("Authorization"))
+	if token == "" {
+		return fmt.Errorf("%w: no bearer token", ErrBadToken)
+	}
+	c, err := VerifyUploadToken(s.pub, token, s.now())
+	if err != nil {
+		return err
+	}
+	if c.Namespace != s.p.Namespace || c.PVC != s.p.UploadClaim {
+		return fmt.Errorf("%w: it is for PVC %s/%s", ErrBadToken, c.Namespace, c.PVC)
+	}
+	return nil
+}
+
+func (s *uploadServer) upload(ctx context.Context, w http.ResponseWriter, r *http.Request, async, form bool) {
+	if err := s.authorize(r); err != nil {
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	s.mu.Lock()
+	if s.busy {
+		s.mu.Unlock()
+		http.Error(w, "an upload into this PVC is in progress", http.StatusConflict)
+		return
+	}
+	s.busy = true
+	s.mu.Unlock()
+	body, total, err := uploadBody(r, form)
+	if err != nil {
+		s.release()
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	received := make(chan struct{})
+	result := make(chan error, 1)
+	go func() {
+		res, err := run(ctx, streamSource{r: &eofSignal{r: body, eof: received}, total: total}, s.p, s.prog)
+		if err == nil {
+			s.done <- res
+		} else {
+			fmt.Fprintf(s.prog.out, "upload failed: %v; waiting for another\n", err)
+			s.release()
+		}
+		result <- err
+	}()
+	if async {
+		select {
+		case <-received:
+			w.WriteHeader(http.StatusOK)
+			return
+		case err = <-result:
+		}
+	} else {
+		err = <-result
+	}
+	if err != nil {
+		http.Error(w, err.Error(), uploadStatus(err))
+	}
+}
+
+func (s *uploadServer) release() {
+	s.mu.Lock()
+	s.busy = false
+	s.mu.Unlock()
+}
+
+// uploadStatus is the HTTP status for a failed import: 400 for bad data a
+// retry with the same bytes cannot fix, else 500.
+func uploadStatus(err error) int {
+	var f *Failure
+	if errors.As(err, &f) && f.ExitCode() == PermanentExitCode {
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// uploadBody is the request's image data and its length (-1 if unknown).
+func uploadBody(r *http.Request, form bool) (io.Reader, int64, error) {
+	if !form {
+		return r.Body, r.ContentLength, nil
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the form: %w", err)
+	}
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			return nil, 0, fmt.Errorf("the form has no file field: %w", err)
+		}
+		if part.FormName() == "file" {
+			return part, -1, nil
+		}
+		_ = drain(part)
+	}
+}
+
+func drain(p *multipart.Part) error {
+	_, err := io.Copy(io.Discard, p)
+	return err
+}
+
+// eofSignal closes eof once r has been read to its end.
+type eofSignal struct {
+	r    io.Reader
+	eof  chan struct{}
+	once sync.Once
+}
+
+func (e *eofSignal) Read(b []byte) (int, error) {
+	n, err := e.r.Read(b)
+	if errors.Is(err, io.EOF) {
+		e.once.Do(func() { close(e.eof) })
+	}
+	return n, err
+}

@@ -1,0 +1,219 @@
+package importdisk
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testKey(t *testing.T) (ed25519.PublicKey, ed25519.PrivateKey) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, priv
+}
+
+func TestUploadToken(t *testing.T) {
+	pub, priv := testKey(t)
+	otherPub, otherPriv := testKey(t)
+	now := time.Unix(1_800_000_000, 0)
+	good := UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", IssuedAt: now.Unix(), Expires: now.Add(5 * time.Minute).Unix()}
+	token := SignUploadToken(priv, good)
+	c, err := VerifyUploadToken(pub, token, now.Add(time.Minute))
+	if err != nil || c != good {
+		t.Fatalf("VerifyUploadToken = %+v, %v; want %+v", c, err, good)
+	}
+	parts := strings.Split(token, ".")
+	forged := good
+	forged.PVC = "other"
+	for name, tc := range map[string]struct {
+		token string
+		pub   ed25519.PublicKey
+		at    time.Time
+		want  string
+	}{
+		"expired":               {token, pub, now.Add(5 * time.Minute), "expired at"},
+		"other key":             {token, otherPub, now, "bad signature"},
+		"signed by another key": {SignUploadToken(otherPriv, good), pub, now, "bad signature"},
+		"claims swapped":        {parts[0] + "." + b64(mustJSON(forged)) + "." + parts[2], pub, now, "bad signature"},
+		"not a jwt":             {"abc", pub, now, "not an EdDSA JWT"},
+		"empty":                 {"", pub, now, "not an EdDSA JWT"},
+		"other operation":       {SignUploadToken(priv, UploadClaims{Operation: "Clone", Expires: now.Add(time.Hour).Unix()}), pub, now, `operation "Clone"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := VerifyUploadToken(tc.pub, tc.token, tc.at)
+			if !errors.Is(err, ErrBadToken) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrBadToken with %q", err, tc.want)
+			}
+		})
+	}
+	if got := BearerToken("bearer  abc "); got != "abc" {
+		t.Errorf("BearerToken = %q", got)
+	}
+	if got := BearerToken("Basic abc"); got != "" {
+		t.Errorf("BearerToken(Basic) = %q", got)
+	}
+}
+
+// uploadFixture is an upload server for PVC ns/disk writing into a temp dir.
+type uploadFixture struct {
+	srv    *httptest.Server
+	s      *uploadServer
+	dir    string
+	token  string
+	priv   ed25519.PrivateKey
+	cancel context.CancelFunc
+}
+
+func newUploadFixture(t *testing.T) *uploadFixture {
+	t.Helper()
+	pub, priv := testKey(t)
+	dir := t.TempDir()
+	p := Params{Dir: dir, Namespace: "ns", UploadClaim: "disk", UploadPublicKey: base64.StdEncoding.EncodeToString(pub)}
+	s := &uploadServer{p: p, pub: pub, prog: newProgress(io.Discard), now: time.Now, done: make(chan *Result, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := httptest.NewServer(s.handler(ctx))
+	t.Cleanup(func() { srv.Close(); cancel() })
+	tok := SignUploadToken(priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", Expires: time.Now().Add(time.Minute).Unix()})
+	return &uploadFixture{srv: srv, s: s, dir: dir, token: tok, priv: priv, cancel: cancel}
+}
+
+func (f *uploadFixture) post(t *testing.T, path, token, contentType string, body io.Reader) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func gzipped(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestUploadRejectsBadTokensAndWritesNothing(t *testing.T) {
+	f := newUploadFixture(t)
+	otherPVC := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "other", Expires: time.Now().Add(time.Minute).Unix()})
+	expired := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", Expires: time.Now().Add(-time.Second).Unix()})
+	for name, tok := range map[string]string{"none": "", "garbage": "x.y.z", "other PVC": otherPVC, "expired": expired} {
+		code, msg := f.post(t, UploadPath, tok, "", bytes.NewReader(make([]byte, 4096)))
+		if code != http.StatusUnauthorized || !strings.Contains(msg, "invalid upload token") {
+			t.Errorf("%s: got %d %q, want 401 naming the token", name, code, msg)
+		}
+	}
+	if entries, _ := os.ReadDir(f.dir); len(entries) != 0 {
+		t.Fatalf("rejected uploads wrote %v", entries)
+	}
+}
+
+func TestUploadBadDataKeepsOldDiskAndAllowsRetry(t *testing.T) {
+	f := newUploadFixture(t)
+	disk := filepath.Join(f.dir, DiskFile)
+	old := bytes.Repeat([]byte("old!"), 1024)
+	if err := os.WriteFile(disk, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	truncated := gzipped(t, bytes.Repeat([]byte("new data"), 64<<10))
+	code, msg := f.post(t, UploadPath, f.token, "", bytes.NewReader(truncated[:len(truncated)/2]))
+	if code != http.StatusBadRequest || !strings.Contains(msg, "gz stream truncated") {
+		t.Fatalf("truncated gzip: got %d %q", code, msg)
+	}
+	if got, _ := os.ReadFile(disk); !bytes.Equal(got, old) {
+		t.Fatal("a failed upload changed the old disk")
+	}
+	data := bytes.Repeat([]byte("new data"), 64<<10)
+	if code, msg := f.post(t, UploadPath, f.token, "", bytes.NewReader(gzipped(t, data))); code != http.StatusOK {
+		t.Fatalf("retry: got %d %q", code, msg)
+	}
+	res := <-f.s.done
+	if res.Format != "raw" || res.VirtualSize != int64(len(data)) {
+		t.Fatalf("result %+v", res.Result)
+	}
+	if got, _ := os.ReadFile(disk); !bytes.Equal(got, data) {
+		t.Fatal("disk.img does not hold the upload")
+	}
+}
+
+func TestUploadFormAsync(t *testing.T) {
+	f := newUploadFixture(t)
+	data := bytes.Repeat([]byte{1, 2, 3, 4}, 256<<10)
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("note", "ignored")
+	fw, err := mw.CreateFormFile("file", "disk.raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fw.Write(data)
+	_ = mw.Close()
+	if code, msg := f.post(t, UploadFormAsyncPath, f.token, mw.FormDataContentType(), &body); code != http.StatusOK {
+		t.Fatalf("got %d %q", code, msg)
+	}
+	select {
+	case res := <-f.s.done:
+		if res.VirtualSize != int64(len(data)) {
+			t.Fatalf("virtual size %d", res.VirtualSize)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the async upload did not finish")
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.dir, DiskFile)); !bytes.Equal(got, data) {
+		t.Fatal("disk.img does not hold the form's file")
+	}
+}
+
+func TestUploadOneAtATime(t *testing.T) {
+	f := newUploadFixture(t)
+	pr, pw := io.Pipe()
+	first := make(chan int, 1)
+	go func() {
+		code, _ := f.post(t, UploadPath, f.token, "", pr)
+		first <- code
+	}()
+	if _, err := pw.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	code, msg := f.post(t, UploadPath, f.token, "", bytes.NewReader(make([]byte, 10)))
+	if code != http.StatusConflict {
+		t.Fatalf("second upload: got %d %q, want 409", code, msg)
+	}
+	_ = pw.Close()
+	if code := <-first; code != http.StatusOK {
+		t.Fatalf("first upload: %d", code)
+	}
+}
