@@ -2,12 +2,17 @@
 package main
 
 import (
+	"context"
+	"crypto/ed25519"
+	"crypto/tls"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -16,40 +21,47 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	"github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/controllers/hyperconverged"
 	"github.com/tekvirt/tekvirt/controllers/manager"
 	"github.com/tekvirt/tekvirt/controllers/placement"
+	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
+	"github.com/tekvirt/tekvirt/controllers/uploadtoken"
 	"github.com/tekvirt/tekvirt/controllers/vm"
 	"github.com/tekvirt/tekvirt/controllers/vmwebhook"
 )
 
 func main() {
 	var stepImage, probeAddr, metricsAddr, certDir string
-	var webhookPort int
+	var webhookPort, apiPort, uploadProxyPort int
 	flag.StringVar(&stepImage, "step-image", "", "image reference of tekvirt-step, run by every catalog task")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "address of /metrics; 0 disables")
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "directory with tls.crt and tls.key of the VM validating webhook; empty disables it")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "port of the VM validating webhook")
+	flag.IntVar(&apiPort, "api-port", 8443, "port of the upload.cdi.kubevirt.io aggregated API (with --webhook-cert-dir)")
+	flag.IntVar(&uploadProxyPort, "uploadproxy-port", 8444, "port of the upload proxy (with --webhook-cert-dir)")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	if err := run(stepImage, probeAddr, metricsAddr, certDir, webhookPort); err != nil {
+	if err := run(stepImage, probeAddr, metricsAddr, certDir, ports{webhookPort, apiPort, uploadProxyPort}); err != nil {
 		fmt.Fprintln(os.Stderr, "tekvirt-controller:", err)
 		os.Exit(1)
 	}
 }
 
-func run(stepImage, probeAddr, metricsAddr, certDir string, webhookPort int) error {
+type ports struct{ webhook, api, uploadProxy int }
+
+func run(stepImage, probeAddr, metricsAddr, certDir string, port ports) error {
 	if stepImage == "" {
 		return fmt.Errorf("--step-image is required")
 	}
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
 		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme},
-		WebhookCertDir: certDir, WebhookPort: webhookPort,
+		WebhookCertDir: certDir, WebhookPort: port.webhook,
 	})
 	if err != nil {
 		return err
@@ -63,11 +75,45 @@ func run(stepImage, probeAddr, metricsAddr, certDir string, webhookPort int) err
 	if err := (&placement.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up VMI placement: %w", err)
 	}
-	if err := (&datavolume.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
+	key, err := uploadKey(mgr)
+	if err != nil {
+		return err
+	}
+	pub := base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey))
+	if err := (&datavolume.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage, UploadPublicKey: pub}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DataVolume controller: %w", err)
 	}
 	if certDir != "" {
 		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{Client: mgr.GetClient()}})
+		if err := addUploadServers(mgr, certDir, key, port); err != nil {
+			return err
+		}
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// uploadKey loads the upload token signing key, reading through to the API
+// server since the manager's cache has not started.
+func uploadKey(mgr ctrl.Manager) (ed25519.PrivateKey, error) {
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return nil, err
+	}
+	return uploadtoken.LoadOrCreateKey(context.Background(), c, config.Namespace)
+}
+
+// addUploadServers serves the UploadTokenRequest API and the upload proxy.
+func addUploadServers(mgr ctrl.Manager, certDir string, key ed25519.PrivateKey, port ports) error {
+	apiTLS, allowed, err := uploadtoken.ServerTLS(context.Background(), mgr.GetAPIReader(), certDir)
+	if err != nil {
+		return err
+	}
+	api := &uploadtoken.API{Key: key, AllowedNames: allowed, Log: ctrl.Log.WithName("uploadtoken")}
+	if err := mgr.Add(&manager.TLSServer{Name: "upload token API", Addr: fmt.Sprintf(":%d", port.api), TLS: apiTLS, Handler: api.Handler()}); err != nil {
+		return err
+	}
+	proxyTLS := apiTLS.Clone()
+	proxyTLS.ClientAuth, proxyTLS.ClientCAs = tls.NoClientCert, nil
+	proxy := &uploadproxy.Proxy{Client: mgr.GetAPIReader(), PublicKey: key.Public().(ed25519.PublicKey), Log: ctrl.Log.WithName("uploadproxy")}
+	return mgr.Add(&manager.TLSServer{Name: "upload proxy", Addr: fmt.Sprintf(":%d", port.uploadProxy), TLS: proxyTLS, Handler: proxy.Handler()})
 }

@@ -11,32 +11,42 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 )
 
 // vmClient connects with $KUBECONFIG, else the cluster's admin kubeconfig.
 func (g *globalFlags) vmClient() (client.Client, error) {
+	c, _, err := g.kubeClient()
+	return c, err
+}
+
+// kubeClient is vmClient with its config, knowing the KubeVirt and CDI
+// groups (upload included).
+func (g *globalFlags) kubeClient() (client.Client, *rest.Config, error) {
 	kubeconfig := os.Getenv("KUBECONFIG")
 	if kubeconfig == "" {
 		kubeconfig = filepath.Join(g.home, "kubeconfig")
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("loading %s: %w", kubeconfig, err)
+		return nil, nil, fmt.Errorf("loading %s: %w", kubeconfig, err)
 	}
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, cdiv1.AddToScheme, uploadv1beta1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, nil, err
+		}
 	}
-	if err := v1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return client.New(cfg, client.Options{Scheme: s})
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	return c, cfg, err
 }
 
 // getVM connects and reads the VM ns/name.

@@ -4,7 +4,8 @@
 // RBAC and default StorageClass (hostpath/), the node VM handler's RBAC
 // (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/), the
 // VM validating webhook (webhook/; its serving certificate Secret and
-// caBundle come from the installer) and the default HyperConverged
+// caBundle come from the installer), the upload API's APIService, Services
+// and user role (upload/) and the default HyperConverged
 // (samples/). Images are named ko://<import path> and resolved on install.
 package config
 
@@ -12,7 +13,7 @@ import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml
+//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml
 var FS embed.FS
 
 // Files in the order they are applied.
@@ -27,12 +28,15 @@ var Files = []string{
 	"rbac/role_binding.yaml",
 	"webhook/service.yaml",
 	"webhook/validating.yaml",
+	"upload/service.yaml",
+	"upload/user_roles.yaml",
 	"manager/manager.yaml",
 	"hostpath/role.yaml",
 	"hostpath/role_binding.yaml",
 	"hostpath/storageclass.yaml",
 	"handler/role.yaml",
 	"handler/role_binding.yaml",
+	"upload/apiservice.yaml",
 }
 
 // DefaultHyperConverged is the entry object `tekvirt up` creates.
@@ -48,4 +52,10 @@ const (
 	WebhookService = "tekvirt-webhook"
 	// WebhookConfigFile is the manifest whose caBundle the installer sets.
 	WebhookConfigFile = "webhook/validating.yaml"
+	// APIServiceFile is the APIService whose caBundle the installer sets.
+	APIServiceFile = "upload/apiservice.yaml"
+	// APIService and UploadProxyService are the other Services the
+	// webhook's certificate serves.
+	APIService         = "tekvirt-api"
+	UploadProxyService = "cdi-uploadproxy"
 )

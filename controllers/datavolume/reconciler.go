@@ -36,6 +36,8 @@ type Reconciler struct {
 	Reader client.Reader
 	// StepImage runs the task's step (as in the installed catalog).
 	StepImage string
+	// UploadPublicKey (base64 Ed25519) verifies upload tokens in upload runs.
+	UploadPublicKey string
 }
 
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;update;patch
@@ -70,7 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		obs.invalid = err
 		return ctrl.Result{}, nil
 	}
-	obs.pvc, obs.clone = pvc, dv.Spec.Source.PVC != nil
+	obs.pvc, obs.clone, obs.upload = pvc, dv.Spec.Source.PVC != nil, dv.Spec.Source.Upload != nil
 	if pvc.Status.Phase != corev1.ClaimBound || dv.Status.Phase == cdiv1.Succeeded {
 		return ctrl.Result{}, nil
 	}
@@ -156,7 +158,7 @@ func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume) (*co
 // ensureRun returns the run of the current attempt, creating it if needed.
 func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim) (*pipelinev1.TaskRun, error) {
 	run := &pipelinev1.TaskRun{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: dv.Namespace, Name: runName(dv, dv.Status.RestartCount)}, run)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: dv.Namespace, Name: RunName(dv, dv.Status.RestartCount)}, run)
 	if err == nil || !apierrors.IsNotFound(err) {
 		return run, err
 	}
@@ -171,7 +173,7 @@ func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *c
 		if err != nil {
 			return nil, err
 		}
-		run = importRun(dv, pvc, task, dv.Status.RestartCount)
+		run = importRun(dv, pvc, task, dv.Status.RestartCount, r.UploadPublicKey)
 	}
 	if err := controllerutil.SetControllerReference(dv, run, r.Client.Scheme()); err != nil {
 		return nil, err

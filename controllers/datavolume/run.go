@@ -72,9 +72,9 @@ func sourceSupported(name string, src *cdiv1.DataVolumeSource) error {
 		if r.CertConfigMap != nil {
 			return fmt.Errorf("spec.source.registry.certConfigMap is not supported")
 		}
-	case "blank", "pvc":
+	case "blank", "pvc", "upload":
 	default:
-		return fmt.Errorf("spec.source.%s is not supported (supported: http, registry, blank, pvc)", name)
+		return fmt.Errorf("spec.source.%s is not supported (supported: http, registry, upload, blank, pvc)", name)
 	}
 	return nil
 }
@@ -105,8 +105,8 @@ func claimFor(dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {
 	return pvc, nil
 }
 
-// runName names the import run of an attempt.
-func runName(dv *cdiv1.DataVolume, attempt int32) string {
+// RunName names the import run of an attempt.
+func RunName(dv *cdiv1.DataVolume, attempt int32) string {
 	name := fmt.Sprintf("%s-import-%d", dv.Name, attempt)
 	if len(name) > 63 {
 		name = fmt.Sprintf("%s-import-%d", dv.Name[:63-len(fmt.Sprintf("-import-%d", attempt))], attempt)
@@ -117,7 +117,7 @@ func runName(dv *cdiv1.DataVolume, attempt int32) string {
 // importRun is the TaskRun that imports dv's source into pvc: the catalog's
 // import-disk task inline, with the source's secret as env and its CA
 // ConfigMap as a mounted directory.
-func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pipelinev1.Task, attempt int32) *pipelinev1.TaskRun {
+func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pipelinev1.Task, attempt int32, uploadKey string) *pipelinev1.TaskRun {
 	spec := task.Spec.DeepCopy()
 	capacity := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	params := map[string]string{"capacity": capacity.String(), "size": capacity.String()}
@@ -143,7 +143,12 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 	case src.Blank != nil:
 		step.Args = append(step.Args, "--blank")
 	}
-	step.Args = append(step.Args, fmt.Sprintf("--progress-addr=:%d", importdisk.ProgressPort))
+	if src := dv.Spec.Source; src.Upload != nil {
+		step.Args = append(step.Args, fmt.Sprintf("--upload-addr=:%d", importdisk.ProgressPort),
+			"--upload-public-key="+uploadKey, "--upload-claim="+pvc.Name)
+	} else {
+		step.Args = append(step.Args, fmt.Sprintf("--progress-addr=:%d", importdisk.ProgressPort))
+	}
 	if secret != nil {
 		for env, key := range map[string]string{importdisk.AccessKeyEnv: "accessKeyId", importdisk.SecretKeyEnv: "secretKey"} {
 			step.Env = append(step.Env, corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -151,7 +156,7 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 		}
 	}
 	run := &pipelinev1.TaskRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: runName(dv, attempt),
+		ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: RunName(dv, attempt),
 			Labels: map[string]string{DataVolumeLabel: dv.Name, "app.kubernetes.io/part-of": "tekvirt"}},
 		Spec: pipelinev1.TaskRunSpec{
 			TaskSpec:   spec,
@@ -171,7 +176,7 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 func cloneRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pipelinev1.Task, attempt int32) *pipelinev1.TaskRun {
 	capacity := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	return &pipelinev1.TaskRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: runName(dv, attempt),
+		ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: RunName(dv, attempt),
 			Labels: map[string]string{DataVolumeLabel: dv.Name, "app.kubernetes.io/part-of": "tekvirt"}},
 		Spec: pipelinev1.TaskRunSpec{
 			TaskSpec: task.Spec.DeepCopy(),

@@ -19,8 +19,9 @@ type observed struct {
 	run     *pipelinev1.TaskRun
 	// failed is set when the import failed for good.
 	failed string
-	// clone is set for a pvc source: Clone phases instead of Import ones.
-	clone bool
+	// clone is set for a pvc source: Clone phases instead of Import ones;
+	// upload for an upload source: Upload phases.
+	clone, upload bool
 	// progress is what the running import reported ("45.20%").
 	progress string
 }
@@ -57,10 +58,7 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 	}
 	setCond(&st, cdiv1.DataVolumeBound, corev1.ConditionTrue, "Bound", "PVC "+obs.pvc.Name+" Bound", now)
 	done, ok, msg := runState(obs.run)
-	scheduled, inProgress := cdiv1.ImportScheduled, cdiv1.ImportInProgress
-	if obs.clone {
-		scheduled, inProgress = cdiv1.CloneScheduled, cdiv1.CloneInProgress
-	}
+	scheduled, inProgress := phases(obs)
 	switch {
 	case dv.Status.Phase == cdiv1.Succeeded:
 		// Done for good; the run may be gone.
@@ -91,6 +89,20 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "", "", now)
 	}
 	return st
+}
+
+// phases are the phases of a scheduled and a running import, clone or upload.
+func phases(obs observed) (scheduled, inProgress cdiv1.DataVolumePhase) {
+	switch {
+	case obs.clone:
+		return cdiv1.CloneScheduled, cdiv1.CloneInProgress
+	case obs.upload && obs.progress == "":
+		return cdiv1.UploadScheduled, cdiv1.UploadScheduled
+	case obs.upload:
+		// The upload step is ready once it answers (its progress).
+		return cdiv1.UploadScheduled, cdiv1.UploadReady
+	}
+	return cdiv1.ImportScheduled, cdiv1.ImportInProgress
 }
 
 func setCond(st *cdiv1.DataVolumeStatus, t cdiv1.DataVolumeConditionType, s corev1.ConditionStatus, reason, msg string, now metav1.Time) {

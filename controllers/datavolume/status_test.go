@@ -53,6 +53,12 @@ func TestNextStatus(t *testing.T) {
 		{"run running", observed{pvc: bound, run: run(corev1.ConditionUnknown, true)}, cdiv1.ImportInProgress, "N/A", "", corev1.ConditionTrue},
 		{"run succeeded", observed{pvc: bound, run: run(corev1.ConditionTrue, true)}, cdiv1.Succeeded, "100.0%", corev1.ConditionTrue, corev1.ConditionFalse},
 		{"run failed, retrying", observed{pvc: bound, run: run(corev1.ConditionFalse, true)}, cdiv1.ImportInProgress, "", "", corev1.ConditionFalse},
+		{"upload run created", observed{pvc: bound, upload: true, run: run("", false)}, cdiv1.UploadScheduled, "", "", corev1.ConditionFalse},
+		{"upload step not answering yet", observed{pvc: bound, upload: true, run: run(corev1.ConditionUnknown, true)}, cdiv1.UploadScheduled, "N/A", "", corev1.ConditionTrue},
+		{"upload step waiting", observed{pvc: bound, upload: true, run: run(corev1.ConditionUnknown, true), progress: "N/A"}, cdiv1.UploadReady, "N/A", "", corev1.ConditionTrue},
+		{"uploading", observed{pvc: bound, upload: true, run: run(corev1.ConditionUnknown, true), progress: "12.50%"}, cdiv1.UploadReady, "12.50%", "", corev1.ConditionTrue},
+		{"upload done", observed{pvc: bound, upload: true, run: run(corev1.ConditionTrue, true)}, cdiv1.Succeeded, "100.0%", corev1.ConditionTrue, corev1.ConditionFalse},
+		{"clone running", observed{pvc: bound, clone: true, run: run(corev1.ConditionUnknown, true)}, cdiv1.CloneInProgress, "N/A", "", corev1.ConditionTrue},
 		{"failed for good", observed{pvc: bound, run: run(corev1.ConditionFalse, true), failed: "import failed: checksum"}, cdiv1.Failed, "", corev1.ConditionFalse, corev1.ConditionFalse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,6 +89,8 @@ func TestSupportedAndClaim(t *testing.T) {
 		"http":     {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://x"}}, ""},
 		"registry": {&cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &url}}, ""},
 		"blank":    {&cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}, ""},
+		"upload":   {&cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}, ""},
+		"gcs":      {&cdiv1.DataVolumeSource{GCS: &cdiv1.DataVolumeSourceGCS{URL: "gs://x"}}, "spec.source.gcs is not supported"},
 		"s3":       {&cdiv1.DataVolumeSource{S3: &cdiv1.DataVolumeSourceS3{URL: "s3://x"}}, "spec.source.s3 is not supported"},
 		"none":     {nil, "spec.source is required"},
 		"two":      {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "x"}, Blank: &cdiv1.DataVolumeBlankImage{}}, "exactly one source"},

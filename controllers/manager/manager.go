@@ -1,7 +1,12 @@
 package manager
 
 import (
+	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"net/http"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -70,3 +75,31 @@ func New(o Options) (ctrl.Manager, error) {
 	}
 	return mgr, nil
 }
+
+// TLSServer is a manager runnable serving Handler over TLS on Addr, for
+// servers beside the webhook (an aggregated API, the upload proxy).
+type TLSServer struct {
+	Name    string
+	Addr    string
+	TLS     *tls.Config
+	Handler http.Handler
+}
+
+// Start serves until ctx ends.
+func (s *TLSServer) Start(ctx context.Context) error {
+	srv := &http.Server{Addr: s.Addr, Handler: s.Handler, TLSConfig: s.TLS, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	ctrl.LoggerFrom(ctx).Info("serving", "server", s.Name, "addr", s.Addr)
+	if err := srv.ListenAndServeTLS("", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("%s on %s: %w", s.Name, s.Addr, err)
+	}
+	return nil
+}
+
+// NeedLeaderElection is false: every replica serves.
+func (s *TLSServer) NeedLeaderElection() bool { return false }

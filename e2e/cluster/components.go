@@ -46,14 +46,7 @@ func (c *Cluster) processes(b binaries) []*process {
 		},
 		{
 			name: "kube-apiserver", binary: b.k("kube-apiserver"),
-			args: []string{"--etcd-servers", "http://" + etcdClientAddr,
-				"--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(APIServerPort), "--advertise-address", c.NodeIP.String(),
-				"--service-cluster-ip-range", serviceCIDR, "--allow-privileged=true",
-				"--client-ca-file", pki("ca.crt"), "--tls-cert-file", pki("apiserver.crt"), "--tls-private-key-file", pki("apiserver.key"),
-				"--kubelet-client-certificate", pki("apiserver-kubelet-client.crt"), "--kubelet-client-key", pki("apiserver-kubelet-client.key"),
-				"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
-				"--service-account-key-file", pki("sa.pub"), "--service-account-signing-key-file", pki("sa.key"),
-				"--authorization-mode", "Node,RBAC", "--enable-admission-plugins", "NodeRestriction", "--profiling=false"},
+			args:  c.apiServerArgs(),
 			ports: []string{apiAddr}, ready: c.apiReady(), readyTimeout: 2 * time.Minute,
 		},
 		{
@@ -178,4 +171,23 @@ func socketReady(path string) func(context.Context) error {
 		}
 		return conn.Close()
 	}
+}
+
+// apiServerArgs are the kube-apiserver's flags, with the front proxy's for
+// aggregated APIs (the upload API).
+func (c *Cluster) apiServerArgs() []string {
+	pki := func(f string) string { return filepath.Join(c.pkiDir(), f) }
+	return []string{"--etcd-servers", "http://" + etcdClientAddr,
+		"--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(APIServerPort), "--advertise-address", c.NodeIP.String(),
+		"--service-cluster-ip-range", serviceCIDR, "--allow-privileged=true",
+		"--client-ca-file", pki("ca.crt"), "--tls-cert-file", pki("apiserver.crt"), "--tls-private-key-file", pki("apiserver.key"),
+		"--kubelet-client-certificate", pki("apiserver-kubelet-client.crt"), "--kubelet-client-key", pki("apiserver-kubelet-client.key"),
+		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file", pki("sa.pub"), "--service-account-signing-key-file", pki("sa.key"),
+		"--authorization-mode", "Node,RBAC", "--enable-admission-plugins", "NodeRestriction", "--profiling=false",
+		"--requestheader-client-ca-file", pki("front-proxy-ca.crt"), "--requestheader-allowed-names", frontProxyClient,
+		"--requestheader-username-headers", "X-Remote-User", "--requestheader-group-headers", "X-Remote-Group",
+		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+		"--proxy-client-cert-file", pki("front-proxy-client.crt"), "--proxy-client-key-file", pki("front-proxy-client.key"),
+		"--enable-aggregator-routing=true"}
 }

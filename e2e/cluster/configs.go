@@ -27,7 +27,7 @@ var clientCerts = []certRequest{
 // writeConfigs creates the PKI, kubeconfigs and component config files. It
 // keeps existing keys so running components and users' kubeconfigs stay valid.
 func (c *Cluster) writeConfigs() error {
-	ca, err := loadOrCreateCA(c.pkiDir())
+	ca, err := loadOrCreateCA(c.pkiDir(), "ca")
 	if err != nil {
 		return fmt.Errorf("certificate authority: %w", err)
 	}
@@ -35,8 +35,8 @@ func (c *Cluster) writeConfigs() error {
 	reqs = append(reqs,
 		certRequest{file: "kubelet", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}},
 		certRequest{file: "kubelet-serving", cn: c.NodeName, dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
-		certRequest{file: "webhook-serving", cn: ctrlconfig.WebhookService, server: true,
-			dns: []string{ctrlconfig.WebhookService + "." + ctrlconfig.Namespace + ".svc", ctrlconfig.WebhookService + "." + ctrlconfig.Namespace + ".svc.cluster.local"}},
+		certRequest{file: "webhook-serving", cn: ctrlconfig.WebhookService, server: true, dns: serviceNames(ctrlconfig.Namespace,
+			ctrlconfig.WebhookService, ctrlconfig.APIService, ctrlconfig.UploadProxyService)},
 		certRequest{file: "handler-serving", cn: "tekvirt-handler", dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
 		certRequest{file: "apiserver", cn: "kube-apiserver", server: true,
 			dns: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost", c.NodeName},
@@ -46,6 +46,15 @@ func (c *Cluster) writeConfigs() error {
 		if err := ca.issue(c.pkiDir(), r); err != nil {
 			return err
 		}
+	}
+	// The kube-apiserver proxies aggregated APIs with a client certificate
+	// from its own CA, which the aggregated servers trust for that only.
+	frontProxy, err := loadOrCreateCA(c.pkiDir(), "front-proxy-ca")
+	if err != nil {
+		return fmt.Errorf("front proxy certificate authority: %w", err)
+	}
+	if err := frontProxy.issue(c.pkiDir(), certRequest{file: "front-proxy-client", cn: frontProxyClient}); err != nil {
+		return err
 	}
 	if err := ensureServiceAccountKey(c.pkiDir()); err != nil {
 		return fmt.Errorf("service account key: %w", err)
@@ -75,6 +84,19 @@ func (c *Cluster) writeConfigs() error {
 		}
 	}
 	return nil
+}
+
+// frontProxyClient is the name of the kube-apiserver's front proxy client
+// certificate, the one name aggregated API servers accept.
+const frontProxyClient = "front-proxy-client"
+
+// serviceNames are the DNS names of Services in namespace.
+func serviceNames(namespace string, services ...string) []string {
+	var names []string
+	for _, s := range services {
+		names = append(names, s+"."+namespace+".svc", s+"."+namespace+".svc.cluster.local")
+	}
+	return names
 }
 
 // writeIfChanged leaves an identical file alone: kube-proxy exits when its

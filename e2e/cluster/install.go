@@ -83,7 +83,7 @@ func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, image
 		if err != nil {
 			return fmt.Errorf("decoding %s: %w", f, err)
 		}
-		if f == ctrlconfig.WebhookConfigFile {
+		if f == ctrlconfig.WebhookConfigFile || f == ctrlconfig.APIServiceFile {
 			if err := c.setCABundle(docs); err != nil {
 				return err
 			}
@@ -128,13 +128,19 @@ func (c *Cluster) webhookSecret() (*unstructured.Unstructured, error) {
 }
 
 // setCABundle makes the API server trust the cluster CA, which signed the
-// webhook's certificate, when it calls the webhooks in docs.
+// webhook's certificate, when it calls the webhooks or APIService in docs.
 func (c *Cluster) setCABundle(docs []*unstructured.Unstructured) error {
 	ca, err := os.ReadFile(filepath.Join(c.pkiDir(), "ca.crt"))
 	if err != nil {
 		return err
 	}
 	for _, d := range docs {
+		if d.GetKind() == "APIService" {
+			if err := unstructured.SetNestedField(d.Object, base64.StdEncoding.EncodeToString(ca), "spec", "caBundle"); err != nil {
+				return err
+			}
+			continue
+		}
 		hooks, _, _ := unstructured.NestedSlice(d.Object, "webhooks")
 		for _, h := range hooks {
 			if err := unstructured.SetNestedField(h.(map[string]any), base64.StdEncoding.EncodeToString(ca), "clientConfig", "caBundle"); err != nil {

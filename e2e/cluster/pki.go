@@ -33,10 +33,10 @@ type certRequest struct {
 	server bool
 }
 
-// loadOrCreateCA reuses pki/ca.{crt,key} when present so a restarted cluster
-// keeps trusting the kubeconfigs users already hold.
-func loadOrCreateCA(dir string) (*certAuthority, error) {
-	crtPath, keyPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+// loadOrCreateCA reuses pki/<name>.{crt,key} when present so a restarted
+// cluster keeps trusting the kubeconfigs users already hold.
+func loadOrCreateCA(dir, name string) (*certAuthority, error) {
+	crtPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
 	if cert, key, err := readPair(crtPath, keyPath); err == nil {
 		return &certAuthority{cert: cert, key: key}, nil
 	}
@@ -46,7 +46,7 @@ func loadOrCreateCA(dir string) (*certAuthority, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "tekvirt-ca"},
+		Subject:               pkix.Name{CommonName: "tekvirt-" + name},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().AddDate(10, 0, 0),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,

@@ -23,6 +23,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 )
@@ -33,7 +34,7 @@ const GuestImage = cluster.GuestImage
 // VMRoot is where the node handler keeps one directory per VMI (by UID).
 const VMRoot = cluster.NodeRoot + "/vms"
 
-// VMClient is a client that knows the KubeVirt and CDI types.
+// VMClient is a client that knows the KubeVirt and CDI types (upload too).
 func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 	t.Helper()
 	s := runtime.NewScheme()
@@ -44,6 +45,9 @@ func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 		t.Fatal(err)
 	}
 	if err := cdiv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := uploadv1beta1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.NewWithWatch(f.Config, client.Options{Scheme: s})

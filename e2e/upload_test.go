@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
+
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// TestImageUpload: `tekvirt image-upload` puts the guest's qcow2.xz into a
+// new DataVolume that a VM then boots from; through the upload proxy, bad
+// tokens get 401 and write nothing, a form upload with a token from the
+// UploadTokenRequest API succeeds; editors may request tokens, viewers not.
+func TestImageUpload(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	guest := filepath.Join(f.Home, "data", "guest")
+
+	out := tekvirt(t, f, "image-upload", "dv", "uploaded", "-n", ns, "--size=128Mi", "--image-path="+filepath.Join(guest, "guest.qcow2.xz"))
+	for _, want := range []string{"is UploadReady", "100.0%", "DataVolume " + ns + "/uploaded Succeeded"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("image-upload output lacks %q:\n%s", want, out)
+		}
+	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "uploaded"}, Spec: framework.GuestVMI(framework.GuestImage, "uploaded")}
+	vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: "uploaded"}}}
+	if err := c.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+
+	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "by-form"},
+		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}},
+			Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("128Mi")}}}}}
+	if err := c.Create(ctx, dv); err != nil {
+		t.Fatal(err)
+	}
+	waitDVPhase(t, c, dv, cdiv1.UploadReady)
+	token := uploadToken(t, c, ns, dv.Name)
+	proxy := uploadProxy(t, f, c)
+	raw, err := os.ReadFile(filepath.Join(guest, "guest.raw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := token[:len(token)-4] + "AAAA"
+	for name, tok := range map[string]string{"no token": "", "tampered token": tampered} {
+		code, msg := proxy.post(t, "/v1beta1/upload", tok, "", bytes.NewReader(raw))
+		if code != http.StatusUnauthorized {
+			t.Errorf("%s: got %d %q, want 401", name, code, msg)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(dv), dv); err != nil || dv.Status.Phase != cdiv1.UploadReady {
+		t.Errorf("after refused uploads the DataVolume is %q (%v), want still UploadReady", dv.Status.Phase, err)
+	}
+	if entries := volumeFiles(t, c, ns, dv.Name); len(entries) != 0 {
+		t.Errorf("refused uploads wrote %v", entries)
+	}
+
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	fw, err := mw.CreateFormFile("file", "guest.raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fw.Write(raw)
+	_ = mw.Close()
+	if code, msg := proxy.post(t, "/v1beta1/upload-form", token, mw.FormDataContentType(), &form); code != http.StatusOK {
+		t.Fatalf("form upload: got %d %q", code, msg)
+	}
+	waitDVPhase(t, c, dv, cdiv1.Succeeded)
+	if got := volumeFiles(t, c, ns, dv.Name); len(got) != 1 || got[0] != "disk.img" {
+		t.Errorf("the volume holds %v, want disk.img", got)
+	}
+
+	checkTokenRBAC(t, f, ns)
+	framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, "booted from the uploaded disk", framework.AgentConnected)
+}
+
+func waitDVPhase(t *testing.T, c client.Client, dv *cdiv1.DataVolume, phase cdiv1.DataVolumePhase) {
+	t.Helper()
+	framework.Eventually(t, 2*time.Minute, "DataVolume "+dv.Name+" "+string(phase), func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(dv), dv); err != nil {
+			return err
+		}
+		if dv.Status.Phase == cdiv1.Failed && phase != cdiv1.Failed {
+			t.Fatalf("DataVolume %s failed: %+v", dv.Name, dv.Status)
+		}
+		if dv.Status.Phase != phase {
+			return fmt.Errorf("phase %q", dv.Status.Phase)
+		}
+		return nil
+	})
+}
+
+func uploadToken(t *testing.T, c client.Client, ns, pvc string) string {
+	t.Helper()
+	tr := &uploadv1beta1.UploadTokenRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "token"}, Spec: uploadv1beta1.UploadTokenRequestSpec{PvcName: pvc}}
+	if err := c.Create(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(tr.Status.Token, ".") != 2 {
+		t.Fatalf("the token %q is not a JWT", tr.Status.Token)
+	}
+	return tr.Status.Token
+}
+
+// volumeFiles lists the files on the PVC's volume (a directory on this node).
+func volumeFiles(t *testing.T, c client.Client, ns, pvc string) []string {
+	t.Helper()
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pvc}, claim); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(pv.Spec.HostPath.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+type proxyClient struct {
+	url string
+	hc  *http.Client
+}
+
+// uploadProxy reaches the upload proxy Service, trusting the cluster CA.
+func uploadProxy(t *testing.T, f *framework.Framework, c client.Client) *proxyClient {
+	t.Helper()
+	svc := &corev1.Service{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.UploadProxyService}, svc); err != nil {
+		t.Fatal(err)
+	}
+	ca := f.Config.CAData
+	if len(ca) == 0 {
+		var err error
+		if ca, err = os.ReadFile(f.Config.CAFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool,
+		ServerName: ctrlconfig.UploadProxyService + "." + ctrlconfig.Namespace + ".svc"}}
+	return &proxyClient{url: "https://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port))), hc: &http.Client{Transport: tr, Timeout: time.Minute}}
+}
+
+func (p *proxyClient) post(t *testing.T, path, token, contentType string, body io.Reader) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, p.url+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := p.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	msg, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(msg))
+}
+
+// checkTokenRBAC: the built-in edit role may request upload tokens (our
+// role aggregates into it), view may not.
+func checkTokenRBAC(t *testing.T, f *framework.Framework, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for user, role := range map[string]string{"e2e-editor": "edit", "e2e-viewer": "view"} {
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
+		if _, err := f.Kube.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := runtime.NewScheme()
+	if err := uploadv1beta1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	as := func(user string) error {
+		cfg := rest.CopyConfig(f.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		c, err := client.New(cfg, client.Options{Scheme: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Create(ctx, &uploadv1beta1.UploadTokenRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+			Spec: uploadv1beta1.UploadTokenRequestSpec{PvcName: "by-form"}})
+	}
+	framework.Eventually(t, 30*time.Second, "an editor may request an upload token", func() error { return as("e2e-editor") })
+	if err := as("e2e-viewer"); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("a viewer requested an upload token: err = %v", err)
+	}
+}
