@@ -232,3 +232,67 @@ func checkTokenRBAC(t *testing.T, f *framework.Framework, ns string) {
 		t.Errorf("a viewer requested an upload token: err = %v", err)
 	}
 }
+
+// TestCrossNamespaceClone: a pvc source in another namespace clones through
+// a sender in the source namespace and the upload proxy; the clone is the
+// source's disk byte for byte, the sender is gone afterwards, and a user
+// without datavolumes/source in the source namespace is refused.
+func TestCrossNamespaceClone(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	srcNS, dstNS := f.Namespace(t), f.Namespace(t)
+	ctx := context.Background()
+	size := corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("128Mi")}}
+	src := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: srcNS, Name: "golden"},
+		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: serveGuest(t, f) + "/guest.qcow2.xz"}},
+			Storage: &cdiv1.StorageSpec{Resources: size}}}
+	if err := c.Create(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	waitDVPhase(t, c, src, cdiv1.Succeeded)
+
+	clone := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: dstNS, Name: "mine"},
+		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: srcNS, Name: src.Name}},
+			Storage: &cdiv1.StorageSpec{Resources: size}}}
+	denyClone(t, f, clone.DeepCopy())
+	start := time.Now()
+	if err := c.Create(ctx, clone); err != nil {
+		t.Fatal(err)
+	}
+	waitDVPhase(t, c, clone, cdiv1.Succeeded)
+	t.Logf("cross-namespace clone create -> Succeeded: %s", time.Since(start).Round(100*time.Millisecond))
+	a, b := volumeDisk(t, c, srcNS, src.Name), volumeDisk(t, c, dstNS, clone.Name)
+	if !bytes.Equal(a, b) || len(a) == 0 {
+		t.Errorf("the clone (%d bytes) differs from the source (%d bytes)", len(b), len(a))
+	}
+	framework.Eventually(t, 30*time.Second, "the sender removed", func() error {
+		runs, err := f.Tekton.TektonV1().TaskRuns(srcNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, r := range runs.Items {
+			if strings.Contains(r.Name, "-send-") {
+				return fmt.Errorf("sender %s still there", r.Name)
+			}
+		}
+		return nil
+	})
+}
+
+// volumeDisk reads disk.img of the PVC's volume.
+func volumeDisk(t *testing.T, c client.Client, ns, pvc string) []byte {
+	t.Helper()
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pvc}, claim); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(pv.Spec.HostPath.Path, "disk.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

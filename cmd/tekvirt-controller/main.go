@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/tls"
-	"encoding/base64"
 	"flag"
 	"fmt"
 	"os"
@@ -79,8 +78,7 @@ func run(stepImage, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err != nil {
 		return err
 	}
-	pub := base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey))
-	if err := (&datavolume.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage, UploadPublicKey: pub}).SetupWithManager(mgr); err != nil {
+	if err := (&datavolume.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage, UploadKey: key}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DataVolume controller: %w", err)
 	}
 	if certDir != "" {

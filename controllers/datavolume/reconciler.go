@@ -2,6 +2,8 @@ package datavolume
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,14 +38,16 @@ type Reconciler struct {
 	Reader client.Reader
 	// StepImage runs the task's step (as in the installed catalog).
 	StepImage string
-	// UploadPublicKey (base64 Ed25519) verifies upload tokens in upload runs.
-	UploadPublicKey string
+	// UploadKey signs the tokens of clone senders; its public half, given
+	// to upload runs, verifies all upload tokens.
+	UploadKey ed25519.PrivateKey
 }
 
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=tekton.dev,resources=taskruns,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=tekton.dev,resources=taskruns,verbs=get;list;watch;create;delete;deletecollection;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get
 
@@ -83,10 +87,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	done, ok, msg := runState(obs.run)
 	if !done {
 		obs.progress = r.progress(ctx, obs.run)
+		if crossNamespace(dv) && obs.progress != "" {
+			if err := r.syncSender(ctx, dv, &obs); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		return ctrl.Result{RequeueAfter: progressEvery}, nil
 	}
 	if ok {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.succeeded(ctx, dv)
 	}
 	if permanent(obs.run) || dv.Status.RestartCount >= MaxRestarts {
 		obs.failed = fmt.Sprintf("import failed: %s (TaskRun %s; its log names the cause)", msg, obs.run.Name)
@@ -96,6 +105,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	ctrl.LoggerFrom(ctx).Info("retrying the import", "dataVolume", klog.KObj(dv), "restartCount", dv.Status.RestartCount, "reason", msg)
 	obs.run, err = r.ensureRun(ctx, dv, pvc)
 	return ctrl.Result{}, err
+}
+
+// succeeded cleans up after a DataVolume that is done: the senders of a
+// clone across namespaces (failed ones stay, for their logs).
+func (r *Reconciler) succeeded(ctx context.Context, dv *cdiv1.DataVolume) error {
+	if !crossNamespace(dv) {
+		return nil
+	}
+	return r.deleteSenders(ctx, dv)
 }
 
 // progressEvery is how often a running import's progress is read.
@@ -162,7 +180,7 @@ func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *c
 	if err == nil || !apierrors.IsNotFound(err) {
 		return run, err
 	}
-	if src := dv.Spec.Source.PVC; src != nil {
+	if src := dv.Spec.Source.PVC; src != nil && !crossNamespace(dv) {
 		task, err := r.catalogTask("clone-disk")
 		if err != nil {
 			return nil, err
@@ -173,7 +191,7 @@ func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *c
 		if err != nil {
 			return nil, err
 		}
-		run = importRun(dv, pvc, task, dv.Status.RestartCount, r.UploadPublicKey)
+		run = importRun(dv, pvc, task, dv.Status.RestartCount, base64.StdEncoding.EncodeToString(r.UploadKey.Public().(ed25519.PublicKey)))
 	}
 	if err := controllerutil.SetControllerReference(dv, run, r.Client.Scheme()); err != nil {
 		return nil, err

@@ -34,9 +34,6 @@ func Supported(dv *cdiv1.DataVolume) error {
 	if err := sourceSupported(set[0], src); err != nil {
 		return err
 	}
-	if p := src.PVC; p != nil && p.Namespace != "" && p.Namespace != dv.Namespace {
-		return fmt.Errorf("spec.source.pvc.namespace %q: cross-namespace clones are not supported yet", p.Namespace)
-	}
 	if dv.Spec.ContentType != "" && dv.Spec.ContentType != cdiv1.DataVolumeKubeVirt {
 		return fmt.Errorf("spec.contentType %q is not supported (kubevirt)", dv.Spec.ContentType)
 	}
@@ -116,7 +113,8 @@ func RunName(dv *cdiv1.DataVolume, attempt int32) string {
 
 // importRun is the TaskRun that imports dv's source into pvc: the catalog's
 // import-disk task inline, with the source's secret as env and its CA
-// ConfigMap as a mounted directory.
+// ConfigMap as a mounted directory; for an upload, or a clone from another
+// namespace, its step receives the disk, verifying tokens with uploadKey.
 func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pipelinev1.Task, attempt int32, uploadKey string) *pipelinev1.TaskRun {
 	spec := task.Spec.DeepCopy()
 	capacity := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
@@ -143,7 +141,7 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 	case src.Blank != nil:
 		step.Args = append(step.Args, "--blank")
 	}
-	if src := dv.Spec.Source; src.Upload != nil {
+	if Receives(dv) {
 		step.Args = append(step.Args, fmt.Sprintf("--upload-addr=:%d", importdisk.ProgressPort),
 			"--upload-public-key="+uploadKey, "--upload-claim="+pvc.Name)
 	} else {

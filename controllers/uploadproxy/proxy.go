@@ -97,10 +97,10 @@ func (p *Proxy) target(r *http.Request) (*url.URL, error) {
 		}
 		return nil, err
 	}
-	if dv.Spec.Source == nil || dv.Spec.Source.Upload == nil {
+	if dv.Spec.Source == nil || !datavolume.Receives(dv) {
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("DataVolume %s/%s has no upload source", dv.Namespace, dv.Name)}
 	}
-	if dv.Status.Phase != cdiv1.UploadReady {
+	if dv.Spec.Source.Upload != nil && dv.Status.Phase != cdiv1.UploadReady {
 		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("DataVolume %s/%s is %s, not UploadReady", dv.Namespace, dv.Name, phase(dv))}
 	}
 	run := &pipelinev1.TaskRun{}

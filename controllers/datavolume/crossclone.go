@@ -1,0 +1,160 @@
+package datavolume
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+	clonedisk "github.com/tekvirt/tekvirt/tasks/clone-disk"
+	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
+)
+
+// A clone across namespaces is CDI's host-assisted clone: the target
+// namespace runs an upload step on the new claim, and a run in the source
+// namespace (which alone may mount the source claim) sends the disk to it
+// through the upload proxy, with a token for the target claim.
+
+// Labels of a sending run, naming the DataVolume it clones for.
+const (
+	CloneTargetNamespaceLabel = "cdi.kubevirt.io/cloneTargetNamespace"
+	CloneTargetNameLabel      = "cdi.kubevirt.io/cloneTargetName"
+)
+
+// sendTokenTTL is how long a sender's token is valid: the send may wait for
+// its pod to start.
+const sendTokenTTL = time.Hour
+
+// crossNamespace reports whether dv clones from another namespace.
+func crossNamespace(dv *cdiv1.DataVolume) bool {
+	src := dv.Spec.Source
+	return src != nil && src.PVC != nil && src.PVC.Namespace != "" && src.PVC.Namespace != dv.Namespace
+}
+
+// Receives reports whether dv's run receives its disk as an upload.
+func Receives(dv *cdiv1.DataVolume) bool {
+	return dv.Spec.Source.Upload != nil || crossNamespace(dv)
+}
+
+// sendRunName names an attempt's sending run in the source namespace.
+func sendRunName(dv *cdiv1.DataVolume, attempt int32) string {
+	suffix := fmt.Sprintf("-send-%d", attempt)
+	name := dv.Namespace + "-" + dv.Name
+	if len(name)+len(suffix) > 63 {
+		uid := string(dv.UID)
+		name = name[:min(len(name), 63-len(suffix)-9)] + "-" + uid[:min(8, len(uid))]
+	}
+	return name + suffix
+}
+
+// syncSender starts the sending run once the target's upload step answers,
+// and records a failed send as the DataVolume's failure.
+func (r *Reconciler) syncSender(ctx context.Context, dv *cdiv1.DataVolume, obs *observed) error {
+	src := dv.Spec.Source.PVC
+	run := &pipelinev1.TaskRun{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: src.Namespace, Name: sendRunName(dv, dv.Status.RestartCount)}, run)
+	if apierrors.IsNotFound(err) {
+		run, err = r.createSender(ctx, dv)
+	}
+	if err != nil {
+		return err
+	}
+	if done, ok, msg := runState(run); done && !ok {
+		obs.failed = fmt.Sprintf("sending PVC %s/%s failed: %s (TaskRun %s/%s; its log names the cause)", src.Namespace, src.Name, msg, run.Namespace, run.Name)
+		return r.cancel(ctx, obs.run)
+	}
+	return nil
+}
+
+func (r *Reconciler) createSender(ctx context.Context, dv *cdiv1.DataVolume) (*pipelinev1.TaskRun, error) {
+	url, serverName, err := r.uploadProxy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	task, err := r.catalogTask("clone-disk")
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	token := importdisk.SignUploadToken(r.UploadKey, importdisk.UploadClaims{Operation: importdisk.UploadOperation,
+		Namespace: dv.Namespace, PVC: dv.Name, IssuedAt: now.Unix(), Expires: now.Add(sendTokenTTL).Unix()})
+	run := sendRun(dv, task, url, serverName, token)
+	if err := r.Client.Create(ctx, run); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating TaskRun %s: %w", klog.KObj(run), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("clone sender started", "dataVolume", klog.KObj(dv), "taskRun", klog.KObj(run))
+	return run, nil
+}
+
+// sendRun is the catalog's clone-disk task, inline, in send mode: only the
+// source workspace, posting its disk to the upload proxy.
+func sendRun(dv *cdiv1.DataVolume, task *pipelinev1.Task, url, serverName, token string) *pipelinev1.TaskRun {
+	src := dv.Spec.Source.PVC
+	spec := task.Spec.DeepCopy()
+	spec.Params = nil
+	spec.Workspaces = []pipelinev1.WorkspaceDeclaration{{Name: "source", ReadOnly: true}}
+	step := &spec.Steps[0]
+	step.Args = []string{"--source-dir=$(workspaces.source.path)", "--send-url=" + url, "--send-server-name=" + serverName}
+	step.Env = append(step.Env, corev1.EnvVar{Name: clonedisk.TokenEnv, Value: token})
+	return &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src.Namespace, Name: sendRunName(dv, dv.Status.RestartCount),
+			Labels: map[string]string{CloneTargetNamespaceLabel: dv.Namespace, CloneTargetNameLabel: dv.Name, "app.kubernetes.io/part-of": "tekvirt"}},
+		Spec: pipelinev1.TaskRunSpec{
+			TaskSpec: spec,
+			Workspaces: []pipelinev1.WorkspaceBinding{{Name: "source",
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: src.Name, ReadOnly: true}}},
+		},
+	}
+}
+
+// uploadProxy is the proxy's upload URL (its Service's cluster IP; pods
+// may have no cluster DNS) and the name its certificate is for.
+func (r *Reconciler) uploadProxy(ctx context.Context) (string, string, error) {
+	svc := &corev1.Service{}
+	key := client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.UploadProxyService}
+	if err := r.Reader.Get(ctx, key, svc); err != nil {
+		return "", "", fmt.Errorf("finding the upload proxy %s: %w", key, err)
+	}
+	if len(svc.Spec.Ports) == 0 || svc.Spec.ClusterIP == "" {
+		return "", "", fmt.Errorf("the upload proxy Service %s has no cluster IP and port", key)
+	}
+	host := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+	return "https://" + host + importdisk.UploadPath, key.Name + "." + key.Namespace + ".svc", nil
+}
+
+// cancel stops a run (the target's upload step, when its sender failed).
+func (r *Reconciler) cancel(ctx context.Context, run *pipelinev1.TaskRun) error {
+	if run == nil || run.Spec.Status == pipelinev1.TaskRunSpecStatusCancelled {
+		return nil
+	}
+	base := run.DeepCopy()
+	run.Spec.Status = pipelinev1.TaskRunSpecStatusCancelled
+	if err := r.Client.Patch(ctx, run, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cancelling TaskRun %s: %w", klog.KObj(run), err)
+	}
+	return nil
+}
+
+// deleteSenders removes the sending runs of a finished clone: they live in
+// another namespace, so no owner reference can.
+func (r *Reconciler) deleteSenders(ctx context.Context, dv *cdiv1.DataVolume) error {
+	err := r.Client.DeleteAllOf(ctx, &pipelinev1.TaskRun{}, client.InNamespace(dv.Spec.Source.PVC.Namespace),
+		client.MatchingLabels{CloneTargetNamespaceLabel: dv.Namespace, CloneTargetNameLabel: dv.Name},
+		client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil {
+		return fmt.Errorf("deleting the clone senders of %s: %w", klog.KObj(dv), err)
+	}
+	return nil
+}
