@@ -265,13 +265,29 @@ func TestCrossNamespaceClone(t *testing.T) {
 	if !bytes.Equal(a, b) || len(a) == 0 {
 		t.Errorf("the clone (%d bytes) differs from the source (%d bytes)", len(b), len(a))
 	}
+	// A source volume without a disk fails the clone at once, naming it.
+	empty := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: srcNS, Name: "empty"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Resources: size}}
+	if err := c.Create(ctx, empty); err != nil {
+		t.Fatal(err)
+	}
+	bad := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: dstNS, Name: "from-empty"},
+		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: srcNS, Name: empty.Name}},
+			Storage: &cdiv1.StorageSpec{Resources: size}}}
+	if err := c.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	waitDVPhase(t, c, bad, cdiv1.Failed)
+	if msg := readyMessage(bad); !strings.Contains(msg, "sending PVC "+srcNS+"/empty failed") || bad.Status.RestartCount != 0 {
+		t.Errorf("clone of an empty volume: restarts %d, message %q", bad.Status.RestartCount, msg)
+	}
 	framework.Eventually(t, 30*time.Second, "the sender removed", func() error {
 		runs, err := f.Tekton.TektonV1().TaskRuns(srcNS).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
 		for _, r := range runs.Items {
-			if strings.Contains(r.Name, "-send-") {
+			if strings.Contains(r.Name, "-mine-send-") {
 				return fmt.Errorf("sender %s still there", r.Name)
 			}
 		}
@@ -295,4 +311,13 @@ func volumeDisk(t *testing.T, c client.Client, ns, pvc string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func readyMessage(dv *cdiv1.DataVolume) string {
+	for _, c := range dv.Status.Conditions {
+		if c.Type == cdiv1.DataVolumeReady {
+			return c.Message
+		}
+	}
+	return ""
 }

@@ -4,8 +4,10 @@
 // RBAC and default StorageClass (hostpath/), the node VM handler's RBAC
 // (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/), the
 // VM validating webhook (webhook/; its serving certificate Secret and
-// caBundle come from the installer), the upload API's APIService, Services
-// and user role (upload/) and the default HyperConverged
+// caBundle come from the installer), the upload API's APIService and
+// Services (upload/), the user roles aggregated into admin, edit and view
+// (users/), the golden image namespace and its readers'
+// RBAC (golden/) and the default HyperConverged
 // (samples/). Images are named ko://<import path> and resolved on install.
 package config
 
@@ -13,7 +15,7 @@ import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml
+//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml golden/*.yaml users/*.yaml
 var FS embed.FS
 
 // Files in the order they are applied.
@@ -23,13 +25,14 @@ var Files = []string{
 	"crd/kubevirt.io_virtualmachines.yaml",
 	"crd/kubevirt.io_virtualmachineinstances.yaml",
 	"crd/cdi.kubevirt.io_datavolumes.yaml",
+	"crd/cdi.kubevirt.io_datasources.yaml",
 	"rbac/role.yaml",
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",
 	"webhook/service.yaml",
 	"webhook/validating.yaml",
 	"upload/service.yaml",
-	"upload/user_roles.yaml",
+	"users/roles.yaml",
 	"manager/manager.yaml",
 	"hostpath/role.yaml",
 	"hostpath/role_binding.yaml",
@@ -37,6 +40,7 @@ var Files = []string{
 	"handler/role.yaml",
 	"handler/role_binding.yaml",
 	"upload/apiservice.yaml",
+	"golden/namespace.yaml",
 }
 
 // DefaultHyperConverged is the entry object `tekvirt up` creates.
@@ -44,6 +48,10 @@ const DefaultHyperConverged = "samples/hyperconverged.yaml"
 
 // Namespace is where the controller runs.
 const Namespace = "tekvirt-system"
+
+// GoldenNamespace holds the golden images (DataSources) every user may
+// clone from and only admins and the golden-image pipeline import into.
+const GoldenNamespace = "tekvirt-os-images"
 
 // WebhookSecret holds the webhook's serving certificate (tls.crt, tls.key)
 // for WebhookService.

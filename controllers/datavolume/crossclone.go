@@ -62,20 +62,35 @@ func sendRunName(dv *cdiv1.DataVolume, attempt int32) string {
 // syncSender starts the sending run once the target's upload step answers,
 // and records a failed send as the DataVolume's failure.
 func (r *Reconciler) syncSender(ctx context.Context, dv *cdiv1.DataVolume, obs *observed) error {
-	src := dv.Spec.Source.PVC
-	run := &pipelinev1.TaskRun{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: src.Namespace, Name: sendRunName(dv, dv.Status.RestartCount)}, run)
+	run, err := r.sender(ctx, dv)
 	if apierrors.IsNotFound(err) {
 		run, err = r.createSender(ctx, dv)
 	}
 	if err != nil {
 		return err
 	}
-	if done, ok, msg := runState(run); done && !ok {
-		obs.failed = fmt.Sprintf("sending PVC %s/%s failed: %s (TaskRun %s/%s; its log names the cause)", src.Namespace, src.Name, msg, run.Namespace, run.Name)
+	if obs.failed = senderFailure(dv, run); obs.failed != "" {
 		return r.cancel(ctx, obs.run)
 	}
 	return nil
+}
+
+// sender is the current attempt's sending run.
+func (r *Reconciler) sender(ctx context.Context, dv *cdiv1.DataVolume) (*pipelinev1.TaskRun, error) {
+	run := &pipelinev1.TaskRun{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: dv.Spec.Source.PVC.Namespace, Name: sendRunName(dv, dv.Status.RestartCount)}, run)
+	return run, err
+}
+
+// senderFailure is the failure to report for a failed sending run, or "".
+// Sends are not retried: the sender retries what a retry can fix itself.
+func senderFailure(dv *cdiv1.DataVolume, run *pipelinev1.TaskRun) string {
+	done, ok, msg := runState(run)
+	if !done || ok {
+		return ""
+	}
+	src := dv.Spec.Source.PVC
+	return fmt.Sprintf("sending PVC %s/%s failed: %s (TaskRun %s/%s; its log names the cause)", src.Namespace, src.Name, msg, run.Namespace, run.Name)
 }
 
 func (r *Reconciler) createSender(ctx context.Context, dv *cdiv1.DataVolume) (*pipelinev1.TaskRun, error) {

@@ -71,6 +71,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if obs.invalid = Supported(dv); obs.invalid != nil {
 		return ctrl.Result{}, nil
 	}
+	src, err := ResolveSource(ctx, r.Client, dv)
+	switch {
+	case errors.Is(err, ErrSourceNotReady):
+		obs.waiting = err.Error()
+		return ctrl.Result{RequeueAfter: sourceRefEvery}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	// In memory only: the status patch does not carry spec changes.
+	dv.Spec.Source, dv.Spec.SourceRef = src, nil
+	if obs.invalid = Supported(dv); obs.invalid != nil {
+		return ctrl.Result{}, nil
+	}
 	pvc, err := r.ensureClaim(ctx, dv)
 	if err != nil {
 		obs.invalid = err
@@ -80,6 +93,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if pvc.Status.Phase != corev1.ClaimBound || dv.Status.Phase == cdiv1.Succeeded {
 		return ctrl.Result{}, nil
 	}
+	return r.sync(ctx, dv, pvc, &obs)
+}
+
+// sync runs the import (or clone, or upload) of a bound claim, retrying a
+// failed run that a retry may fix.
+func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, obs *observed) (ctrl.Result, error) {
+	var err error
 	obs.run, err = r.ensureRun(ctx, dv, pvc)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -88,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !done {
 		obs.progress = r.progress(ctx, obs.run)
 		if crossNamespace(dv) && obs.progress != "" {
-			if err := r.syncSender(ctx, dv, &obs); err != nil {
+			if err := r.syncSender(ctx, dv, obs); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -96,6 +116,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	if ok {
 		return ctrl.Result{}, r.succeeded(ctx, dv)
+	}
+	if crossNamespace(dv) {
+		// The upload step was cancelled because its sender failed.
+		if sender, err := r.sender(ctx, dv); err == nil {
+			if obs.failed = senderFailure(dv, sender); obs.failed != "" {
+				return ctrl.Result{}, nil
+			}
+		}
 	}
 	if permanent(obs.run) || dv.Status.RestartCount >= MaxRestarts {
 		obs.failed = fmt.Sprintf("import failed: %s (TaskRun %s; its log names the cause)", msg, obs.run.Name)
@@ -115,6 +143,9 @@ func (r *Reconciler) succeeded(ctx context.Context, dv *cdiv1.DataVolume) error 
 	}
 	return r.deleteSenders(ctx, dv)
 }
+
+// sourceRefEvery is how often a DataVolume waiting for its DataSource looks again.
+const sourceRefEvery = 5 * time.Second
 
 // progressEvery is how often a running import's progress is read.
 const progressEvery = 2 * time.Second

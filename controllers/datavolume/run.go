@@ -24,8 +24,17 @@ const certDir = "/etc/tekvirt/import-certs"
 // import; the admission webhook rejects such DataVolumes with it.
 func Supported(dv *cdiv1.DataVolume) error {
 	src := dv.Spec.Source
+	if ref := dv.Spec.SourceRef; ref != nil {
+		switch {
+		case src != nil:
+			return fmt.Errorf("spec.source and spec.sourceRef are exclusive")
+		case ref.Kind != cdiv1.DataVolumeDataSource:
+			return fmt.Errorf("spec.sourceRef.kind %q is not supported (%s)", ref.Kind, cdiv1.DataVolumeDataSource)
+		}
+		return contentType(dv)
+	}
 	if src == nil {
-		return fmt.Errorf("spec.source is required (sourceRef is not supported yet)")
+		return fmt.Errorf("spec.source or spec.sourceRef is required")
 	}
 	set := sourcesSet(src)
 	if len(set) != 1 {
@@ -34,6 +43,10 @@ func Supported(dv *cdiv1.DataVolume) error {
 	if err := sourceSupported(set[0], src); err != nil {
 		return err
 	}
+	return contentType(dv)
+}
+
+func contentType(dv *cdiv1.DataVolume) error {
 	if dv.Spec.ContentType != "" && dv.Spec.ContentType != cdiv1.DataVolumeKubeVirt {
 		return fmt.Errorf("spec.contentType %q is not supported (kubevirt)", dv.Spec.ContentType)
 	}

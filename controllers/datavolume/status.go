@@ -15,6 +15,8 @@ import (
 type observed struct {
 	// invalid says why the DataVolume cannot be imported (an unsupported source).
 	invalid error
+	// waiting says which DataSource the DataVolume waits for.
+	waiting string
 	pvc     *corev1.PersistentVolumeClaim
 	run     *pipelinev1.TaskRun
 	// failed is set when the import failed for good.
@@ -49,6 +51,10 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 	case obs.invalid != nil:
 		st.Phase = cdiv1.Failed
 		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionFalse, "UnsupportedSource", obs.invalid.Error(), now)
+		return st
+	case obs.waiting != "":
+		st.Phase = cdiv1.Pending
+		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionFalse, "DataSourceNotReady", obs.waiting, now)
 		return st
 	case !bound:
 		st.Phase = cdiv1.Pending

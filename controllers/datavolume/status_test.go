@@ -92,15 +92,23 @@ func TestSupportedAndClaim(t *testing.T) {
 		"upload":   {&cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}, ""},
 		"gcs":      {&cdiv1.DataVolumeSource{GCS: &cdiv1.DataVolumeSourceGCS{URL: "gs://x"}}, "spec.source.gcs is not supported"},
 		"s3":       {&cdiv1.DataVolumeSource{S3: &cdiv1.DataVolumeSourceS3{URL: "s3://x"}}, "spec.source.s3 is not supported"},
-		"none":     {nil, "spec.source is required"},
+		"none":     {nil, "spec.source or spec.sourceRef is required"},
 		"two":      {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "x"}, Blank: &cdiv1.DataVolumeBlankImage{}}, "exactly one source"},
 		"headers":  {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "x", ExtraHeaders: []string{"a: b"}}}, "extraHeaders"},
 	} {
 		dv := &cdiv1.DataVolume{Spec: cdiv1.DataVolumeSpec{Source: tc.src}}
-		err := Supported(dv)
-		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%s: err = %v, want %q", name, err, tc.want)
-		}
+		checkErr(t, name, Supported(dv), tc.want)
+	}
+	for name, tc := range map[string]struct {
+		ref  *cdiv1.DataVolumeSourceRef
+		src  *cdiv1.DataVolumeSource
+		want string
+	}{
+		"DataSource":   {&cdiv1.DataVolumeSourceRef{Kind: "DataSource", Name: "fedora"}, nil, ""},
+		"other kind":   {&cdiv1.DataVolumeSourceRef{Kind: "VolumeSnapshot", Name: "x"}, nil, `spec.sourceRef.kind "VolumeSnapshot" is not supported`},
+		"and a source": {&cdiv1.DataVolumeSourceRef{Kind: "DataSource", Name: "x"}, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}, "exclusive"},
+	} {
+		checkErr(t, name, Supported(&cdiv1.DataVolume{Spec: cdiv1.DataVolumeSpec{SourceRef: tc.ref, Source: tc.src}}), tc.want)
 	}
 	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "dv"},
 		Spec: cdiv1.DataVolumeSpec{Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: size}}}}
@@ -122,5 +130,13 @@ func TestSucceededStaysSucceeded(t *testing.T) {
 	st := nextStatus(dv, observed{pvc: bound}, metav1.Now())
 	if st.Phase != cdiv1.Succeeded || st.Progress != "100.0%" || cond(st, cdiv1.DataVolumeReady).Status != corev1.ConditionTrue {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// checkErr expects err to contain want, or to be nil when want is "".
+func checkErr(t *testing.T, name string, err error, want string) {
+	t.Helper()
+	if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+		t.Errorf("%s: err = %v, want %q", name, err, want)
 	}
 }

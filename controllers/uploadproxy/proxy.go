@@ -97,6 +97,10 @@ func (p *Proxy) target(r *http.Request) (*url.URL, error) {
 		}
 		return nil, err
 	}
+	if src, err := datavolume.ResolveSource(ctx, p.Client, dv); err == nil {
+		// A clone of a DataSource's PVC from another namespace receives too.
+		dv.Spec.Source = src
+	}
 	if dv.Spec.Source == nil || !datavolume.Receives(dv) {
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("DataVolume %s/%s has no upload source", dv.Namespace, dv.Name)}
 	}

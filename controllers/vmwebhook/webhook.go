@@ -3,6 +3,7 @@ package vmwebhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -16,6 +17,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/controllers/datasource"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
 )
 
@@ -52,9 +54,15 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 		if err := json.Unmarshal(req.Object.Raw, &dv); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the DataVolume: %w", err))
 		}
-		if err = datavolume.Supported(&dv); err == nil && dv.Spec.Source.PVC != nil {
+		if err = datavolume.Supported(&dv); err == nil {
 			err = v.mayClone(ctx, req.UserInfo, &dv)
 		}
+	case "DataSource":
+		var ds cdiv1.DataSource
+		if err := json.Unmarshal(req.Object.Raw, &ds); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the DataSource: %w", err))
+		}
+		err = datasource.Supported(&ds)
 	case "VirtualMachineInstance":
 		if req.Operation != admissionv1.Create {
 			// The node handler updates running VMIs; their spec was
@@ -80,7 +88,7 @@ func (v Validator) dataVolumeTemplates(ctx context.Context, req admission.Reques
 	for i, t := range vm.Spec.DataVolumeTemplates {
 		dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: t.Name}, Spec: t.Spec}
 		err := datavolume.Supported(dv)
-		if err == nil && dv.Spec.Source.PVC != nil && req.Operation == admissionv1.Create {
+		if err == nil && req.Operation == admissionv1.Create {
 			err = v.mayClone(ctx, req.UserInfo, dv)
 		}
 		if err != nil {
@@ -90,13 +98,41 @@ func (v Validator) dataVolumeTemplates(ctx context.Context, req admission.Reques
 	return nil
 }
 
-// mayClone checks CDI's clone permission: create on datavolumes/source in
-// the source's namespace, for the user who creates the DataVolume.
+// mayClone checks CDI's clone permission for a pvc source or a DataSource
+// reference: create on datavolumes/source in the source's namespace (the
+// DataSource's, and its PVC's when that is another), for the user who
+// creates the DataVolume.
 func (v Validator) mayClone(ctx context.Context, u authnv1.UserInfo, dv *cdiv1.DataVolume) error {
-	ns := dv.Spec.Source.PVC.Namespace
-	if ns == "" {
-		ns = dv.Namespace
+	type source struct{ kind, ns, name string }
+	var sources []source
+	if ref := dv.Spec.SourceRef; ref != nil {
+		ns := dv.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = *ref.Namespace
+		}
+		sources = append(sources, source{"DataSource", ns, ref.Name})
 	}
+	src, err := datavolume.ResolveSource(ctx, v.Client, dv)
+	if err != nil && !errors.Is(err, datavolume.ErrSourceNotReady) {
+		return err
+	}
+	if src != nil && src.PVC != nil {
+		ns := src.PVC.Namespace
+		if ns == "" {
+			ns = dv.Namespace
+		}
+		sources = append(sources, source{"PVC", ns, src.PVC.Name})
+	}
+	for _, s := range sources {
+		if err := v.allowed(ctx, u, s.ns); err != nil {
+			return fmt.Errorf("%s may not clone %s %s/%s: %w", u.Username, s.kind, s.ns, s.name, err)
+		}
+	}
+	return nil
+}
+
+// allowed asks whether u may create datavolumes/source in ns.
+func (v Validator) allowed(ctx context.Context, u authnv1.UserInfo, ns string) error {
 	extra := map[string]authzv1.ExtraValue{}
 	for k, e := range u.Extra {
 		extra[k] = authzv1.ExtraValue(e)
@@ -110,7 +146,7 @@ func (v Validator) mayClone(ctx context.Context, u authnv1.UserInfo, dv *cdiv1.D
 		return fmt.Errorf("checking clone permission: %w", err)
 	}
 	if !sar.Status.Allowed {
-		return fmt.Errorf("%s may not clone PVC %s/%s: cloning needs create on datavolumes/source in namespace %s", u.Username, ns, dv.Spec.Source.PVC.Name, ns)
+		return fmt.Errorf("cloning needs create on datavolumes/source in namespace %s", ns)
 	}
 	return nil
 }
