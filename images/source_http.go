@@ -39,14 +39,23 @@ func (s *HTTPSource) client() (*http.Client, error) {
 	if len(s.CA) == 0 {
 		return http.DefaultClient, nil
 	}
+	tr, err := caTransport(s.CA)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: tr}, nil
+}
+
+// caTransport trusts the PEM certificates in ca besides the system roots.
+func caTransport(ca []byte) (*http.Transport, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil {
 		pool = x509.NewCertPool()
 	}
-	if !pool.AppendCertsFromPEM(s.CA) {
+	if !pool.AppendCertsFromPEM(ca) {
 		return nil, errors.New("the custom CA holds no PEM certificate")
 	}
-	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}, nil
+	return &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}, nil
 }
 
 // Open implements Source.

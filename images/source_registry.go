@@ -24,6 +24,8 @@ type RegistrySource struct {
 	Auth authn.Authenticator
 	// Insecure allows plain HTTP and unverified TLS for this registry.
 	Insecure bool
+	// CA holds extra PEM certificates to trust for the registry's TLS.
+	CA []byte
 	// Digest is set by Open to the manifest digest it read.
 	Digest string
 }
@@ -44,7 +46,15 @@ func (s *RegistrySource) Open(ctx context.Context) (io.ReadCloser, int64, error)
 	if auth == nil {
 		auth = authn.Anonymous
 	}
-	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuth(auth))
+	ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}
+	if len(s.CA) > 0 {
+		tr, err := caTransport(s.CA)
+		if err != nil {
+			return nil, 0, err
+		}
+		ropts = append(ropts, remote.WithTransport(tr))
+	}
+	img, err := remote.Image(ref, ropts...)
 	if err != nil {
 		var terr *transport.Error
 		if errors.As(err, &terr) && terr.StatusCode == 404 {

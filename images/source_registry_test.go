@@ -2,6 +2,7 @@ package images
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"io"
 	"log"
@@ -61,4 +62,34 @@ func TestRegistrySourceImports(t *testing.T) {
 		t.Errorf("missing image: err = %v", err)
 	}
 
+}
+
+func TestRegistrySourceCustomCA(t *testing.T) {
+	srv := httptest.NewTLSServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	host := strings.TrimPrefix(srv.URL, "https://")
+	img, err := crane.Image(map[string][]byte{"disk/d.img": []byte("disk")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(host + "/disk:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, remote.WithTransport(srv.Client().Transport)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := (&RegistrySource{Ref: ref.String()}).Open(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without the CA: err = %v, want a certificate error", err)
+	}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	rc, size, err := (&RegistrySource{Ref: ref.String(), CA: ca}).Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if b, _ := io.ReadAll(rc); string(b) != "disk" || size != 4 {
+		t.Errorf("read %q (%d)", b, size)
+	}
 }

@@ -79,9 +79,6 @@ func sourceSupported(name string, src *cdiv1.DataVolumeSource) error {
 		if r.URL == nil || r.ImageStream != nil || r.PullMethod != nil && *r.PullMethod != cdiv1.RegistryPullPod {
 			return fmt.Errorf("spec.source.registry: only url with pullMethod pod is supported")
 		}
-		if r.CertConfigMap != nil {
-			return fmt.Errorf("spec.source.registry.certConfigMap is not supported")
-		}
 	case "blank", "pvc", "upload":
 	default:
 		return fmt.Errorf("spec.source.%s is not supported (supported: http, registry, upload, blank, pvc)", name)
@@ -140,16 +137,14 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 		if src.HTTP.SecretRef != "" {
 			secret = &src.HTTP.SecretRef
 		}
-		if cm := src.HTTP.CertConfigMap; cm != "" {
-			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "import-certs", VolumeSource: corev1.VolumeSource{
-				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}})
-			step.VolumeMounts = append(step.VolumeMounts, corev1.VolumeMount{Name: "import-certs", MountPath: certDir, ReadOnly: true})
-			step.Args = append(step.Args, "--cert-dir="+certDir)
-		}
+		mountCerts(spec, src.HTTP.CertConfigMap)
 	case src.Registry != nil:
 		params["registry"] = strings.TrimPrefix(*src.Registry.URL, "docker://")
 		if src.Registry.SecretRef != nil && *src.Registry.SecretRef != "" {
 			secret = src.Registry.SecretRef
+		}
+		if cm := src.Registry.CertConfigMap; cm != nil {
+			mountCerts(spec, *cm)
 		}
 	case src.Blank != nil:
 		step.Args = append(step.Args, "--blank")
@@ -180,6 +175,18 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 		}
 	}
 	return run
+}
+
+// mountCerts gives the step the ConfigMap cm (CA certificates), if set.
+func mountCerts(spec *pipelinev1.TaskSpec, cm string) {
+	if cm == "" {
+		return
+	}
+	step := &spec.Steps[0]
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "import-certs", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}})
+	step.VolumeMounts = append(step.VolumeMounts, corev1.VolumeMount{Name: "import-certs", MountPath: certDir, ReadOnly: true})
+	step.Args = append(step.Args, "--cert-dir="+certDir)
 }
 
 // cloneRun is the TaskRun that clones the source PVC's disk into pvc: the

@@ -71,8 +71,12 @@ func Source(ctx context.Context, c client.Client, p Params) (images.Source, erro
 	if err != nil {
 		return nil, err
 	}
+	ca, err := caBundle(ctx, c, p)
+	if err != nil {
+		return nil, err
+	}
 	if p.Registry != "" {
-		s := &images.RegistrySource{Ref: strings.TrimPrefix(p.Registry, "docker://"), Insecure: p.InsecureRegistry}
+		s := &images.RegistrySource{Ref: strings.TrimPrefix(p.Registry, "docker://"), Insecure: p.InsecureRegistry, CA: ca}
 		if user != "" {
 			s.Auth = &authn.Basic{Username: user, Password: pass}
 		}
@@ -84,9 +88,7 @@ func Source(ctx context.Context, c client.Client, p Params) (images.Source, erro
 		req.SetBasicAuth(user, pass)
 		s.Header = req.Header
 	}
-	if s.CA, err = caBundle(ctx, c, p); err != nil {
-		return nil, err
-	}
+	s.CA = ca
 	return s, nil
 }
 
