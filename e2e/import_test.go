@@ -190,6 +190,9 @@ func TestDataVolumeImport(t *testing.T) {
 	if bad.Status.RestartCount != 0 {
 		t.Errorf("a checksum failure was retried %d times", bad.Status.RestartCount)
 	}
+	if msg := readyMessage(bad); !strings.Contains(msg, "sha256 of the image is") {
+		t.Errorf("the checksum failure's message does not name it: %q", msg)
+	}
 
 	// A clone of it (pvc source), by a user allowed to, and not by one who is
 	// not; the allowed one as a VM's dataVolumeTemplate, which the VM waits for.

@@ -26,6 +26,7 @@ var Files = []string{
 	"crd/kubevirt.io_virtualmachineinstances.yaml",
 	"crd/cdi.kubevirt.io_datavolumes.yaml",
 	"crd/cdi.kubevirt.io_datasources.yaml",
+	"crd/cdi.kubevirt.io_dataimportcrons.yaml",
 	"rbac/role.yaml",
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",

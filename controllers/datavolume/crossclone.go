@@ -69,7 +69,7 @@ func (r *Reconciler) syncSender(ctx context.Context, dv *cdiv1.DataVolume, obs *
 	if err != nil {
 		return err
 	}
-	if obs.failed = senderFailure(dv, run); obs.failed != "" {
+	if obs.failed = senderFailure(dv, run, r.Logs.Cause(ctx, run)); obs.failed != "" {
 		return r.cancel(ctx, obs.run)
 	}
 	return nil
@@ -82,15 +82,19 @@ func (r *Reconciler) sender(ctx context.Context, dv *cdiv1.DataVolume) (*pipelin
 	return run, err
 }
 
-// senderFailure is the failure to report for a failed sending run, or "".
-// Sends are not retried: the sender retries what a retry can fix itself.
-func senderFailure(dv *cdiv1.DataVolume, run *pipelinev1.TaskRun) string {
+// senderFailure is the failure to report for a failed sending run (cause
+// is its error, when known), or "". Sends are not retried: the sender
+// retries what a retry can fix itself.
+func senderFailure(dv *cdiv1.DataVolume, run *pipelinev1.TaskRun, cause string) string {
 	done, ok, msg := runState(run)
 	if !done || ok {
 		return ""
 	}
+	if cause != "" {
+		msg = cause
+	}
 	src := dv.Spec.Source.PVC
-	return fmt.Sprintf("sending PVC %s/%s failed: %s (TaskRun %s/%s; its log names the cause)", src.Namespace, src.Name, msg, run.Namespace, run.Name)
+	return fmt.Sprintf("sending PVC %s/%s failed: %s (TaskRun %s/%s)", src.Namespace, src.Name, msg, run.Namespace, run.Name)
 }
 
 func (r *Reconciler) createSender(ctx context.Context, dv *cdiv1.DataVolume) (*pipelinev1.TaskRun, error) {

@@ -48,3 +48,13 @@ func TestSendRun(t *testing.T) {
 		t.Errorf("long name %q (%d)", name, len(name))
 	}
 }
+
+func TestLastError(t *testing.T) {
+	log := "2026/11/29 Entrypoint initialization\nimporting x\nerror: first\nprogress: 1%\nerror: importing http://x/d.qcow2: checksum mismatch\n"
+	if got := lastError(log); got != "importing http://x/d.qcow2: checksum mismatch" {
+		t.Errorf("lastError = %q", got)
+	}
+	if got := lastError("no errors here\n"); got != "" {
+		t.Errorf("lastError = %q", got)
+	}
+}

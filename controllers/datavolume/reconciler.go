@@ -38,6 +38,8 @@ type Reconciler struct {
 	Reader client.Reader
 	// StepImage runs the task's step (as in the installed catalog).
 	StepImage string
+	// Logs reads a failed step's error for the DataVolume's message.
+	Logs *StepLogs
 	// UploadKey signs the tokens of clone senders; its public half, given
 	// to upload runs, verifies all upload tokens.
 	UploadKey ed25519.PrivateKey
@@ -120,13 +122,16 @@ func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1
 	if crossNamespace(dv) {
 		// The upload step was cancelled because its sender failed.
 		if sender, err := r.sender(ctx, dv); err == nil {
-			if obs.failed = senderFailure(dv, sender); obs.failed != "" {
+			if obs.failed = senderFailure(dv, sender, r.Logs.Cause(ctx, sender)); obs.failed != "" {
 				return ctrl.Result{}, nil
 			}
 		}
 	}
+	if cause := r.Logs.Cause(ctx, obs.run); cause != "" {
+		msg = cause
+	}
 	if permanent(obs.run) || dv.Status.RestartCount >= MaxRestarts {
-		obs.failed = fmt.Sprintf("import failed: %s (TaskRun %s; its log names the cause)", msg, obs.run.Name)
+		obs.failed = fmt.Sprintf("import failed: %s (TaskRun %s)", msg, obs.run.Name)
 		return ctrl.Result{}, nil
 	}
 	dv.Status.RestartCount++

@@ -17,6 +17,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/controllers/dataimportcron"
 	"github.com/tekvirt/tekvirt/controllers/datasource"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
 )
@@ -63,6 +64,12 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the DataSource: %w", err))
 		}
 		err = datasource.Supported(&ds)
+	case "DataImportCron":
+		var c cdiv1.DataImportCron
+		if err := json.Unmarshal(req.Object.Raw, &c); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the DataImportCron: %w", err))
+		}
+		err = dataimportcron.Supported(&c)
 	case "VirtualMachineInstance":
 		if req.Operation != admissionv1.Create {
 			// The node handler updates running VMIs; their spec was

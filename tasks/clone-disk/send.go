@@ -96,10 +96,10 @@ func sendOnce(ctx context.Context, hc *http.Client, p SendParams, src string) (i
 	defer func() { _ = resp.Body.Close() }()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	text := fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	switch {
-	case resp.StatusCode == http.StatusOK:
+	switch resp.StatusCode {
+	case http.StatusOK:
 		return st.Size(), nil
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound:
+	case http.StatusUnauthorized, http.StatusBadRequest, http.StatusNotFound:
 		return 0, &permanentError{text}
 	}
 	return 0, errors.New(text)

@@ -209,7 +209,7 @@ func run(ctx context.Context, src images.Source, p Params, prog *progress) (*Res
 	}
 	rc, total, err := src.Open(ctx)
 	if err != nil {
-		return nil, err
+		return nil, &Failure{Err: err}
 	}
 	defer rc.Close()
 	start := time.Now()
