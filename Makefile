@@ -31,9 +31,9 @@ up: ## bring the local cluster up (idempotent)
 down: ## stop the local cluster
 	$(TEKVIRT) down
 
-demo: up ## the main job: cluster up, then the vm-test pipeline boots the guest, runs a script in it, cleans up
-	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig $(TEKVIRT_HOME)/bin/tkn pipeline start vm-test \
-	  -n tekvirt -s vm-test-pipeline --use-param-defaults --showlog --exit-with-pipelinerun-error
+demo: up ## the main job: cluster up, then the golden-image pipeline imports the guest, boots it, checks it, publishes it
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig $(TEKVIRT_HOME)/bin/tkn pipeline start golden-image \
+	  -n tekvirt -s golden-image-pipeline -p url=$$($(TEKVIRT) guest-url) --use-param-defaults --showlog --exit-with-pipelinerun-error
 
 e2e: up ## bring the cluster up and run the e2e scenarios against it
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/

@@ -137,7 +137,7 @@ func InstallObjects(ns, stepImage string) ([]*unstructured.Unstructured, error) 
 		}
 		task.SetNamespace(ns)
 		sa := serviceAccount(t.ServiceAccount(), ns)
-		rb := roleBinding(t.ServiceAccount(), ns, t.ClusterRole.GetName(), t.ServiceAccount())
+		rb := roleBinding(t.ServiceAccount(), ns, t.ClusterRole.GetName(), t.ServiceAccount(), ns)
 		for _, o := range []*unstructured.Unstructured{sa, rb, task} {
 			label(o)
 			out = append(out, o)

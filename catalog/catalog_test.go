@@ -152,7 +152,7 @@ func TestInstallObjectsAreLabelledAndBound(t *testing.T) {
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
-		if o.GetNamespace() != "ns1" {
+		if o.GetNamespace() != "ns1" && !(o.GetKind() == "RoleBinding" && strings.HasPrefix(o.GetName(), "ns1-")) {
 			t.Errorf("%s %s namespace = %q", o.GetKind(), o.GetName(), o.GetNamespace())
 		}
 		if o.GetLabels()[catalog.ManagedByLabel] != catalog.ManagedBy {
@@ -165,7 +165,7 @@ func TestInstallObjectsAreLabelledAndBound(t *testing.T) {
 	}
 	pipelineBindings := 0
 	for _, p := range ps {
-		pipelineBindings += len(p.Tasks)
+		pipelineBindings += len(p.Tasks) * (1 + len(p.Namespaces()))
 	}
 	if kinds["Task"] == 0 || kinds["Pipeline"] != len(ps) || kinds["Task"]+kinds["Pipeline"] != kinds["ServiceAccount"] || kinds["Task"]+pipelineBindings != kinds["RoleBinding"] {
 		t.Fatalf("kinds = %v, want one ServiceAccount per Task and Pipeline, one RoleBinding per Task and per task of each Pipeline", kinds)

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -16,6 +17,11 @@ import (
 // every task the pipeline references.
 const PipelineServiceAccountAnnotation = "pipeline.kubevirt.io/associatedServiceAccount"
 
+// PipelineNamespacesAnnotation lists (comma-separated) further namespaces a
+// pipeline works in, where its ServiceAccount gets the same RoleBindings
+// (the golden-image pipeline publishes into the golden namespace).
+const PipelineNamespacesAnnotation = "pipeline.tekvirt.io/bindNamespaces"
+
 // Pipeline is one catalog pipeline and the catalog tasks it runs.
 type Pipeline struct {
 	Name     string
@@ -26,6 +32,17 @@ type Pipeline struct {
 // ServiceAccount is the name of the ServiceAccount the pipeline runs as.
 func (p Pipeline) ServiceAccount() string {
 	return p.Manifest.GetAnnotations()[PipelineServiceAccountAnnotation]
+}
+
+// Namespaces are the namespaces besides the catalog's the pipeline works in.
+func (p Pipeline) Namespaces() []string {
+	var out []string
+	for _, ns := range strings.Split(p.Manifest.GetAnnotations()[PipelineNamespacesAnnotation], ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 // Pipelines reads every pipeline, in name order, and checks that each
@@ -103,8 +120,14 @@ func pipelineObjects(p Pipeline, ns string) []*unstructured.Unstructured {
 	pl := p.Manifest.DeepCopy()
 	pl.SetNamespace(ns)
 	out := []*unstructured.Unstructured{serviceAccount(p.ServiceAccount(), ns)}
-	for _, t := range p.Tasks {
-		out = append(out, roleBinding(p.ServiceAccount()+"-"+t.Name, ns, t.ClusterRole.GetName(), p.ServiceAccount()))
+	for _, bindNS := range append([]string{ns}, p.Namespaces()...) {
+		for _, t := range p.Tasks {
+			name := p.ServiceAccount() + "-" + t.Name
+			if bindNS != ns {
+				name = ns + "-" + name
+			}
+			out = append(out, roleBinding(name, bindNS, t.ClusterRole.GetName(), p.ServiceAccount(), ns))
+		}
 	}
 	return append(out, pl)
 }
@@ -116,11 +139,12 @@ func serviceAccount(name, ns string) *unstructured.Unstructured {
 	}}
 }
 
-func roleBinding(name, ns, clusterRole, sa string) *unstructured.Unstructured {
+// roleBinding binds clusterRole in ns to the ServiceAccount saNS/sa.
+func roleBinding(name, ns, clusterRole, sa, saNS string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": clusterRole},
-		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": ns}},
+		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": saNS}},
 	}}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
@@ -110,4 +113,87 @@ func userClient(t *testing.T, f *framework.Framework, ns, user string) client.Cl
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestGoldenImagePipeline: the golden-image pipeline (tkn, as a user runs
+// it) imports the guest over HTTP, boots a clone, checks it and publishes
+// a Ready DataSource, leaving no VM; with a failing check it publishes
+// nothing and deletes its import.
+func TestGoldenImagePipeline(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	golden := ctrlconfig.GoldenNamespace
+	url := serveGuest(t, f) + "/guest.qcow2.xz"
+	run := func(name, script string) (string, error) {
+		args := []string{"pipeline", "start", "golden-image", "-n", framework.CatalogNamespace, "-s", "golden-image-pipeline",
+			"-p", "url=" + url, "-p", "name=" + name, "-p", "size=128Mi", "--use-param-defaults", "--showlog", "--exit-with-pipelinerun-error"}
+		if script != "" {
+			args = append(args, "-p", "script="+script)
+		}
+		cmd := exec.Command(f.Bin("tkn"), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		t.Logf("tkn pipeline start golden-image (%s): %s", name, time.Since(start).Round(100*time.Millisecond))
+		return string(out), err
+	}
+	good := "e2e-" + rand.String(5)
+	t.Cleanup(func() { cleanGolden(c, good) })
+	out, err := run(good, "")
+	if err != nil {
+		t.Fatalf("golden-image pipeline: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Succeeded 100.0%", "ID=tekvirt-guest", "Linux 6.", "stopped", "deleted", "DataSource " + golden + "/" + good + ": Ready=True"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pipeline output lacks %q:\n%s", want, out)
+		}
+	}
+	ds := &cdiv1.DataSource{ObjectMeta: metav1.ObjectMeta{Namespace: golden, Name: good}}
+	waitDataSource(t, c, ds, corev1.ConditionTrue)
+	if p := ds.Status.Source.PVC; p == nil || !strings.HasPrefix(p.Name, good+"-golden-image-run-") {
+		t.Errorf("the DataSource points at %+v", p)
+	}
+	var vms v1.VirtualMachineList
+	if err := c.List(ctx, &vms, client.InNamespace(golden)); err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range vms.Items {
+		if strings.HasPrefix(vm.Name, good) && vm.DeletionTimestamp == nil {
+			t.Errorf("VM %s left behind", vm.Name)
+		}
+	}
+
+	bad := "e2e-" + rand.String(5)
+	t.Cleanup(func() { cleanGolden(c, bad) })
+	if out, err := run(bad, "echo checking; exit 7"); err == nil || !strings.Contains(out, "checking") {
+		t.Fatalf("a failing check passed the pipeline: %v\n%s", err, out)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: golden, Name: bad}, &cdiv1.DataSource{}); err == nil {
+		t.Error("a failed check published its DataSource")
+	}
+	framework.Eventually(t, time.Minute, "the failed run's import deleted", func() error {
+		var dvs cdiv1.DataVolumeList
+		if err := c.List(ctx, &dvs, client.InNamespace(golden)); err != nil {
+			return err
+		}
+		for _, dv := range dvs.Items {
+			if strings.HasPrefix(dv.Name, bad) {
+				return fmt.Errorf("DataVolume %s still there", dv.Name)
+			}
+		}
+		return nil
+	})
+}
+
+// cleanGolden deletes what a golden-image run named name published.
+func cleanGolden(c client.Client, name string) {
+	ctx := context.Background()
+	ds := &cdiv1.DataSource{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ctrlconfig.GoldenNamespace, Name: name}, ds); err == nil {
+		if p := ds.Spec.Source.PVC; p != nil {
+			_ = c.Delete(ctx, &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: ctrlconfig.GoldenNamespace, Name: p.Name}})
+		}
+		_ = c.Delete(ctx, ds)
+	}
 }

@@ -41,7 +41,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.source, "source", "", "tekvirt source tree (default: found from the working directory)")
 	root.AddCommand(upCmd(g), downCmd(g), statusCmd(g), registryCmd())
 	root.AddCommand(vmCmds(g)...)
-	root.AddCommand(imageUploadCmd(g))
+	root.AddCommand(imageUploadCmd(g), guestURLCmd(g))
 	return root
 }
 
@@ -138,7 +138,7 @@ func statusCmd(g *globalFlags) *cobra.Command {
 }
 
 func registryCmd() *cobra.Command {
-	var addr, dir string
+	var addr, dir, filesAddr, filesDir string
 	cmd := &cobra.Command{
 		Use:    "registry",
 		Short:  "Serve the local OCI registry (started by `tekvirt up`)",
@@ -148,19 +148,53 @@ func registryCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
-			go func() {
-				<-cmd.Context().Done()
+			servers := []*http.Server{{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+			if filesAddr != "" {
+				// Read-only, for pods: they cannot reach the registry on loopback.
+				servers = append(servers, &http.Server{Addr: filesAddr, Handler: http.FileServer(http.Dir(filesDir)), ReadHeaderTimeout: 10 * time.Second})
+			}
+			errs := make(chan error, len(servers))
+			for _, srv := range servers {
+				go func() { errs <- srv.ListenAndServe() }()
+			}
+			select {
+			case <-cmd.Context().Done():
+			case err := <-errs:
+				if !errors.Is(err, http.ErrServerClosed) {
+					return err
+				}
+			}
+			for _, srv := range servers {
 				_ = srv.Close()
-			}()
-			if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-				return err
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", cluster.RegistryAddr, "listen address")
 	cmd.Flags().StringVar(&dir, "dir", "", "storage directory")
+	cmd.Flags().StringVar(&filesAddr, "files-addr", "", "also serve --files-dir over plain HTTP on this address")
+	cmd.Flags().StringVar(&filesDir, "files-dir", "", "directory served on --files-addr")
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
+}
+
+// guestURLCmd prints where pods can download the guest's disk images.
+func guestURLCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "guest-url [FILE]",
+		Short: "Print the URL pods download the guest disk image from (default guest.qcow2.xz)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.cluster(cmd)
+			if err != nil {
+				return err
+			}
+			file := "guest.qcow2.xz"
+			if len(args) == 1 {
+				file = args[0]
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), c.GuestURL(file))
+			return nil
+		},
+	}
 }

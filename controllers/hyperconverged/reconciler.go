@@ -41,7 +41,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=create
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-generate-ssh-keys-task;tekvirt-create-vm-from-manifest-task;tekvirt-wait-for-vmi-status-task;tekvirt-execute-in-vm-task;tekvirt-cleanup-vm-task;tekvirt-import-disk-task;tekvirt-clone-disk-task
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-generate-ssh-keys-task;tekvirt-create-vm-from-manifest-task;tekvirt-wait-for-vmi-status-task;tekvirt-execute-in-vm-task;tekvirt-cleanup-vm-task;tekvirt-import-disk-task;tekvirt-clone-disk-task;tekvirt-modify-data-object-task
 
 // Reconcile installs or removes the catalog and reports it in status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
@@ -95,7 +95,7 @@ func (r *Reconciler) install(ctx context.Context, ns string) (int, error) {
 	}
 	for _, o := range objs {
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {
-			return 0, fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), ns, o.GetName(), err)
+			return 0, fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
 	return len(objs), nil

@@ -32,8 +32,9 @@ func (c *Cluster) processes(b binaries) []*process {
 	return []*process{
 		{
 			name: "registry", binary: filepath.Join(b.tekvirt, "tekvirt"),
-			args:  []string{"registry", "--addr", RegistryAddr, "--dir", c.path("data", "registry")},
-			ports: []string{RegistryAddr}, ready: httpReady(nil, "http://"+RegistryAddr+"/v2/"),
+			args: []string{"registry", "--addr", RegistryAddr, "--dir", c.path("data", "registry"),
+				"--files-addr", c.guestFilesAddr(), "--files-dir", c.GuestDir()},
+			ports: []string{RegistryAddr, c.guestFilesAddr()}, ready: httpReady(nil, "http://"+RegistryAddr+"/v2/"),
 		},
 		{
 			name: "etcd", binary: "/usr/bin/etcd",

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/tekvirt/tekvirt/e2e/guest"
 	"github.com/tekvirt/tekvirt/e2e/ocibuild"
@@ -18,6 +20,19 @@ const GuestImage = RegistryAddr + "/tekvirt/guest-container-disk:latest"
 // GuestDir holds the guest's disk images as files (guest.qcow2,
 // guest.qcow2.xz, guest.raw) for import tests.
 func (c *Cluster) GuestDir() string { return c.path("data", "guest") }
+
+// GuestFilesPort is where the registry process serves GuestDir read-only
+// on the node address, for pods (the registry itself is on loopback).
+const GuestFilesPort = 5080
+
+func (c *Cluster) guestFilesAddr() string {
+	return net.JoinHostPort(c.NodeIP.String(), strconv.Itoa(GuestFilesPort))
+}
+
+// GuestURL is the URL pods download file of GuestDir from.
+func (c *Cluster) GuestURL(file string) string {
+	return "http://" + c.guestFilesAddr() + "/" + file
+}
 
 // publishGuest builds the guest (cached by its packages and init files),
 // pushes it as a containerDisk and copies its disk images into GuestDir.

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 )
 
 // NamespaceEnv holds the TaskRun's namespace, from the downward API.
@@ -18,7 +19,7 @@ const NamespaceEnv = "TASKRUN_NAMESPACE"
 // Scheme knows the core and KubeVirt types.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, cdiv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	executeinvm "github.com/tekvirt/tekvirt/tasks/execute-in-vm"
 	generatesshkeys "github.com/tekvirt/tekvirt/tasks/generate-ssh-keys"
 	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
+	modifydataobject "github.com/tekvirt/tekvirt/tasks/modify-data-object"
 	waitforvmi "github.com/tekvirt/tekvirt/tasks/wait-for-vmi-status"
 )
 
@@ -20,6 +21,6 @@ func Root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(generatesshkeys.Command(), createvm.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command())
+	root.AddCommand(generatesshkeys.Command(), createvm.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command(), modifydataobject.Command())
 	return root
 }
