@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,6 +92,7 @@ func TestImportDiskThenBoot(t *testing.T) {
 	if res := r.Results(); res["format"] != "qcow2" || res["virtualSize"] != "67108864" {
 		t.Errorf("results %v", res)
 	}
+	broken := serveBroken(t, f, xzFile)
 	for _, bad := range []struct {
 		params map[string]string
 		want   string
@@ -97,6 +100,8 @@ func TestImportDiskThenBoot(t *testing.T) {
 		{map[string]string{"url": base + "/guest.qcow2.xz", "checksum": "sha256:" + strings.Repeat("ab", 32)}, "checksum mismatch"},
 		{map[string]string{"url": base + "/no-such-image.qcow2"}, "source not found"},
 		{map[string]string{"url": base + "/guest.qcow2", "capacity": "32Mi"}, "image larger than the target"},
+		{map[string]string{"url": broken + "/truncated.qcow2.xz"}, "xz stream truncated or corrupt"},
+		{map[string]string{"url": broken + "/reset.qcow2.xz"}, "giving up after 5 attempts"},
 	} {
 		framework.NewTaskRunRunner(t, f, importTaskRun(pvc.Name, bad.params)).CreateTaskRun().ExpectFailure(bad.want)
 	}
@@ -242,6 +247,37 @@ func denyClone(t *testing.T, f *framework.Framework, dv *cdiv1.DataVolume) {
 	if err == nil || !strings.Contains(err.Error(), "e2e-no-clone may not clone PVC") {
 		t.Errorf("clone by a user without datavolumes/source: err = %v", err)
 	}
+}
+
+// serveBroken serves data cut in half (/truncated.qcow2.xz), and data that
+// breaks off after 1 MB with the connection reset, the server answering
+// 502 from then on (/reset.qcow2.xz).
+func serveBroken(t *testing.T, f *framework.Framework, data []byte) string {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(nodeIP(t, f), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resets atomic.Int32
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/truncated.qcow2.xz":
+			_, _ = w.Write(data[:len(data)/2])
+		case resets.Add(1) == 1:
+			w.Header().Set("Accept-Ranges", "bytes")
+			w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+			_, _ = w.Write(data[:1<<20])
+			w.(http.Flusher).Flush()
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+		default:
+			http.Error(w, "down", http.StatusBadGateway)
+		}
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + l.Addr().String()
 }
 
 // serveSlowly serves the guest's files at about 2 MB/s, so that an import
