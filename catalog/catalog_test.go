@@ -152,7 +152,8 @@ func TestInstallObjectsAreLabelledAndBound(t *testing.T) {
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
-		if o.GetNamespace() != "ns1" && !(o.GetKind() == "RoleBinding" && strings.HasPrefix(o.GetName(), "ns1-")) {
+		boundElsewhere := o.GetKind() == "RoleBinding" && strings.HasPrefix(o.GetName(), "ns1-")
+		if o.GetNamespace() != "ns1" && !boundElsewhere {
 			t.Errorf("%s %s namespace = %q", o.GetKind(), o.GetName(), o.GetNamespace())
 		}
 		if o.GetLabels()[catalog.ManagedByLabel] != catalog.ManagedBy {

@@ -134,15 +134,7 @@ func uploadToken(t *testing.T, c client.Client, ns, pvc string) string {
 // volumeFiles lists the files on the PVC's volume (a directory on this node).
 func volumeFiles(t *testing.T, c client.Client, ns, pvc string) []string {
 	t.Helper()
-	claim := &corev1.PersistentVolumeClaim{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pvc}, claim); err != nil {
-		t.Fatal(err)
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := c.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(pv.Spec.HostPath.Path)
+	entries, err := os.ReadDir(volumeDir(t, c, ns, pvc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +143,20 @@ func volumeFiles(t *testing.T, c client.Client, ns, pvc string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// volumeDir is the node directory of the PVC's volume.
+func volumeDir(t *testing.T, c client.Client, ns, pvc string) string {
+	t.Helper()
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pvc}, claim); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
+		t.Fatal(err)
+	}
+	return pv.Spec.HostPath.Path
 }
 
 type proxyClient struct {
@@ -298,15 +304,7 @@ func TestCrossNamespaceClone(t *testing.T) {
 // volumeDisk reads disk.img of the PVC's volume.
 func volumeDisk(t *testing.T, c client.Client, ns, pvc string) []byte {
 	t.Helper()
-	claim := &corev1.PersistentVolumeClaim{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pvc}, claim); err != nil {
-		t.Fatal(err)
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := c.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(pv.Spec.HostPath.Path, "disk.img"))
+	b, err := os.ReadFile(filepath.Join(volumeDir(t, c, ns, pvc), "disk.img"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/controllers/conditions"
 )
 
 // observed is what the reconciler saw of a cron's imports.
@@ -86,19 +88,11 @@ func nextStatus(c *cdiv1.DataImportCron, obs observed, now metav1.Time) cdiv1.Da
 }
 
 func setCond(st *cdiv1.DataImportCronStatus, t cdiv1.DataImportCronConditionType, s corev1.ConditionStatus, reason, msg string, now metav1.Time) {
-	c := cdiv1.DataImportCronCondition{Type: t, ConditionState: cdiv1.ConditionState{Status: s, Reason: reason, Message: msg,
-		LastTransitionTime: now, LastHeartbeatTime: now}}
-	for i, old := range st.Conditions {
-		if old.Type == t {
-			if old.Status == s {
-				c.LastTransitionTime = old.LastTransitionTime
-			}
-			if old.Status == s && old.Reason == reason && old.Message == msg {
-				c.LastHeartbeatTime = old.LastHeartbeatTime
-			}
-			st.Conditions[i] = c
+	for i := range st.Conditions {
+		if c := &st.Conditions[i]; c.Type == t {
+			c.ConditionState = conditions.Next(&c.ConditionState, s, reason, msg, now)
 			return
 		}
 	}
-	st.Conditions = append(st.Conditions, c)
+	st.Conditions = append(st.Conditions, cdiv1.DataImportCronCondition{Type: t, ConditionState: conditions.Next(nil, s, reason, msg, now)})
 }

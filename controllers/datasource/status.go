@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/controllers/conditions"
 )
 
 // observed is what the reconciler found of a DataSource's source.
@@ -49,20 +51,12 @@ func nextStatus(ds *cdiv1.DataSource, obs observed, now metav1.Time) cdiv1.DataS
 		st.Source.PVC = obs.pvc.DeepCopy()
 	}
 	status, reason, msg := readiness(obs)
-	c := cdiv1.DataSourceCondition{Type: cdiv1.DataSourceReady, ConditionState: cdiv1.ConditionState{
-		Status: status, Reason: reason, Message: msg, LastTransitionTime: now, LastHeartbeatTime: now}}
-	for i, old := range st.Conditions {
-		if old.Type == cdiv1.DataSourceReady {
-			if old.Status == status {
-				c.LastTransitionTime = old.LastTransitionTime
-			}
-			if old.Status == status && old.Reason == reason && old.Message == msg {
-				c.LastHeartbeatTime = old.LastHeartbeatTime
-			}
-			st.Conditions[i] = c
+	for i := range st.Conditions {
+		if c := &st.Conditions[i]; c.Type == cdiv1.DataSourceReady {
+			c.ConditionState = conditions.Next(&c.ConditionState, status, reason, msg, now)
 			return st
 		}
 	}
-	st.Conditions = append(st.Conditions, c)
+	st.Conditions = append(st.Conditions, cdiv1.DataSourceCondition{Type: cdiv1.DataSourceReady, ConditionState: conditions.Next(nil, status, reason, msg, now)})
 	return st
 }

@@ -2,6 +2,7 @@ package datavolume
 
 import (
 	"fmt"
+	"slices"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,8 @@ import (
 	"knative.dev/pkg/apis"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/controllers/conditions"
 )
 
 // observed is what the reconciler saw of a DataVolume's claim and import.
@@ -112,18 +115,19 @@ func phases(obs observed) (scheduled, inProgress cdiv1.DataVolumePhase) {
 }
 
 func setCond(st *cdiv1.DataVolumeStatus, t cdiv1.DataVolumeConditionType, s corev1.ConditionStatus, reason, msg string, now metav1.Time) {
-	c := cdiv1.DataVolumeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now, LastHeartbeatTime: now}
-	for i, old := range st.Conditions {
-		if old.Type == t {
-			if old.Status == s {
-				c.LastTransitionTime = old.LastTransitionTime
-			}
-			if old.Status == s && old.Reason == reason && old.Message == msg {
-				c.LastHeartbeatTime = old.LastHeartbeatTime
-			}
-			st.Conditions[i] = c
-			return
-		}
+	var prev *cdiv1.ConditionState
+	i := slices.IndexFunc(st.Conditions, func(c cdiv1.DataVolumeCondition) bool { return c.Type == t })
+	if i >= 0 {
+		old := st.Conditions[i]
+		prev = &cdiv1.ConditionState{Status: old.Status, Reason: old.Reason, Message: old.Message,
+			LastTransitionTime: old.LastTransitionTime, LastHeartbeatTime: old.LastHeartbeatTime}
 	}
-	st.Conditions = append(st.Conditions, c)
+	n := conditions.Next(prev, s, reason, msg, now)
+	c := cdiv1.DataVolumeCondition{Type: t, Status: n.Status, Reason: n.Reason, Message: n.Message,
+		LastTransitionTime: n.LastTransitionTime, LastHeartbeatTime: n.LastHeartbeatTime}
+	if i >= 0 {
+		st.Conditions[i] = c
+	} else {
+		st.Conditions = append(st.Conditions, c)
+	}
 }

@@ -37,7 +37,9 @@ type Params struct {
 type Result struct{ Name, Namespace string }
 
 // Map is the task's results.
-func (r Result) Map() map[string]string { return map[string]string{"name": r.Name, "namespace": r.Namespace} }
+func (r Result) Map() map[string]string {
+	return map[string]string{"name": r.Name, "namespace": r.Namespace}
+}
 
 // Decode parses a DataVolume or DataSource manifest (cdi.kubevirt.io/v1beta1),
 // rejecting fields the API does not have.
