@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
@@ -52,6 +53,10 @@ func Decompress(r io.Reader) (io.Reader, Format, []Format, error) {
 			}
 			r = zr
 		case XZ:
+			if splittable(p.Reader) {
+				r = newXZBlocksReader(p.Reader, runtime.NumCPU())
+				continue
+			}
 			xr, err := xz.NewReader(p)
 			if err != nil {
 				return nil, "", nil, fmt.Errorf("xz: %w", err)
