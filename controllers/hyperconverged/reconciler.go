@@ -87,11 +87,18 @@ func (r *Reconciler) install(ctx context.Context, ns string) (int, error) {
 	if err != nil {
 		return 0, reconcile.TerminalError(err)
 	}
-	// Create, not Get: reading namespaces through the cache would need
+	// The catalog namespace, and those pipelines bind their ServiceAccounts
+	// in. Create, not Get: reading namespaces through the cache would need
 	// cluster-wide list and watch of every namespace.
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{catalog.ManagedByLabel: catalog.ManagedBy}}}
-	if err := r.Client.Create(ctx, nsObj); err != nil && !apierrors.IsAlreadyExists(err) {
-		return 0, fmt.Errorf("creating namespace %s: %w", ns, err)
+	namespaces := map[string]bool{ns: true}
+	for _, o := range objs {
+		namespaces[o.GetNamespace()] = true
+	}
+	for name := range namespaces {
+		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{catalog.ManagedByLabel: catalog.ManagedBy}}}
+		if err := r.Client.Create(ctx, nsObj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return 0, fmt.Errorf("creating namespace %s: %w", name, err)
+		}
 	}
 	for _, o := range objs {
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {

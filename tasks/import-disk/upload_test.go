@@ -208,6 +208,18 @@ func TestUploadOneAtATime(t *testing.T) {
 	if _, err := pw.Write(make([]byte, 1<<20)); err != nil {
 		t.Fatal(err)
 	}
+	// The bytes may sit in socket buffers before the handler runs.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		f.s.mu.Lock()
+		busy := f.s.busy
+		f.s.mu.Unlock()
+		if busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first upload never started")
+		}
+	}
 	code, msg := f.post(t, UploadPath, f.token, "", bytes.NewReader(make([]byte, 10)))
 	if code != http.StatusConflict {
 		t.Fatalf("second upload: got %d %q, want 409", code, msg)
