@@ -73,18 +73,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if obs.invalid = Supported(dv); obs.invalid != nil {
 		return ctrl.Result{}, nil
 	}
-	src, err := ResolveSource(ctx, r.Client, dv)
-	switch {
-	case errors.Is(err, ErrSourceNotReady):
-		obs.waiting = err.Error()
-		return ctrl.Result{RequeueAfter: sourceRefEvery}, nil
-	case err != nil:
-		return ctrl.Result{}, err
-	}
-	// In memory only: the status patch does not carry spec changes.
-	dv.Spec.Source, dv.Spec.SourceRef = src, nil
-	if obs.invalid = Supported(dv); obs.invalid != nil {
+	if dv.Status.Phase == cdiv1.Succeeded {
+		// Done for good, whatever became of the source since.
+		var err error
+		obs.pvc, err = r.ensureClaim(ctx, dv)
+		obs.invalid = err
 		return ctrl.Result{}, nil
+	}
+	if res, done, err := r.resolve(ctx, dv, &obs); done {
+		return res, err
 	}
 	pvc, err := r.ensureClaim(ctx, dv)
 	if err != nil {
@@ -92,10 +89,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	obs.pvc, obs.clone, obs.upload = pvc, dv.Spec.Source.PVC != nil, dv.Spec.Source.Upload != nil
-	if pvc.Status.Phase != corev1.ClaimBound || dv.Status.Phase == cdiv1.Succeeded {
+	if pvc.Status.Phase != corev1.ClaimBound {
 		return ctrl.Result{}, nil
 	}
 	return r.sync(ctx, dv, pvc, &obs)
+}
+
+// resolve replaces a DataSource reference by the source it names, in
+// memory only (the status patch carries no spec changes); done is set when
+// the DataVolume must wait for it or cannot use it.
+func (r *Reconciler) resolve(ctx context.Context, dv *cdiv1.DataVolume, obs *observed) (ctrl.Result, bool, error) {
+	src, err := ResolveSource(ctx, r.Client, dv)
+	switch {
+	case errors.Is(err, ErrSourceNotReady):
+		obs.waiting = err.Error()
+		return ctrl.Result{RequeueAfter: sourceRefEvery}, true, nil
+	case err != nil:
+		return ctrl.Result{}, true, err
+	}
+	dv.Spec.Source, dv.Spec.SourceRef = src, nil
+	obs.invalid = Supported(dv)
+	return ctrl.Result{}, obs.invalid != nil, nil
 }
 
 // sync runs the import (or clone, or upload) of a bound claim, retrying a
