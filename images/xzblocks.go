@@ -156,11 +156,14 @@ type xzBlocksReader struct {
 	// records are (unpadded, uncompressed) sizes of the stream's blocks so
 	// far, checked against its index.
 	records [][2]int64
-	// out is the decoded batch not yet read; stream a large block being
-	// decoded alone.
-	out    []byte
+	// batch is the decoded batch being read, from batch[0].out[pos:];
+	// stream a large block being decoded alone.
+	batch  []*xzBlock
+	pos    int
 	stream io.Reader
 	err    error
+	// free holds buffers of read batches for the next ones.
+	free [][]byte
 }
 
 func newXZBlocksReader(r *bufio.Reader, workers int) *xzBlocksReader {
@@ -168,7 +171,11 @@ func newXZBlocksReader(r *bufio.Reader, workers int) *xzBlocksReader {
 }
 
 func (x *xzBlocksReader) Read(p []byte) (int, error) {
-	for len(x.out) == 0 && x.stream == nil {
+	for len(x.batch) > 0 && x.pos == len(x.batch[0].out) {
+		x.recycle(x.batch[0])
+		x.batch, x.pos = x.batch[1:], 0
+	}
+	for len(x.batch) == 0 && x.stream == nil {
 		if x.err != nil {
 			return 0, x.err
 		}
@@ -181,9 +188,27 @@ func (x *xzBlocksReader) Read(p []byte) (int, error) {
 		}
 		return n, err
 	}
-	n := copy(p, x.out)
-	x.out = x.out[n:]
+	n := copy(p, x.batch[0].out[x.pos:])
+	x.pos += n
 	return n, nil
+}
+
+// buffer is a free buffer of n bytes, or a new one.
+func (x *xzBlocksReader) buffer(n int64) []byte {
+	for i, b := range x.free {
+		if int64(cap(b)) >= n {
+			x.free = append(x.free[:i], x.free[i+1:]...)
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+func (x *xzBlocksReader) recycle(b *xzBlock) {
+	x.free = append(x.free, b.data[:0], b.out[:0])
+	if len(x.free) > 4*x.workers {
+		x.free = x.free[len(x.free)-4*x.workers:]
+	}
 }
 
 // next decodes the next batch of blocks (or starts streaming a large one);
@@ -218,17 +243,12 @@ func (x *xzBlocksReader) next() error {
 		go func() { defer wg.Done(); b.decode() }()
 	}
 	wg.Wait()
-	var size int
 	for _, b := range batch {
 		if b.err != nil {
 			return b.err
 		}
-		size += len(b.out)
 	}
-	x.out = make([]byte, 0, size)
-	for _, b := range batch {
-		x.out = append(x.out, b.out...)
-	}
+	x.batch, x.pos = batch, 0
 	return nil
 }
 
@@ -291,7 +311,7 @@ func (x *xzBlocksReader) readBlock(first bool) (b *xzBlock, atIndex bool, err er
 		b.stream, err = x.streamBlock(hdr, pad, checkLen)
 		return b, false, err
 	}
-	b.data = make([]byte, hdr.compressed+pad+checkLen)
+	b.data, b.out = x.buffer(hdr.compressed+pad+checkLen), x.buffer(hdr.unpacked)
 	if _, err := io.ReadFull(x.r, b.data); err != nil {
 		return nil, false, xzEOF(err)
 	}
@@ -306,18 +326,23 @@ func (b *xzBlock) decode() {
 		b.err = fmt.Errorf("%w: %w", errXZCorrupt, err)
 		return
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, b.hdr.unpacked))
-	if _, err := io.Copy(buf, r); err != nil {
+	n, err := io.ReadFull(r, b.out)
+	if err == nil {
+		var one [1]byte
+		if m, _ := r.Read(one[:]); m > 0 {
+			n++ // more than the header said
+		}
+	} else if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		b.err = fmt.Errorf("%w: %w", errXZCorrupt, err)
 		return
 	}
-	b.out = buf.Bytes()
+	b.out = b.out[:min(n, len(b.out))]
 	var sum []byte
 	if h := xzHash(b.check); h != nil {
 		_, _ = h.Write(b.out)
 		sum = h.Sum(nil)
 	}
-	b.err = verifyXZBlock(b.check, b.data[c+b.pad:], sum, int64(len(b.out)), b.hdr.unpacked, b.data[c:c+b.pad])
+	b.err = verifyXZBlock(b.check, b.data[c+b.pad:], sum, int64(n), b.hdr.unpacked, b.data[c:c+b.pad])
 }
 
 // verifyXZBlock checks a decoded block: n bytes where the header said

@@ -7,7 +7,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"os/exec"
+	"runtime"
 	"testing"
+
+	"github.com/ulikunitz/xz"
 )
 
 // xzCLI compresses data with the xz tool (multi-threaded xz writes the
@@ -101,4 +104,40 @@ func TestImportOfMultiBlockXZ(t *testing.T) {
 		t.Fatalf("import = %+v, %v", res, err)
 	}
 	checkDisk(t, disk, raw)
+}
+
+// BenchmarkXZDecode compares the block-parallel decoder with ulikunitz/xz
+// alone on the same multi-block stream (report the ratio of the two).
+func BenchmarkXZDecode(b *testing.B) {
+	data := mixed(48 << 20)
+	cmd := exec.Command("xz", "-c", "-1", "-T2")
+	cmd.Stdin = bytes.NewReader(data)
+	x, err := cmd.Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		open func() io.Reader
+	}{
+		{"sequential", func() io.Reader {
+			r, err := xz.NewReader(bytes.NewReader(x))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r
+		}},
+		{"blocks", func() io.Reader {
+			return newXZBlocksReader(bufio.NewReaderSize(bytes.NewReader(x), HeaderSize+4096), runtime.NumCPU())
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if n, err := io.Copy(io.Discard, tc.open()); err != nil || n != int64(len(data)) {
+					b.Fatal(n, err)
+				}
+			}
+		})
+	}
 }
