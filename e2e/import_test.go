@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -102,6 +104,8 @@ func TestImportDiskThenBoot(t *testing.T) {
 		{map[string]string{"url": base + "/guest.qcow2", "capacity": "32Mi"}, "image larger than the target"},
 		{map[string]string{"url": broken + "/truncated.qcow2.xz"}, "xz stream truncated or corrupt"},
 		{map[string]string{"url": broken + "/reset.qcow2.xz"}, "giving up after 5 attempts"},
+		{map[string]string{"url": broken + "/corrupt.qcow2"}, "qcow2 header"},
+		{map[string]string{"url": broken + "/backed.qcow2"}, "backing file"},
 	} {
 		framework.NewTaskRunRunner(t, f, importTaskRun(pvc.Name, bad.params)).CreateTaskRun().ExpectFailure(bad.want)
 	}
@@ -249,12 +253,25 @@ func denyClone(t *testing.T, f *framework.Framework, dv *cdiv1.DataVolume) {
 	}
 }
 
-// serveBroken serves data cut in half (/truncated.qcow2.xz), and data that
-// breaks off after 1 MB with the connection reset, the server answering
-// 502 from then on (/reset.qcow2.xz).
+// serveBroken serves data cut in half (/truncated.qcow2.xz), a qcow2 header
+// of garbage (/corrupt.qcow2), a qcow2 with a backing file (/backed.qcow2),
+// and data that breaks off after 1 MB with the connection reset, the server
+// answering 502 from then on (/reset.qcow2.xz).
 func serveBroken(t *testing.T, f *framework.Framework, data []byte) string {
 	t.Helper()
 	l, err := net.Listen("tcp", net.JoinHostPort(nodeIP(t, f), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	base, backed := filepath.Join(dir, "base.raw"), filepath.Join(dir, "backed.qcow2")
+	if err := os.WriteFile(base, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-b", base, "-F", "raw", backed, "64M").CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img create: %v: %s", err, out)
+	}
+	backedData, err := os.ReadFile(backed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,6 +280,10 @@ func serveBroken(t *testing.T, f *framework.Framework, data []byte) string {
 		switch {
 		case r.URL.Path == "/truncated.qcow2.xz":
 			_, _ = w.Write(data[:len(data)/2])
+		case r.URL.Path == "/corrupt.qcow2":
+			_, _ = w.Write(append([]byte("QFI\xfb"), bytes.Repeat([]byte{0xff}, 4096)...))
+		case r.URL.Path == "/backed.qcow2":
+			_, _ = w.Write(backedData)
 		case resets.Add(1) == 1:
 			w.Header().Set("Accept-Ranges", "bytes")
 			w.Header().Set("Content-Length", strconv.Itoa(len(data)))
