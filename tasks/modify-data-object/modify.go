@@ -88,11 +88,11 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (*Result
 	case obj.GetNamespace() == "":
 		obj.SetNamespace(p.DefaultNamespace)
 	}
-	if err := create(ctx, c, obj, p, out); err != nil {
+	verb, err := create(ctx, c, obj, p, out)
+	if err != nil {
 		return nil, err
 	}
-	kind := kindOf(obj)
-	fmt.Fprintf(out, "%s %s/%s created\n", kind, obj.GetNamespace(), obj.GetName())
+	fmt.Fprintf(out, "%s %s/%s %s\n", kindOf(obj), obj.GetNamespace(), obj.GetName(), verb)
 	if p.WaitForSuccess {
 		if err := waitSuccess(ctx, c, obj, p, out); err != nil {
 			return nil, err
@@ -115,32 +115,35 @@ func kindOf(obj client.Object) string {
 	return "DataVolume"
 }
 
-// create creates obj; with AllowReplace an existing DataSource is updated
-// in place (its users never see it missing) and an existing DataVolume is
-// deleted first.
-func create(ctx context.Context, c client.Client, obj client.Object, p Params, out io.Writer) error {
+// create creates obj and says what it did; with AllowReplace an existing
+// DataSource is updated in place (its users never see it missing) and an
+// existing DataVolume is deleted first.
+func create(ctx context.Context, c client.Client, obj client.Object, p Params, out io.Writer) (string, error) {
 	err := c.Create(ctx, obj)
 	if err == nil || !apierrors.IsAlreadyExists(err) {
-		return wrap(err, "creating", obj)
+		return "created", wrap(err, "creating", obj)
 	}
 	if !p.AllowReplace {
-		return fmt.Errorf("%s %s/%s exists: set allowReplace to replace it", kindOf(obj), obj.GetNamespace(), obj.GetName())
+		return "", fmt.Errorf("%s %s/%s exists: set allowReplace to replace it", kindOf(obj), obj.GetNamespace(), obj.GetName())
 	}
 	if ds, ok := obj.(*cdiv1.DataSource); ok {
 		cur := &cdiv1.DataSource{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ds), cur); err != nil {
-			return wrap(err, "reading", ds)
+			return "", wrap(err, "reading", ds)
 		}
 		cur.Spec, cur.Labels, cur.Annotations = ds.Spec, ds.Labels, ds.Annotations
-		fmt.Fprintf(out, "DataSource %s/%s exists: replacing its spec\n", ds.Namespace, ds.Name)
-		return wrap(c.Update(ctx, cur), "updating", ds)
+		if err := c.Update(ctx, cur); err != nil {
+			return "", wrap(err, "updating", ds)
+		}
+		cur.DeepCopyInto(ds)
+		return "exists: spec replaced", nil
 	}
 	fmt.Fprintf(out, "DataVolume %s/%s exists: deleting it first\n", obj.GetNamespace(), obj.GetName())
 	if err := deleteAndWait(ctx, c, obj.DeepCopyObject().(client.Object), p); err != nil {
-		return err
+		return "", err
 	}
 	obj.SetResourceVersion("")
-	return wrap(c.Create(ctx, obj), "creating", obj)
+	return "replaced", wrap(c.Create(ctx, obj), "creating", obj)
 }
 
 func wrap(err error, verb string, obj client.Object) error {

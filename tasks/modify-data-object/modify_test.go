@@ -73,8 +73,9 @@ func TestCreateWaitReplaceDelete(t *testing.T) {
 		t.Errorf("existing without allowReplace: %v", err)
 	}
 	p.AllowReplace = true
-	if _, err := Run(ctx, c, p, &out); err != nil {
-		t.Fatal(err)
+	out.Reset()
+	if _, err := Run(ctx, c, p, &out); err != nil || !strings.Contains(out.String(), "DataSource ns/fedora exists: spec replaced") {
+		t.Fatalf("replace: %v\n%s", err, out.String())
 	}
 	ds := &cdiv1.DataSource{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "fedora"}, ds); err != nil || ds.Spec.Source.PVC.Name != "fedora-2" {
