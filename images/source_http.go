@@ -39,15 +39,16 @@ func (s *HTTPSource) client() (*http.Client, error) {
 	if len(s.CA) == 0 {
 		return http.DefaultClient, nil
 	}
-	tr, err := caTransport(s.CA)
+	tr, err := CATransport(s.CA)
 	if err != nil {
 		return nil, err
 	}
 	return &http.Client{Transport: tr}, nil
 }
 
-// caTransport trusts the PEM certificates in ca besides the system roots.
-func caTransport(ca []byte) (*http.Transport, error) {
+// CATransport is an HTTP transport that trusts the PEM certificates in ca
+// besides the system roots (a private registry's or server's CA).
+func CATransport(ca []byte) (*http.Transport, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil {
 		pool = x509.NewCertPool()

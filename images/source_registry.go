@@ -48,7 +48,7 @@ func (s *RegistrySource) Open(ctx context.Context) (io.ReadCloser, int64, error)
 	}
 	ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}
 	if len(s.CA) > 0 {
-		tr, err := caTransport(s.CA)
+		tr, err := CATransport(s.CA)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +25,7 @@ import (
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
+	"github.com/tekvirt/tekvirt/images"
 )
 
 type uploadFlags struct {
@@ -170,12 +170,15 @@ func readyMessage(dv *cdiv1.DataVolume) string {
 // Service's cluster IP, verifying its certificate (for the Service's DNS
 // name) with the cluster CA.
 func proxyClient(ctx context.Context, c client.Client, caPEM []byte, f uploadFlags) (*uploadproxy.Client, error) {
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.insecure} //nolint:gosec // only with --insecure
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
 	if len(caPEM) > 0 {
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(caPEM)
-		tlsCfg.RootCAs = pool
+		var err error
+		if tr, err = images.CATransport(caPEM); err != nil {
+			return nil, fmt.Errorf("the kubeconfig's CA: %w", err)
+		}
 	}
+	tlsCfg := tr.TLSClientConfig
+	tlsCfg.InsecureSkipVerify = f.insecure //nolint:gosec // only with --insecure
 	url := f.proxyURL
 	if url == "" {
 		svc := &corev1.Service{}
@@ -185,7 +188,7 @@ func proxyClient(ctx context.Context, c client.Client, caPEM []byte, f uploadFla
 		url = "https://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
 		tlsCfg.ServerName = ctrlconfig.UploadProxyService + "." + ctrlconfig.Namespace + ".svc"
 	}
-	return &uploadproxy.Client{URL: url, HTTP: &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, Proxy: http.ProxyFromEnvironment}}}, nil
+	return &uploadproxy.Client{URL: url, HTTP: &http.Client{Transport: tr}}, nil
 }
 
 // progressBar draws the upload's progress on one line.

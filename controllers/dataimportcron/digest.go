@@ -2,8 +2,6 @@ package dataimportcron
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 
@@ -12,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/images"
 )
 
 // RegistryDigest reads an image's manifest digest with a HEAD request,
@@ -47,16 +47,13 @@ func (d *RegistryDigest) transport(ctx context.Context, ns, name string) (http.R
 	if err := d.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
 		return nil, fmt.Errorf("certificate ConfigMap %s/%s: %w", ns, name, err)
 	}
-	pool, err := x509.SystemCertPool()
+	var pem []byte
+	for _, v := range cm.Data {
+		pem = append(append(pem, v...), '\n')
+	}
+	tr, err := images.CATransport(pem)
 	if err != nil {
-		pool = x509.NewCertPool()
+		return nil, fmt.Errorf("certificate ConfigMap %s/%s: %w", ns, name, err)
 	}
-	added := false
-	for _, pem := range cm.Data {
-		added = pool.AppendCertsFromPEM([]byte(pem)) || added
-	}
-	if !added {
-		return nil, fmt.Errorf("certificate ConfigMap %s/%s holds no PEM certificate", ns, name)
-	}
-	return &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}, nil
+	return tr, nil
 }

@@ -3,7 +3,6 @@ package clonedisk
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -106,16 +105,16 @@ func sendOnce(ctx context.Context, hc *http.Client, p SendParams, src string) (i
 }
 
 func sendClient(p SendParams) (*http.Client, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: p.ServerName}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
 	if p.CAFile != "" {
 		pem, err := os.ReadFile(p.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("reading the CA: %w", err)
 		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s holds no PEM certificate", p.CAFile)
+		if tr, err = images.CATransport(pem); err != nil {
+			return nil, fmt.Errorf("%s: %w", p.CAFile, err)
 		}
 	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}, nil
+	tr.TLSClientConfig.ServerName = p.ServerName
+	return &http.Client{Transport: tr}, nil
 }
