@@ -12,23 +12,17 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/crane"
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
-func pushFiles(t *testing.T, host, repo string, files map[string][]byte) string {
+func pushFiles(t *testing.T, host, repo string, files map[string][]byte, opts ...crane.Option) string {
 	t.Helper()
 	img, err := crane.Image(files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := host + "/" + repo + ":v1"
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(r, img); err != nil {
+	if err := crane.Push(img, ref, opts...); err != nil {
 		t.Fatal(err)
 	}
 	return ref
@@ -68,23 +62,12 @@ func TestRegistrySourceCustomCA(t *testing.T) {
 	srv := httptest.NewTLSServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	host := strings.TrimPrefix(srv.URL, "https://")
-	img, err := crane.Image(map[string][]byte{"disk/d.img": []byte("disk")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := name.ParseReference(host + "/disk:v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img, remote.WithTransport(srv.Client().Transport)); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := (&RegistrySource{Ref: ref.String()}).Open(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
+	ref := pushFiles(t, strings.TrimPrefix(srv.URL, "https://"), "disk", map[string][]byte{"disk/d.img": []byte("disk")}, crane.WithTransport(srv.Client().Transport))
+	if _, _, err := (&RegistrySource{Ref: ref}).Open(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("without the CA: err = %v, want a certificate error", err)
 	}
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	rc, size, err := (&RegistrySource{Ref: ref.String(), CA: ca}).Open(context.Background())
+	rc, size, err := (&RegistrySource{Ref: ref, CA: ca}).Open(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/crane"
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // push stores an image holding files at host/repo:latest and returns its reference.
@@ -26,11 +24,7 @@ func push(t *testing.T, host, repo string, files map[string][]byte) string {
 		t.Fatal(err)
 	}
 	ref := host + "/" + repo + ":latest"
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(r, img); err != nil {
+	if err := crane.Push(img, ref); err != nil {
 		t.Fatal(err)
 	}
 	return ref
