@@ -24,6 +24,7 @@ import (
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
 	"github.com/tekvirt/tekvirt/images"
 )
@@ -145,25 +146,14 @@ func waitDV(ctx context.Context, c client.Client, ns, name string, timeout time.
 			return false, err
 		}
 		if dv.Status.Phase == cdiv1.Failed {
-			return false, fmt.Errorf("DataVolume %s/%s Failed: %s", ns, name, readyMessage(dv))
+			return false, fmt.Errorf("DataVolume %s/%s Failed: %s", ns, name, datavolume.ReadyMessage(dv))
 		}
 		return dv.Status.Phase == phase, nil
 	})
 	if wait.Interrupted(err) {
-		return fmt.Errorf("DataVolume %s/%s is %q after %s, not %s: %s", ns, name, dv.Status.Phase, timeout, phase, readyMessage(dv))
+		return fmt.Errorf("DataVolume %s/%s is %q after %s, not %s: %s", ns, name, dv.Status.Phase, timeout, phase, datavolume.ReadyMessage(dv))
 	}
 	return err
-}
-
-func readyMessage(dv *cdiv1.DataVolume) string {
-	for _, c := range dv.Status.Conditions {
-		if c.Type == cdiv1.DataVolumeReady || c.Type == cdiv1.DataVolumeRunning {
-			if c.Message != "" {
-				return c.Message
-			}
-		}
-	}
-	return "no message"
 }
 
 // proxyClient reaches the upload proxy at --uploadproxy-url, else at its

@@ -9,6 +9,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/controllers/conditions"
+	"github.com/tekvirt/tekvirt/controllers/datavolume"
 )
 
 // observed is what the reconciler saw of a cron's imports.
@@ -36,7 +37,7 @@ func upToDate(obs observed) (corev1.ConditionStatus, string, string) {
 	case obs.latest == nil:
 		return corev1.ConditionFalse, "NoImport", "no import yet"
 	case obs.latest.Status.Phase == cdiv1.Failed:
-		return corev1.ConditionFalse, "ImportFailed", fmt.Sprintf("DataVolume %s failed: %s", obs.latest.Name, dvMessage(obs.latest))
+		return corev1.ConditionFalse, "ImportFailed", fmt.Sprintf("DataVolume %s failed: %s", obs.latest.Name, datavolume.ReadyMessage(obs.latest))
 	case inFlight(obs.latest):
 		return corev1.ConditionFalse, "ImportProgressing", fmt.Sprintf("DataVolume %s is %s", obs.latest.Name, phase(obs.latest))
 	}
@@ -48,15 +49,6 @@ func phase(dv *cdiv1.DataVolume) cdiv1.DataVolumePhase {
 		return cdiv1.Pending
 	}
 	return dv.Status.Phase
-}
-
-func dvMessage(dv *cdiv1.DataVolume) string {
-	for _, c := range dv.Status.Conditions {
-		if c.Type == cdiv1.DataVolumeReady && c.Message != "" {
-			return c.Message
-		}
-	}
-	return "no message"
 }
 
 // nextStatus computes the cron's status; the reconciler patches it.

@@ -12,6 +12,8 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/controllers/datavolume"
 )
 
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;create
@@ -47,19 +49,10 @@ func (r *Reconciler) ensureDataVolumes(ctx context.Context, vm *v1.VirtualMachin
 		switch dv.Status.Phase {
 		case cdiv1.Succeeded:
 		case cdiv1.Failed:
-			return v1.VirtualMachineStatusDataVolumeError, fmt.Sprintf("DataVolume %s failed: %s", dv.Name, readyMessage(dv)), nil
+			return v1.VirtualMachineStatusDataVolumeError, fmt.Sprintf("DataVolume %s failed: %s", dv.Name, datavolume.ReadyMessage(dv)), nil
 		default:
 			waiting = v1.VirtualMachineStatusProvisioning
 		}
 	}
 	return waiting, "", nil
-}
-
-func readyMessage(dv *cdiv1.DataVolume) string {
-	for _, c := range dv.Status.Conditions {
-		if c.Type == cdiv1.DataVolumeReady {
-			return c.Message
-		}
-	}
-	return ""
 }
