@@ -133,6 +133,11 @@ func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1
 	if ok {
 		return ctrl.Result{}, r.succeeded(ctx, dv)
 	}
+	if msg := ReadyMessage(dv); dv.Status.Phase == cdiv1.Failed && msg != "" {
+		// Failed for good before: keep the cause rather than read the logs again.
+		obs.failed = msg
+		return ctrl.Result{}, nil
+	}
 	if crossNamespace(dv) {
 		// The upload step was cancelled because its sender failed.
 		if sender, err := r.sender(ctx, dv); err == nil {
