@@ -21,8 +21,10 @@ import (
 // compressed and uncompressed size, so the blocks of such a stream can be cut
 // apart without decoding and decoded at once, each on its own core. This
 // reader does that in fork-join batches inside Read: no goroutine outlives a
-// Read call, so an abandoned reader leaks nothing. Streams it cannot split
-// (a block without sizes, filters other than LZMA2) go to ulikunitz/xz.
+// Read call, so an abandoned reader leaks nothing. Streams whose first block
+// it cannot split (no sizes in its header, filters other than LZMA2) go to
+// ulikunitz/xz; a later such block in a stream that began splittable fails
+// (no xz tool writes that mix).
 
 const (
 	xzHeaderLen = 12

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net"
 	"net/http"
 	"sync"
@@ -189,13 +188,8 @@ func uploadBody(r *http.Request, form bool) (io.Reader, int64, error) {
 		if part.FormName() == "file" {
 			return part, -1, nil
 		}
-		_ = drain(part)
+		_, _ = io.Copy(io.Discard, part)
 	}
-}
-
-func drain(p *multipart.Part) error {
-	_, err := io.Copy(io.Discard, p)
-	return err
 }
 
 // eofSignal closes eof once r has been read to its end.
