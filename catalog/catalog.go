@@ -156,6 +156,21 @@ func InstallObjects(ns, stepImage string) ([]*unstructured.Unstructured, error) 
 	return out, nil
 }
 
+// TaskObject is the catalog task name with its step image set to stepImage,
+// as InstallObjects installs it (for runs that embed its spec).
+func TaskObject(name, stepImage string) (*unstructured.Unstructured, error) {
+	ts, err := Tasks()
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		if t.Name == name {
+			return resolve(t.Manifest, stepImage)
+		}
+	}
+	return nil, fmt.Errorf("the catalog has no %s task", name)
+}
+
 func resolve(obj *unstructured.Unstructured, stepImage string) (*unstructured.Unstructured, error) {
 	data, err := obj.MarshalJSON()
 	if err != nil {

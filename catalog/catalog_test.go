@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -181,5 +183,19 @@ func TestResolveImagesNamesMissingImage(t *testing.T) {
 	got, err := catalog.ResolveImages(`["ko://example.test/cmd/y"]`, map[string]string{"example.test/cmd/y": "reg/y@sha256:1"})
 	if err != nil || got != `["reg/y@sha256:1"]` {
 		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+func TestTaskObject(t *testing.T) {
+	o, err := catalog.TaskObject("import-disk", "reg/step@sha256:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, _, _ := unstructured.NestedSlice(o.Object, "spec", "steps")
+	if len(steps) == 0 || steps[0].(map[string]any)["image"] != "reg/step@sha256:1" {
+		t.Errorf("steps %v", steps)
+	}
+	if _, err := catalog.TaskObject("no-such-task", "x"); err == nil || !strings.Contains(err.Error(), "no no-such-task task") {
+		t.Errorf("unknown task: %v", err)
 	}
 }

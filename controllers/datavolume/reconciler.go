@@ -260,20 +260,15 @@ func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *c
 
 // catalogTask is a catalog task with the step image set.
 func (r *Reconciler) catalogTask(name string) (*pipelinev1.Task, error) {
-	objs, err := catalog.InstallObjects("", r.StepImage)
+	o, err := catalog.TaskObject(name, r.StepImage)
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range objs {
-		if o.GetKind() == "Task" && o.GetName() == name {
-			task := &pipelinev1.Task{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, task); err != nil {
-				return nil, err
-			}
-			return task, nil
-		}
+	task := &pipelinev1.Task{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, task); err != nil {
+		return nil, fmt.Errorf("catalog task %s: %w", name, err)
 	}
-	return nil, fmt.Errorf("the catalog has no %s task", name)
+	return task, nil
 }
 
 // SetupWithManager watches DataVolumes and the claims and runs they own.
