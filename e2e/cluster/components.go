@@ -69,7 +69,7 @@ func (c *Cluster) processes(b binaries) []*process {
 		{
 			name: "containerd", binary: "/usr/bin/containerd",
 			args:  []string{"--config", etc("containerd.toml")},
-			ready: socketReady(c.containerdSocket()),
+			ready: criReady(c.containerdSocket()),
 		},
 		{
 			name: "kubelet", binary: b.k("kubelet"),

@@ -17,6 +17,9 @@ import (
 	"time"
 )
 
+// startMarker opens what one start of a component wrote to its log.
+const startMarker = "=== tekvirt starting "
+
 // process is one daemon the cluster runs on this machine.
 type process struct {
 	name   string
@@ -120,7 +123,7 @@ func (c *Cluster) ensure(ctx context.Context, p *process) error {
 		return fmt.Errorf("%s: opening log: %w", p.name, err)
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "\n=== tekvirt starting %s at %s: %s %s\n", p.name, time.Now().Format(time.RFC3339), p.binary, strings.Join(p.args, " "))
+	fmt.Fprintf(logf, "\n"+startMarker+"%s at %s: %s %s\n", p.name, time.Now().Format(time.RFC3339), p.binary, strings.Join(p.args, " "))
 	cmd := exec.Command(p.binary, p.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), p.env...)
@@ -138,10 +141,31 @@ func (c *Cluster) ensure(ctx context.Context, p *process) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	if err := waitReady(ctx, p, exited); err != nil {
-		return fmt.Errorf("%s did not start: %w; see %s", p.name, err, logPath)
+		return fmt.Errorf("%s did not start: %w; see %s, which ends:\n%s", p.name, err, logPath, logTail(logPath, 8))
 	}
 	c.progress("%-24s started (pid %d) in %s", p.name, pid, since(start))
 	return nil
+}
+
+// logTail returns the last n lines the latest start wrote to the log at
+// path, indented, so that a failed start shows its cause where it is
+// reported (a CI log, say) and not only in a file on the machine.
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "    (" + err.Error() + ")"
+	}
+	text := string(data)
+	if i := strings.LastIndex(text, startMarker); i >= 0 {
+		if nl := strings.IndexByte(text[i:], '\n'); nl >= 0 {
+			text = text[i+nl+1:]
+		}
+	}
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "    " + strings.Join(lines, "\n    ")
 }
 
 func waitReady(ctx context.Context, p *process, exited <-chan error) error {

@@ -82,6 +82,9 @@ func TestFailedStartNamesLog(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "broken did not start") || !strings.Contains(err.Error(), c.LogFile("broken")) {
 		t.Fatalf("err = %v, want component and log file named", err)
 	}
+	if !strings.Contains(err.Error(), "ends:\n    boom") {
+		t.Fatalf("err = %v, want the log's last lines in it", err)
+	}
 	log, _ := os.ReadFile(c.LogFile("broken"))
 	if !strings.Contains(string(log), "boom") {
 		t.Fatalf("log = %q", log)
