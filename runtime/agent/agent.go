@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"time"
 )
 
@@ -168,7 +169,9 @@ func (c *Client) Exec(ctx context.Context, path string, args []string, poll time
 			ErrTrunc bool   `json:"err-truncated"`
 		}
 		if err := c.call(ctx, "guest-exec-status", map[string]int{"pid": started.PID}, &st); err != nil {
-			if ctx.Err() != nil {
+			// The socket's deadline is the context's and may pass a moment
+			// before the context reports it.
+			if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
 				return Result{}, fmt.Errorf("%w: %s (pid %d in guest): %w", ErrTimeout, path, started.PID, err)
 			}
 			return Result{}, err
