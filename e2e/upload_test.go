@@ -30,6 +30,7 @@ import (
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -287,18 +288,28 @@ func TestCrossNamespaceClone(t *testing.T) {
 	if msg := readyMessage(bad); !strings.Contains(msg, "sending PVC "+srcNS+"/empty failed") || bad.Status.RestartCount != 0 {
 		t.Errorf("clone of an empty volume: restarts %d, message %q", bad.Status.RestartCount, msg)
 	}
-	framework.Eventually(t, 30*time.Second, "the sender removed", func() error {
-		runs, err := f.Tekton.TektonV1().TaskRuns(srcNS).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, r := range runs.Items {
-			if strings.Contains(r.Name, "-mine-send-") {
-				return fmt.Errorf("sender %s still there", r.Name)
+	senders := func(target string) func() error {
+		return func() error {
+			runs, err := f.Tekton.TektonV1().TaskRuns(srcNS).List(ctx, metav1.ListOptions{
+				LabelSelector: datavolume.CloneTargetNamespaceLabel + "=" + dstNS + "," + datavolume.CloneTargetNameLabel + "=" + target})
+			if err != nil {
+				return err
 			}
+			if len(runs.Items) > 0 {
+				return fmt.Errorf("sender %s of %s still there", runs.Items[0].Name, target)
+			}
+			return nil
 		}
-		return nil
-	})
+	}
+	framework.Eventually(t, 30*time.Second, "the succeeded clone's sender removed", senders(clone.Name))
+	// The failed clone's sender stays for its log until the DataVolume goes.
+	if senders(bad.Name)() == nil {
+		t.Error("the failed clone's sender is gone while its DataVolume is there")
+	}
+	if err := c.Delete(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "the deleted DataVolume's sender removed", senders(bad.Name))
 }
 
 // volumeDisk reads disk.img of the PVC's volume.

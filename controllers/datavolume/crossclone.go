@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,10 +28,13 @@ import (
 // namespace (which alone may mount the source claim) sends the disk to it
 // through the upload proxy, with a token for the target claim.
 
-// Labels of a sending run, naming the DataVolume it clones for.
+// Labels of a sending run, naming the DataVolume it clones for. The UID
+// tells a DataVolume's senders from those of an earlier one of the same
+// name, whose token would be good for the new claim too.
 const (
 	CloneTargetNamespaceLabel = "cdi.kubevirt.io/cloneTargetNamespace"
 	CloneTargetNameLabel      = "cdi.kubevirt.io/cloneTargetName"
+	CloneTargetUIDLabel       = "tekvirt.io/clone-target-uid"
 )
 
 // sendTokenTTL is how long a sender's token is valid: the send may wait for
@@ -48,15 +52,14 @@ func Receives(dv *cdiv1.DataVolume) bool {
 	return dv.Spec.Source.Upload != nil || crossNamespace(dv)
 }
 
-// sendRunName names an attempt's sending run in the source namespace.
+// sendRunName names an attempt's sending run in the source namespace; the
+// UID's start keeps it apart from the runs of an earlier DataVolume of the
+// same name.
 func sendRunName(dv *cdiv1.DataVolume, attempt int32) string {
-	suffix := fmt.Sprintf("-send-%d", attempt)
+	uid := string(dv.UID)
+	suffix := fmt.Sprintf("-%s-send-%d", uid[:min(8, len(uid))], attempt)
 	name := dv.Namespace + "-" + dv.Name
-	if len(name)+len(suffix) > 63 {
-		uid := string(dv.UID)
-		name = name[:min(len(name), 63-len(suffix)-9)] + "-" + uid[:min(8, len(uid))]
-	}
-	return name + suffix
+	return name[:min(len(name), 63-len(suffix))] + suffix
 }
 
 // syncSender starts the sending run once the target's upload step answers,
@@ -64,6 +67,9 @@ func sendRunName(dv *cdiv1.DataVolume, attempt int32) string {
 func (r *Reconciler) syncSender(ctx context.Context, dv *cdiv1.DataVolume, obs *observed) error {
 	run, err := r.sender(ctx, dv)
 	if apierrors.IsNotFound(err) {
+		if err := r.deleteSenders(ctx, dv.Namespace, dv.Name, dv.UID); err != nil {
+			return err
+		}
 		run, err = r.createSender(ctx, dv)
 	}
 	if err != nil {
@@ -129,7 +135,8 @@ func sendRun(dv *cdiv1.DataVolume, task *pipelinev1.Task, url, serverName, token
 	step.Env = append(step.Env, corev1.EnvVar{Name: clonedisk.TokenEnv, Value: token})
 	return &pipelinev1.TaskRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src.Namespace, Name: sendRunName(dv, dv.Status.RestartCount),
-			Labels: map[string]string{CloneTargetNamespaceLabel: dv.Namespace, CloneTargetNameLabel: dv.Name, "app.kubernetes.io/part-of": "tekvirt"}},
+			Labels: map[string]string{CloneTargetNamespaceLabel: dv.Namespace, CloneTargetNameLabel: dv.Name,
+				CloneTargetUIDLabel: string(dv.UID), "app.kubernetes.io/part-of": "tekvirt"}},
 		Spec: pipelinev1.TaskRunSpec{
 			TaskSpec: spec,
 			Workspaces: []pipelinev1.WorkspaceBinding{{Name: "source",
@@ -166,14 +173,25 @@ func (r *Reconciler) cancel(ctx context.Context, run *pipelinev1.TaskRun) error 
 	return nil
 }
 
-// deleteSenders removes the sending runs of a finished clone: they live in
-// another namespace, so no owner reference can.
-func (r *Reconciler) deleteSenders(ctx context.Context, dv *cdiv1.DataVolume) error {
-	err := r.Client.DeleteAllOf(ctx, &pipelinev1.TaskRun{}, client.InNamespace(dv.Spec.Source.PVC.Namespace),
-		client.MatchingLabels{CloneTargetNamespaceLabel: dv.Namespace, CloneTargetNameLabel: dv.Name},
-		client.PropagationPolicy(metav1.DeletePropagationBackground))
-	if err != nil {
-		return fmt.Errorf("deleting the clone senders of %s: %w", klog.KObj(dv), err)
+// deleteSenders removes the sending runs for the DataVolume namespace/name,
+// in whatever namespace they run, but those of the DataVolume with UID keep
+// (none when keep is empty). They live in other namespaces than their
+// DataVolume, so no owner reference removes them.
+func (r *Reconciler) deleteSenders(ctx context.Context, namespace, name string, keep types.UID) error {
+	runs := &pipelinev1.TaskRunList{}
+	if err := r.Client.List(ctx, runs, client.MatchingLabels{CloneTargetNamespaceLabel: namespace, CloneTargetNameLabel: name}); err != nil {
+		return fmt.Errorf("listing the clone senders of %s/%s: %w", namespace, name, err)
+	}
+	for i := range runs.Items {
+		run := &runs.Items[i]
+		if keep != "" && run.Labels[CloneTargetUIDLabel] == string(keep) {
+			continue
+		}
+		err := r.Client.Delete(ctx, run, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting clone sender %s of %s/%s: %w", klog.KObj(run), namespace, name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("clone sender deleted", "dataVolume", klog.KRef(namespace, name), "taskRun", klog.KObj(run))
 	}
 	return nil
 }

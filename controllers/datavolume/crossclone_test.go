@@ -24,7 +24,8 @@ func TestSendRun(t *testing.T) {
 		Steps:      []pipelinev1.Step{{Name: "clone", Args: []string{"--target-dir=$(workspaces.target.path)"}}},
 	}}
 	run := sendRun(dv, task, "https://10.96.0.9:443/v1beta1/upload", "cdi-uploadproxy.tekvirt-system.svc", "tok")
-	if run.Namespace != "golden" || run.Name != "mine-disk-send-0" || run.Labels[CloneTargetNamespaceLabel] != "mine" || run.Labels[CloneTargetNameLabel] != "disk" {
+	if run.Namespace != "golden" || run.Name != "mine-disk-01234567-send-0" || run.Labels[CloneTargetNamespaceLabel] != "mine" || run.Labels[CloneTargetNameLabel] != "disk" ||
+		run.Labels[CloneTargetUIDLabel] != "0123456789abcdef" {
 		t.Errorf("run %s/%s labels %v", run.Namespace, run.Name, run.Labels)
 	}
 	spec := run.Spec.TaskSpec

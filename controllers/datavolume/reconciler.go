@@ -57,10 +57,15 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	dv := &cdiv1.DataVolume{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dv); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			// Owner references remove the claim and the runs in its
+			// namespace; a clone's senders in the source namespace go here.
+			return ctrl.Result{}, r.deleteSenders(ctx, req.Namespace, req.Name, "")
+		}
+		return ctrl.Result{}, err
 	}
 	if dv.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil // owner references remove the claim and runs
+		return ctrl.Result{}, r.deleteSenders(ctx, dv.Namespace, dv.Name, "")
 	}
 	base := dv.DeepCopy()
 	var obs observed
@@ -165,7 +170,7 @@ func (r *Reconciler) succeeded(ctx context.Context, dv *cdiv1.DataVolume) error 
 	if !crossNamespace(dv) {
 		return nil
 	}
-	return r.deleteSenders(ctx, dv)
+	return r.deleteSenders(ctx, dv.Namespace, dv.Name, "")
 }
 
 // sourceRefEvery is how often a DataVolume waiting for its DataSource looks again.
