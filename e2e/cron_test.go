@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -36,7 +37,8 @@ import (
 )
 
 // tlsRegistry is an in-process registry on the node address, serving TLS
-// with a certificate from its own CA, as a private registry would.
+// with a certificate from its own CA, as a private registry would; its
+// repositories under private/ need basic auth (registryUser, registryPass).
 type tlsRegistry struct {
 	host string
 	ca   []byte
@@ -65,7 +67,16 @@ func startTLSRegistry(t *testing.T, f *framework.Framework) *tlsRegistry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 5 * time.Second,
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); strings.HasPrefix(r.URL.Path, "/v2/private/") && (!ok || u != registryUser || p != registryPass) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="e2e"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
 		ErrorLog:  log.New(io.Discard, "", 0)}
 	go func() { _ = srv.ServeTLS(l, "", "") }()
@@ -75,6 +86,12 @@ func startTLSRegistry(t *testing.T, f *framework.Framework) *tlsRegistry {
 	return &tlsRegistry{host: l.Addr().String(), ca: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
 		tr: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}}}
 }
+
+// Credentials of the test registry's private/ repositories.
+const (
+	registryUser = "e2e"
+	registryPass = "e2e-secret"
+)
 
 // push builds an image of files (and env, to vary the digest) as repo:tag.
 func (r *tlsRegistry) push(t *testing.T, repo string, files map[string]ocibuild.File, env ...string) string {
@@ -87,7 +104,8 @@ func (r *tlsRegistry) push(t *testing.T, repo string, files map[string]ocibuild.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, img, remote.WithTransport(r.tr)); err != nil {
+	auth := remote.WithAuth(&authn.Basic{Username: registryUser, Password: registryPass})
+	if err := remote.Write(ref, img, remote.WithTransport(r.tr), auth); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := img.Digest()
@@ -165,6 +183,56 @@ func TestDataImportCron(t *testing.T) {
 		t.Errorf("image without /disk/: restarts %d, message %q", nodisk.Status.RestartCount, msg)
 	}
 	framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "booted from the cron's DataSource", framework.AgentConnected)
+}
+
+// TestDataImportCronSecretRef: a cron on a registry that wants credentials
+// logs in with its template's secretRef, both to read the digest and to
+// import; without one its UpToDate condition says what is missing.
+func TestDataImportCronSecretRef(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	reg := startTLSRegistry(t, f)
+	digest := reg.push(t, "private/guest:latest", map[string]ocibuild.File{
+		"/disk/guest.qcow2": {Source: filepath.Join(f.Home, "data", "guest", "guest.qcow2"), Mode: 0o644}})
+	objs := []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry-ca"}, Data: map[string]string{"ca.crt": string(reg.ca)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry-login"},
+			StringData: map[string]string{"accessKeyId": registryUser, "secretKey": registryPass}},
+	}
+	url, caName, secret := "docker://"+reg.host+"/private/guest:latest", "registry-ca", "registry-login"
+	size := corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("128Mi")}}
+	cron := func(name string, secretRef *string) *cdiv1.DataImportCron {
+		return &cdiv1.DataImportCron{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: cdiv1.DataImportCronSpec{Schedule: "0 0 * * *", ManagedDataSource: name,
+				Template: cdiv1.DataVolume{Spec: cdiv1.DataVolumeSpec{
+					Source:  &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &url, CertConfigMap: &caName, SecretRef: secretRef}},
+					Storage: &cdiv1.StorageSpec{Resources: size}}}}}
+	}
+	anonymous := cron("anonymous", nil)
+	objs = append(objs, cron("with-login", &secret), anonymous)
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPublished(t, c, &cdiv1.DataSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "with-login"}}, digest)
+	framework.Eventually(t, time.Minute, "the cron without secretRef reports the registry's 401", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(anonymous), anonymous); err != nil {
+			return err
+		}
+		for _, cond := range anonymous.Status.Conditions {
+			if cond.Type == cdiv1.DataImportCronUpToDate && cond.Reason == "DigestError" && strings.Contains(cond.Message, "(401)") &&
+				strings.Contains(cond.Message, "secretRef") {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", anonymous.Status.Conditions)
+	})
+	if len(anonymous.Status.CurrentImports) != 0 {
+		t.Errorf("the cron without credentials started imports: %+v", anonymous.Status.CurrentImports)
+	}
 }
 
 // waitPublished waits for ds to be Ready on the import of digest and

@@ -2,20 +2,25 @@ package dataimportcron
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/images"
+	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
 )
 
 // RegistryDigest reads an image's manifest digest with a HEAD request,
-// trusting the template's certConfigMap.
+// trusting the template's certConfigMap and logging in with its secretRef
+// (keys accessKeyId and secretKey, as CDI's).
 type RegistryDigest struct {
 	Client client.Reader
 }
@@ -35,7 +40,19 @@ func (d *RegistryDigest) Read(ctx context.Context, c *cdiv1.DataImportCron) (str
 		}
 		opts = append(opts, remote.WithTransport(tr))
 	}
+	if secret := reg.SecretRef; secret != nil && *secret != "" {
+		auth, err := d.auth(ctx, c.Namespace, *secret)
+		if err != nil {
+			return "", err
+		}
+		opts = append(opts, remote.WithAuth(auth))
+	}
 	desc, err := remote.Head(ref, opts...)
+	var terr *transport.Error
+	if errors.As(err, &terr) && terr.StatusCode == http.StatusUnauthorized {
+		return "", fmt.Errorf("reading the digest of %s: the registry wants credentials it accepts (401): "+
+			"set spec.template.spec.source.registry.secretRef to a Secret with %s and %s: %w", ref, importdisk.AccessKeyIDKey, importdisk.SecretKeyKey, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("reading the digest of %s: %w", ref, err)
 	}
@@ -56,4 +73,16 @@ func (d *RegistryDigest) transport(ctx context.Context, ns, name string) (http.R
 		return nil, fmt.Errorf("certificate ConfigMap %s/%s: %w", ns, name, err)
 	}
 	return tr, nil
+}
+
+func (d *RegistryDigest) auth(ctx context.Context, ns, name string) (authn.Authenticator, error) {
+	secret := &corev1.Secret{}
+	if err := d.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
+		return nil, fmt.Errorf("registry secret %s/%s: %w", ns, name, err)
+	}
+	user, pass := secret.Data[importdisk.AccessKeyIDKey], secret.Data[importdisk.SecretKeyKey]
+	if len(user) == 0 || len(pass) == 0 {
+		return nil, fmt.Errorf("registry secret %s/%s needs the keys %s and %s", ns, name, importdisk.AccessKeyIDKey, importdisk.SecretKeyKey)
+	}
+	return &authn.Basic{Username: string(user), Password: string(pass)}, nil
 }

@@ -40,9 +40,6 @@ func Supported(c *cdiv1.DataImportCron) error {
 	if src == nil || src.Registry == nil || src.Registry.URL == nil {
 		return fmt.Errorf("spec.template.spec.source.registry.url is required (registry sources only)")
 	}
-	if r := src.Registry; r.SecretRef != nil && *r.SecretRef != "" {
-		return fmt.Errorf("spec.template.spec.source.registry.secretRef is not supported for DataImportCrons (public or CA-only registries)")
-	}
 	if _, err := imageRef(*src.Registry.URL); err != nil {
 		return fmt.Errorf("spec.template.spec.source.registry.url: %w", err)
 	}

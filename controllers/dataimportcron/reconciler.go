@@ -21,7 +21,8 @@ import (
 // Reconciler keeps DataImportCrons' DataSources fresh.
 type Reconciler struct {
 	Client client.Client
-	// Reader reads what the manager does not cache (certificate ConfigMaps).
+	// Reader reads what the manager does not cache (certificate ConfigMaps,
+	// registry Secrets).
 	Reader client.Reader
 	// Digest reads the current digest of the cron's image; nil is
 	// RegistryDigest.
@@ -35,6 +36,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datasources,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // Reconcile polls, imports, publishes and collects for one cron.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {

@@ -172,7 +172,7 @@ func TestSupportedAndDue(t *testing.T) {
 		"http source": {func(c *cdiv1.DataImportCron) {
 			c.Spec.Template.Spec.Source = &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://x"}}
 		}, "registry sources only"},
-		"secret": {func(c *cdiv1.DataImportCron) { c.Spec.Template.Spec.Source.Registry.SecretRef = &secret }, "secretRef is not supported"},
+		"secret": {func(c *cdiv1.DataImportCron) { c.Spec.Template.Spec.Source.Registry.SecretRef = &secret }, ""},
 	} {
 		c := &cdiv1.DataImportCron{Spec: cdiv1.DataImportCronSpec{Schedule: "@daily", ManagedDataSource: "x",
 			Template: cdiv1.DataVolume{Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &url}}}}}}

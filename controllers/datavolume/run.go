@@ -156,7 +156,7 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 		step.Args = append(step.Args, fmt.Sprintf("--progress-addr=:%d", importdisk.ProgressPort))
 	}
 	if secret != nil {
-		for env, key := range map[string]string{importdisk.AccessKeyEnv: "accessKeyId", importdisk.SecretKeyEnv: "secretKey"} {
+		for env, key := range map[string]string{importdisk.AccessKeyEnv: importdisk.AccessKeyIDKey, importdisk.SecretKeyEnv: importdisk.SecretKeyKey} {
 			step.Env = append(step.Env, corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: *secret}, Key: key}}})
 		}

@@ -99,6 +99,12 @@ const (
 	SecretKeyEnv = "IMPORTER_SECRET_KEY"
 )
 
+// Keys of a credentials Secret (a DataVolume's secretRef), as CDI's.
+const (
+	AccessKeyIDKey = "accessKeyId"
+	SecretKeyKey   = "secretKey"
+)
+
 func credentials(ctx context.Context, c client.Client, p Params) (string, string, error) {
 	if p.SecretName == "" {
 		return os.Getenv(AccessKeyEnv), os.Getenv(SecretKeyEnv), nil
@@ -107,9 +113,9 @@ func credentials(ctx context.Context, c client.Client, p Params) (string, string
 	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.SecretName}, s); err != nil {
 		return "", "", fmt.Errorf("credentials secret %s/%s: %w", p.Namespace, p.SecretName, err)
 	}
-	user, pass := string(s.Data["accessKeyId"]), string(s.Data["secretKey"])
+	user, pass := string(s.Data[AccessKeyIDKey]), string(s.Data[SecretKeyKey])
 	if user == "" || pass == "" {
-		return "", "", fmt.Errorf("credentials secret %s/%s needs accessKeyId and secretKey", p.Namespace, p.SecretName)
+		return "", "", fmt.Errorf("credentials secret %s/%s needs %s and %s", p.Namespace, p.SecretName, AccessKeyIDKey, SecretKeyKey)
 	}
 	return user, pass, nil
 }
