@@ -190,5 +190,12 @@ func (c *Cluster) apiServerArgs() []string {
 		"--requestheader-username-headers", "X-Remote-User", "--requestheader-group-headers", "X-Remote-Group",
 		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
 		"--proxy-client-cert-file", pki("front-proxy-client.crt"), "--proxy-client-key-file", pki("front-proxy-client.key"),
-		"--enable-aggregator-routing=true"}
+		"--enable-aggregator-routing=true",
+		// The watch cache waits for etcd's progress notifications to serve
+		// a watch or list at the current revision, and etcd 3.4.23 (the
+		// distribution's) does not deliver them: a watch without a
+		// resourceVersion on a kind that had not changed lately failed
+		// with "Too large resource version" (tkn lost the logs of tasks so).
+		// One node needs no cache; every request reads etcd.
+		"--watch-cache=false"}
 }
