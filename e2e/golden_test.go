@@ -125,13 +125,13 @@ func TestGoldenImagePipeline(t *testing.T) {
 	ctx := context.Background()
 	golden := ctrlconfig.GoldenNamespace
 	url := serveGuest(t, f) + "/guest.qcow2.xz"
-	run := func(name, script string) (string, error) {
+	run := func(name, script string, extra ...string) (string, error) {
 		args := []string{"pipeline", "start", "golden-image", "-n", framework.CatalogNamespace, "-s", "golden-image-pipeline",
 			"-p", "url=" + url, "-p", "name=" + name, "-p", "size=128Mi", "--use-param-defaults", "--showlog", "--exit-with-pipelinerun-error"}
 		if script != "" {
 			args = append(args, "-p", "script="+script)
 		}
-		cmd := exec.Command(f.Bin("tkn"), args...)
+		cmd := exec.Command(f.Bin("tkn"), append(args, extra...)...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
 		start := time.Now()
 		out, err := cmd.CombinedOutput()
@@ -140,11 +140,15 @@ func TestGoldenImagePipeline(t *testing.T) {
 	}
 	good := "e2e-" + rand.String(5)
 	t.Cleanup(func() { cleanGolden(c, good) })
-	out, err := run(good, "")
+	// Earlier imports of this DataSource, and one of another: with
+	// importsToKeep 2 the run keeps its own and the newer earlier one.
+	older, newer, other := earlierImport(t, c, good+"-old-1", good), earlierImport(t, c, good+"-old-2", good), earlierImport(t, c, good+"-other", "e2e-other")
+	out, err := run(good, "", "-p", "importsToKeep=2")
 	if err != nil {
 		t.Fatalf("golden-image pipeline: %v\n%s", err, out)
 	}
-	for _, want := range []string{"Succeeded 100.0%", "ID=tekvirt-guest", "Linux 6.", "stopped", "deleted", "DataSource " + golden + "/" + good + ": Ready=True"} {
+	for _, want := range []string{"Succeeded 100.0%", "ID=tekvirt-guest", "Linux 6.", "stopped", "deleted", "DataSource " + golden + "/" + good + ": Ready=True",
+		"DataVolume " + golden + "/" + older + " deleted", "3 DataVolume(s) matching \"tekvirt.io/golden-image=" + good + "\" in " + golden + ", 1 deleted"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("pipeline output lacks %q:\n%s", want, out)
 		}
@@ -154,6 +158,15 @@ func TestGoldenImagePipeline(t *testing.T) {
 	if p := ds.Status.Source.PVC; p == nil || !strings.HasPrefix(p.Name, good+"-golden-image-run-") {
 		t.Errorf("the DataSource points at %+v", p)
 	}
+	framework.Eventually(t, time.Minute, "the oldest earlier import gone, the newer and the other DataSource's kept", func() error {
+		for name, want := range map[string]bool{older: false, newer: true, other: true} {
+			err := c.Get(ctx, client.ObjectKey{Namespace: golden, Name: name}, &cdiv1.DataVolume{})
+			if (err == nil) != want {
+				return fmt.Errorf("DataVolume %s: present %v, want %v", name, err == nil, want)
+			}
+		}
+		return nil
+	})
 	var vms v1.VirtualMachineList
 	if err := c.List(ctx, &vms, client.InNamespace(golden)); err != nil {
 		t.Fatal(err)
@@ -184,6 +197,23 @@ func TestGoldenImagePipeline(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// earlierImport creates a blank DataVolume in the golden namespace labelled
+// as an import of the DataSource dataSource, a second after the last one
+// (creation times have whole seconds), and deletes it after the test.
+func earlierImport(t *testing.T, c client.Client, name, dataSource string) string {
+	t.Helper()
+	time.Sleep(1100 * time.Millisecond)
+	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: ctrlconfig.GoldenNamespace, Name: name,
+		Labels: map[string]string{"tekvirt.io/golden-image": dataSource}},
+		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}},
+			Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}}}}}
+	if err := c.Create(context.Background(), dv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), dv) })
+	return name
 }
 
 // cleanGolden deletes what a golden-image run named name published.

@@ -41,7 +41,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=create
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-generate-ssh-keys-task;tekvirt-create-vm-from-manifest-task;tekvirt-wait-for-vmi-status-task;tekvirt-execute-in-vm-task;tekvirt-cleanup-vm-task;tekvirt-import-disk-task;tekvirt-clone-disk-task;tekvirt-modify-data-object-task
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-generate-ssh-keys-task;tekvirt-create-vm-from-manifest-task;tekvirt-wait-for-vmi-status-task;tekvirt-execute-in-vm-task;tekvirt-cleanup-vm-task;tekvirt-import-disk-task;tekvirt-clone-disk-task;tekvirt-modify-data-object-task;tekvirt-prune-data-volumes-task
 
 // Reconcile installs or removes the catalog and reports it in status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {

@@ -10,6 +10,7 @@ import (
 	generatesshkeys "github.com/tekvirt/tekvirt/tasks/generate-ssh-keys"
 	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
 	modifydataobject "github.com/tekvirt/tekvirt/tasks/modify-data-object"
+	prunedatavolumes "github.com/tekvirt/tekvirt/tasks/prune-data-volumes"
 	waitforvmi "github.com/tekvirt/tekvirt/tasks/wait-for-vmi-status"
 )
 
@@ -21,6 +22,7 @@ func Root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(generatesshkeys.Command(), createvm.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command(), modifydataobject.Command())
+	root.AddCommand(generatesshkeys.Command(), createvm.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command(), modifydataobject.Command(),
+		prunedatavolumes.Command())
 	return root
 }
