@@ -2,7 +2,6 @@ package dataimportcron
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,15 +12,15 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
+	prunedatavolumes "github.com/tekvirt/tekvirt/tasks/prune-data-volumes"
 )
 
-// Label and annotation of the DataVolumes a DataImportCron creates, as CDI's.
-// CreatedAnnotation records when the import was created, to the
-// nanosecond, since creationTimestamp has whole seconds.
+// Label and annotation of the DataVolumes a DataImportCron creates, as
+// CDI's; they also carry prunedatavolumes.CreatedAnnotation, so that imports
+// made in the same second are told apart.
 const (
-	CronLabel         = "cdi.kubevirt.io/dataImportCron"
-	DigestAnnotation  = "cdi.kubevirt.io/storage.import.sourceDesiredDigest"
-	CreatedAnnotation = "tekvirt.io/import-created"
+	CronLabel        = "cdi.kubevirt.io/dataImportCron"
+	DigestAnnotation = "cdi.kubevirt.io/storage.import.sourceDesiredDigest"
 )
 
 // DefaultImportsToKeep is how many imports are kept when importsToKeep is unset.
@@ -97,33 +96,10 @@ func newImport(c *cdiv1.DataImportCron, digest string, now time.Time) (*cdiv1.Da
 	}
 	dv.Labels[CronLabel] = c.Name
 	dv.Annotations[DigestAnnotation] = digest
-	dv.Annotations[CreatedAnnotation] = now.UTC().Format(time.RFC3339Nano)
+	dv.Annotations[prunedatavolumes.CreatedAnnotation] = now.UTC().Format(time.RFC3339Nano)
 	pinned := "docker://" + ref.Context().Digest(digest).String()
 	dv.Spec.Source.Registry.URL = &pinned
 	return dv, nil
-}
-
-// newestFirst sorts imports by creation, newest first.
-func newestFirst(imports []cdiv1.DataVolume) {
-	created := func(dv *cdiv1.DataVolume) time.Time {
-		if t, err := time.Parse(time.RFC3339Nano, dv.Annotations[CreatedAnnotation]); err == nil {
-			return t
-		}
-		return dv.CreationTimestamp.Time
-	}
-	sort.SliceStable(imports, func(i, j int) bool { return created(&imports[i]).After(created(&imports[j])) })
-}
-
-// outdated are the imports to delete: all but the keep newest, never the
-// one the DataSource points to.
-func outdated(imports []cdiv1.DataVolume, keep int, inUse string) []cdiv1.DataVolume {
-	var out []cdiv1.DataVolume
-	for i, dv := range imports {
-		if i >= keep && dv.Name != inUse {
-			out = append(out, dv)
-		}
-	}
-	return out
 }
 
 // latestSucceeded is the newest import that succeeded, or nil.

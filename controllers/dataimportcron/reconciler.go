@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	prunedatavolumes "github.com/tekvirt/tekvirt/tasks/prune-data-volumes"
 )
 
 // Reconciler keeps DataImportCrons' DataSources fresh.
@@ -142,7 +144,7 @@ func (r *Reconciler) imports(ctx context.Context, c *cdiv1.DataImportCron) ([]cd
 	if err := r.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{CronLabel: c.Name}); err != nil {
 		return nil, fmt.Errorf("listing the imports of %s: %w", klog.KObj(c), err)
 	}
-	newestFirst(list.Items)
+	prunedatavolumes.NewestFirst(list.Items)
 	return list.Items, nil
 }
 
@@ -175,7 +177,7 @@ func (r *Reconciler) collect(ctx context.Context, c *cdiv1.DataImportCron, impor
 	if c.Spec.ImportsToKeep != nil {
 		keep = max(int(*c.Spec.ImportsToKeep), 1)
 	}
-	for _, dv := range outdated(imports, keep, inUse) {
+	for _, dv := range prunedatavolumes.Outdated(imports, keep, inUse) {
 		if err := r.Client.Delete(ctx, &dv); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting outdated import %s: %w", klog.KObj(&dv), err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -46,8 +47,9 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) ([]strin
 	if err := c.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, fmt.Errorf("listing DataVolumes %q in %s: %w", p.Selector, p.Namespace, err)
 	}
+	NewestFirst(list.Items)
 	var deleted []string
-	for _, dv := range Prunable(list.Items, p.Keep, inUse) {
+	for _, dv := range Outdated(list.Items, p.Keep, inUse) {
 		if err := c.Delete(ctx, &dv); err != nil && !apierrors.IsNotFound(err) {
 			return deleted, fmt.Errorf("deleting DataVolume %s/%s: %w", dv.Namespace, dv.Name, err)
 		}
@@ -58,23 +60,37 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) ([]strin
 	return deleted, nil
 }
 
-// Prunable returns the DataVolumes to delete: all but the keep newest (by
-// creation time, then name) and the one named inUse.
-func Prunable(dvs []cdiv1.DataVolume, keep int, inUse string) []cdiv1.DataVolume {
-	sorted := append([]cdiv1.DataVolume(nil), dvs...)
-	sort.Slice(sorted, func(i, j int) bool {
-		a, b := sorted[i].CreationTimestamp, sorted[j].CreationTimestamp
-		if !a.Equal(&b) {
-			return b.Before(&a)
+// CreatedAnnotation records when a DataVolume was made, to the nanosecond
+// (creationTimestamp has whole seconds); a DataImportCron sets it on its
+// imports.
+const CreatedAnnotation = "tekvirt.io/import-created"
+
+// NewestFirst sorts dvs by creation (CreatedAnnotation, else
+// creationTimestamp), newest first; equal times by name, last first.
+func NewestFirst(dvs []cdiv1.DataVolume) {
+	created := func(dv *cdiv1.DataVolume) time.Time {
+		if t, err := time.Parse(time.RFC3339Nano, dv.Annotations[CreatedAnnotation]); err == nil {
+			return t
 		}
-		return sorted[i].Name > sorted[j].Name
+		return dv.CreationTimestamp.Time
+	}
+	sort.SliceStable(dvs, func(i, j int) bool {
+		a, b := created(&dvs[i]), created(&dvs[j])
+		if !a.Equal(b) {
+			return a.After(b)
+		}
+		return dvs[i].Name > dvs[j].Name
 	})
+}
+
+// Outdated returns the DataVolumes of newestFirst (sorted by NewestFirst)
+// to delete: all but the keep newest, never the one named inUse.
+func Outdated(newestFirst []cdiv1.DataVolume, keep int, inUse string) []cdiv1.DataVolume {
 	var out []cdiv1.DataVolume
-	for i, dv := range sorted {
-		if i < keep || dv.Name == inUse {
-			continue
+	for i, dv := range newestFirst {
+		if i >= keep && dv.Name != inUse {
+			out = append(out, dv)
 		}
-		out = append(out, dv)
 	}
 	return out
 }
