@@ -41,11 +41,11 @@ func (d *RegistryDigest) Read(ctx context.Context, c *cdiv1.DataImportCron) (str
 		opts = append(opts, remote.WithTransport(tr))
 	}
 	if secret := reg.SecretRef; secret != nil && *secret != "" {
-		auth, err := d.auth(ctx, c.Namespace, *secret)
+		user, pass, err := importdisk.SecretCredentials(ctx, d.Client, c.Namespace, *secret)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("registry login of %s: %w", ref, err)
 		}
-		opts = append(opts, remote.WithAuth(auth))
+		opts = append(opts, remote.WithAuth(&authn.Basic{Username: user, Password: pass}))
 	}
 	desc, err := remote.Head(ref, opts...)
 	var terr *transport.Error
@@ -73,16 +73,4 @@ func (d *RegistryDigest) transport(ctx context.Context, ns, name string) (http.R
 		return nil, fmt.Errorf("certificate ConfigMap %s/%s: %w", ns, name, err)
 	}
 	return tr, nil
-}
-
-func (d *RegistryDigest) auth(ctx context.Context, ns, name string) (authn.Authenticator, error) {
-	secret := &corev1.Secret{}
-	if err := d.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
-		return nil, fmt.Errorf("registry secret %s/%s: %w", ns, name, err)
-	}
-	user, pass := secret.Data[importdisk.AccessKeyIDKey], secret.Data[importdisk.SecretKeyKey]
-	if len(user) == 0 || len(pass) == 0 {
-		return nil, fmt.Errorf("registry secret %s/%s needs the keys %s and %s", ns, name, importdisk.AccessKeyIDKey, importdisk.SecretKeyKey)
-	}
-	return &authn.Basic{Username: string(user), Password: string(pass)}, nil
 }

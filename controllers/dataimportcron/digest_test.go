@@ -65,8 +65,8 @@ func TestRegistryDigestLogsInWithTheSecret(t *testing.T) {
 		"right secret":   {"good", want.String()},
 		"no secret":      {"", "the registry wants credentials it accepts (401): set spec.template.spec.source.registry.secretRef"},
 		"wrong password": {"wrong", "(401)"},
-		"missing secret": {"absent", `registry secret ns/absent: secrets "absent" not found`},
-		"secret no keys": {"empty", "registry secret ns/empty needs the keys accessKeyId and secretKey"},
+		"missing secret": {"absent", `credentials secret ns/absent: secrets "absent" not found`},
+		"secret no keys": {"empty", "credentials secret ns/empty needs accessKeyId and secretKey"},
 	} {
 		url := "docker://" + host + "/private/os:1"
 		c := &cdiv1.DataImportCron{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cron"}, Spec: cdiv1.DataImportCronSpec{

@@ -109,13 +109,19 @@ func credentials(ctx context.Context, c client.Client, p Params) (string, string
 	if p.SecretName == "" {
 		return os.Getenv(AccessKeyEnv), os.Getenv(SecretKeyEnv), nil
 	}
+	return SecretCredentials(ctx, c, p.Namespace, p.SecretName)
+}
+
+// SecretCredentials reads the user and password of a credentials Secret
+// (AccessKeyIDKey, SecretKeyKey), as CDI's secretRef has them.
+func SecretCredentials(ctx context.Context, r client.Reader, namespace, name string) (string, string, error) {
 	s := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.SecretName}, s); err != nil {
-		return "", "", fmt.Errorf("credentials secret %s/%s: %w", p.Namespace, p.SecretName, err)
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+		return "", "", fmt.Errorf("credentials secret %s/%s: %w", namespace, name, err)
 	}
 	user, pass := string(s.Data[AccessKeyIDKey]), string(s.Data[SecretKeyKey])
 	if user == "" || pass == "" {
-		return "", "", fmt.Errorf("credentials secret %s/%s needs %s and %s", p.Namespace, p.SecretName, AccessKeyIDKey, SecretKeyKey)
+		return "", "", fmt.Errorf("credentials secret %s/%s needs %s and %s", namespace, name, AccessKeyIDKey, SecretKeyKey)
 	}
 	return user, pass, nil
 }
