@@ -123,7 +123,7 @@ func TestDataImportCron(t *testing.T) {
 	ns := f.Namespace(t)
 	ctx := context.Background()
 	reg := startTLSRegistry(t, f)
-	disk := map[string]ocibuild.File{"/disk/guest.qcow2": {Source: filepath.Join(f.Home, "data", "guest", "guest.qcow2"), Mode: 0o644}}
+	disk := map[string]ocibuild.File{"/disk/guest.qcow2": {Source: filepath.Join(f.GuestDir(), "guest.qcow2"), Mode: 0o644}}
 	first := reg.push(t, "os/guest:latest", disk, "BUILD=1")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry-ca"}, Data: map[string]string{"ca.crt": string(reg.ca)}}
 	if err := c.Create(ctx, cm); err != nil {
@@ -170,7 +170,7 @@ func TestDataImportCron(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	reg.push(t, "os/nodisk:1", map[string]ocibuild.File{"/etc/motd": {Source: filepath.Join(f.Home, "data", "guest", "guest.qcow2"), Mode: 0o644}})
+	reg.push(t, "os/nodisk:1", map[string]ocibuild.File{"/etc/motd": {Source: filepath.Join(f.GuestDir(), "guest.qcow2"), Mode: 0o644}})
 	nodiskURL := "docker://" + reg.host + "/os/nodisk:1"
 	nodisk := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nodisk"}, Spec: cdiv1.DataVolumeSpec{
 		Source:  &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &nodiskURL, CertConfigMap: &caName}},
@@ -195,7 +195,7 @@ func TestDataImportCronSecretRef(t *testing.T) {
 	ctx := context.Background()
 	reg := startTLSRegistry(t, f)
 	digest := reg.push(t, "private/guest:latest", map[string]ocibuild.File{
-		"/disk/guest.qcow2": {Source: filepath.Join(f.Home, "data", "guest", "guest.qcow2"), Mode: 0o644}})
+		"/disk/guest.qcow2": {Source: filepath.Join(f.GuestDir(), "guest.qcow2"), Mode: 0o644}})
 	objs := []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry-ca"}, Data: map[string]string{"ca.crt": string(reg.ca)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry-login"},

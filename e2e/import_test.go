@@ -39,7 +39,7 @@ func serveGuest(t *testing.T, f *framework.Framework) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.FileServer(http.Dir(filepath.Join(f.Home, "data", "guest"))), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(f.GuestDir())), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return "http://" + l.Addr().String()
@@ -82,7 +82,7 @@ func TestImportDiskThenBoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Delete(ctx, pvc) })
-	xzFile, err := os.ReadFile(filepath.Join(f.Home, "data", "guest", "guest.qcow2.xz"))
+	xzFile, err := os.ReadFile(filepath.Join(f.GuestDir(), "guest.qcow2.xz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func serveSlowly(t *testing.T, f *framework.Framework) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(f.Home, "data", "guest")
+	dir := f.GuestDir()
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, err := os.ReadFile(filepath.Join(dir, filepath.Base(r.URL.Path)))
 		if err != nil {

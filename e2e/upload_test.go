@@ -43,7 +43,7 @@ func TestImageUpload(t *testing.T) {
 	c := f.VMClient(t)
 	ns := f.Namespace(t)
 	ctx := context.Background()
-	guest := filepath.Join(f.Home, "data", "guest")
+	guest := f.GuestDir()
 
 	out := tekvirt(t, f, "image-upload", "dv", "uploaded", "-n", ns, "--size=128Mi", "--image-path="+filepath.Join(guest, "guest.qcow2.xz"))
 	for _, want := range []string{"is UploadReady", "100.0%", "DataVolume " + ns + "/uploaded Succeeded"} {

@@ -199,7 +199,7 @@ func TestVMBootsFromPVC(t *testing.T) {
 	if err := c.Create(ctx, pvc); err != nil {
 		t.Fatal(err)
 	}
-	hostDir := filepath.Join(f.Home, "data", "guest")
+	hostDir := f.GuestDir()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fill-disk"},
 		Spec: corev1.PodSpec{

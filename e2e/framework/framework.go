@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tekvirt/tekvirt/e2e/cluster"
 )
 
 // CatalogNamespace is where the default HyperConverged installs the catalog.
@@ -128,3 +130,7 @@ func (f *Framework) WaitPodSucceeded(t testing.TB, ns, name string, timeout time
 		return nil
 	})
 }
+
+// GuestDir is where `up` left the guest's disk images as files
+// (cluster.Cluster.GuestDir).
+func (f *Framework) GuestDir() string { return (&cluster.Cluster{Home: f.Home}).GuestDir() }
