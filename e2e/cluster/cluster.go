@@ -41,6 +41,8 @@ type Cluster struct {
 	start time.Time
 	// tools memoizes toolModule per tool name.
 	tools map[string]toolModule
+	// proc is where process facts are read; nil means /proc.
+	proc procReader
 }
 
 // New returns the cluster for home and source, detecting the node's name and address.

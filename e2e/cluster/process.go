@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,33 +43,39 @@ func (c *Cluster) pidFile(name string) string { return filepath.Join(c.Home, "ru
 func (c *Cluster) LogFile(name string) string { return filepath.Join(c.Home, "logs", name+".log") }
 
 // pid returns the PID of the named component when it is running, else 0.
+// A PID reused by an unrelated process is never taken for ours: the PID
+// file records the process's start time too.
 func (c *Cluster) pid(p *process) int {
 	data, err := os.ReadFile(c.pidFile(p.name))
 	if err != nil {
 		return 0
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 0 {
+	rec, err := parsePIDRecord(data)
+	if err != nil || !alive(c.procReader(), rec, p.binary) {
 		return 0
 	}
-	if !processMatches(pid, p.binary) {
-		return 0
-	}
-	return pid
+	return rec.pid
 }
 
-// processMatches reports whether pid is alive and runs binary, so that a PID
-// reused by an unrelated process is never taken for ours.
-func processMatches(pid int, binary string) bool {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || len(cmdline) == 0 {
-		return false
+// procReader is where c reads process facts: /proc unless a test set another.
+func (c *Cluster) procReader() procReader {
+	if c.proc == nil {
+		return hostProc
 	}
-	if isZombie(pid) {
-		return false
+	return c.proc
+}
+
+// recordPID writes the PID file of a component just started as pid.
+func (c *Cluster) recordPID(name string, pid int) error {
+	st, err := c.procReader().stat(pid)
+	if err != nil {
+		return fmt.Errorf("%s: reading the start time of pid %d: %w", name, pid, err)
 	}
-	argv0 := strings.SplitN(string(cmdline), "\x00", 2)[0]
-	return filepath.Base(argv0) == filepath.Base(binary)
+	rec := pidRecord{pid: pid, started: st.started}
+	if err := os.WriteFile(c.pidFile(name), []byte(rec.String()), 0o644); err != nil {
+		return fmt.Errorf("%s: writing pid file: %w", name, err)
+	}
+	return nil
 }
 
 func (c *Cluster) sumFile(name string) string { return filepath.Join(c.Home, "run", name+".binsum") }
@@ -132,8 +137,12 @@ func (c *Cluster) ensure(ctx context.Context, p *process) error {
 		return fmt.Errorf("%s: starting %s: %w (log: %s)", p.name, p.binary, err, logPath)
 	}
 	pid := cmd.Process.Pid
-	if err := os.WriteFile(c.pidFile(p.name), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("%s: writing pid file: %w", p.name, err)
+	// Not yet waited for, so the child's /proc entry stays even if it has
+	// already exited.
+	if err := c.recordPID(p.name, pid); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return err
 	}
 	if err := os.WriteFile(c.sumFile(p.name), []byte(sum), 0o644); err != nil {
 		return fmt.Errorf("%s: writing binary sum: %w", p.name, err)
@@ -242,30 +251,11 @@ func exited(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return true
 	}
-	if !isZombie(pid) {
-		return false
-	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	st, err := hostProc.stat(pid)
 	if err != nil {
 		return true
 	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if n, ok := strings.CutPrefix(line, "Threads:"); ok {
-			return strings.TrimSpace(n) == "1"
-		}
-	}
-	return true
-}
-
-// isZombie reports whether pid has exited but not been reaped (state Z, the
-// field after the ")" that closes the command name), or is gone.
-func isZombie(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+	return st.state == 'Z' && hostProc.threads(pid) <= 1
 }
 
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }

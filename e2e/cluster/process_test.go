@@ -44,7 +44,7 @@ func TestEnsureStartsOnceAndStops(t *testing.T) {
 	if err := c.stop(p); err != nil {
 		t.Fatal(err)
 	}
-	if c.pid(p) != 0 || processMatches(pid, "/bin/sleep") {
+	if c.pid(p) != 0 || !exited(pid) {
 		t.Fatal("process still running after stop")
 	}
 }
@@ -58,6 +58,76 @@ func TestPIDOfAnotherProgramIsNotOurs(t *testing.T) {
 	if pid := c.pid(&process{name: "sleeper", binary: "/bin/sleep"}); pid != 0 {
 		t.Fatalf("pid %d of another program taken for the component", pid)
 	}
+}
+
+func TestPIDWithAnotherStartTimeIsNotOurs(t *testing.T) {
+	c, _ := testCluster(t)
+	st, err := hostProc.stat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Our own PID, recorded with the start time a process that had this PID
+	// before us would have had.
+	rec := pidRecord{pid: os.Getpid(), started: st.started - 1}
+	if err := os.WriteFile(c.pidFile("self"), []byte(rec.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if pid := c.pid(&process{name: "self", binary: os.Args[0]}); pid != 0 {
+		t.Fatalf("pid %d with another start time taken for the component", pid)
+	}
+	rec.started = st.started
+	if err := os.WriteFile(c.pidFile("self"), []byte(rec.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if pid := c.pid(&process{name: "self", binary: os.Args[0]}); pid != os.Getpid() {
+		t.Fatalf("pid = %d, want %d (same PID and start time)", pid, os.Getpid())
+	}
+}
+
+// insideExec is /proc as seen while every process is still inside execve:
+// forked, its stat there, its command line not yet set.
+type insideExec struct{ procFS }
+
+func (insideExec) argv0(int) string { return "" }
+
+// TestEnsureSeesProcessInsideExec: right after cmd.Start the child is often
+// still inside execve, where its command line reads empty (about half of
+// all reads right after Start here). A second ensure must find it all the
+// same and leave it alone, so the test holds every process in that window.
+func TestEnsureSeesProcessInsideExec(t *testing.T) {
+	c, out := testCluster(t)
+	c.proc = insideExec{hostProc}
+	for i := range 5 {
+		p := &process{name: "sleeper-" + strconv.Itoa(i), binary: "/bin/sleep", args: []string{"60"}}
+		if err := c.ensure(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		first := c.pid(p)
+		out.Reset()
+		err := c.ensure(context.Background(), p)
+		second := c.pid(p)
+		// The rule before start times were recorded (a PID file with the PID
+		// only, checked by program name) loses the process in this window.
+		legacy := os.WriteFile(c.pidFile(p.name), []byte(strconv.Itoa(first)+"\n"), 0o644)
+		byName := c.pid(p)
+		_ = os.WriteFile(c.pidFile(p.name), []byte(pidRecord{pid: first, started: mustStart(t, first)}.String()), 0o644)
+		_ = c.stop(p)
+		if err != nil || first == 0 || second != first || !strings.Contains(out.String(), "running (pid") {
+			t.Fatalf("start %d: second ensure did not find the process (pid %d -> %d, err %v):\n%s", i, first, second, err, out)
+		}
+		if legacy != nil || byName != 0 {
+			t.Fatalf("start %d: the program-name rule found pid %d inside execve (%v); the test no longer holds the window open", i, byName, legacy)
+		}
+	}
+}
+
+func mustStart(t *testing.T, pid int) uint64 {
+	t.Helper()
+	st, err := hostProc.stat(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.started
 }
 
 func TestPortInUseIsNamed(t *testing.T) {
