@@ -106,6 +106,9 @@ func userClient(t *testing.T, f *framework.Framework, ns, user string) client.Cl
 	if err := cdiv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
 	cfg := rest.CopyConfig(f.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	c, err := client.New(cfg, client.Options{Scheme: s})

@@ -37,3 +37,11 @@ func report(msgs []string) error {
 	}
 	return errors.New("fields not supported by tekvirt: " + strings.Join(msgs, "; "))
 }
+
+// joined is one error of all msgs, or nil.
+func joined(msgs []string) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}

@@ -47,8 +47,15 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	var err error
 	switch req.Kind.Kind {
 	case "VirtualMachine":
-		if err = ValidateVMSpec(obj.Spec); err == nil {
-			err = v.dataVolumeTemplates(ctx, req)
+		var vm kubevirtv1.VirtualMachine
+		if err := json.Unmarshal(req.Object.Raw, &vm); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the VirtualMachine: %w", err))
+		}
+		if err = ValidateVMSpec(obj.Spec); err == nil && vm.Spec.Template != nil {
+			err = joined(checkNames("spec.template.spec", &vm.Spec.Template.Spec))
+		}
+		if err == nil {
+			err = v.dataVolumeTemplates(ctx, req, &vm)
 		}
 	case "DataVolume":
 		var dv cdiv1.DataVolume
@@ -76,7 +83,13 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 			// checked when they were created.
 			return admission.Allowed("")
 		}
-		err = ValidateVMISpec(obj.Spec)
+		var vmi kubevirtv1.VirtualMachineInstance
+		if err := json.Unmarshal(req.Object.Raw, &vmi); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the VirtualMachineInstance: %w", err))
+		}
+		if err = ValidateVMISpec(obj.Spec); err == nil {
+			err = joined(checkNames("spec", &vmi.Spec))
+		}
 	default:
 		return admission.Allowed("")
 	}
@@ -87,11 +100,7 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 }
 
 // dataVolumeTemplates checks a VM's DataVolumes as if created on their own.
-func (v Validator) dataVolumeTemplates(ctx context.Context, req admission.Request) error {
-	var vm kubevirtv1.VirtualMachine
-	if err := json.Unmarshal(req.Object.Raw, &vm); err != nil {
-		return fmt.Errorf("decoding the VirtualMachine: %w", err)
-	}
+func (v Validator) dataVolumeTemplates(ctx context.Context, req admission.Request, vm *kubevirtv1.VirtualMachine) error {
 	for i, t := range vm.Spec.DataVolumeTemplates {
 		dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: t.Name}, Spec: t.Spec}
 		err := datavolume.Supported(dv)

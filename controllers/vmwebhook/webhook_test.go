@@ -94,3 +94,32 @@ func TestDataVolumeTemplatesAreChecked(t *testing.T) {
 		t.Errorf("http template denied: %+v", r.Result)
 	}
 }
+
+func TestHandleRejectsNamesThatAreNotDNSLabels(t *testing.T) {
+	v := Validator{}
+	ctx := context.Background()
+	traversal := strings.Replace(userGuideVM, "- name: cloudinitdisk\n          cloudInitNoCloud", "- name: x/../../../../tmp/owned\n          cloudInitNoCloud", 1)
+	for _, tc := range []struct {
+		name, kind, manifest, want string
+	}{
+		{"VM volume path traversal", "VirtualMachine", traversal,
+			`spec.template.spec.volumes[1].name "x/../../../../tmp/owned" is not a valid name`},
+		{"VM disk name with a slash", "VirtualMachine", strings.Replace(userGuideVM, "- name: containerdisk\n              disk", "- name: a/b\n              disk", 1),
+			`spec.template.spec.domain.devices.disks[0].name "a/b" is not a valid name`},
+		{"VM volume used twice", "VirtualMachine", strings.Replace(userGuideVM, "- name: cloudinitdisk\n          cloudInitNoCloud", "- name: containerdisk\n          cloudInitNoCloud", 1),
+			`spec.template.spec.volumes[1].name "containerdisk" is used twice`},
+		{"VMI volume path traversal", "VirtualMachineInstance",
+			"spec:\n  domain: {devices: {disks: [{name: ../x, disk: {bus: virtio}}]}}\n  volumes: [{name: ../x, containerDisk: {image: r/i}}]\n",
+			`spec.volumes[0].name "../x" is not a valid name`},
+		{"VMI network name upper case", "VirtualMachineInstance",
+			"spec:\n  domain: {devices: {interfaces: [{name: Default, masquerade: {}}]}}\n  networks: [{name: Default, pod: {}}]\n",
+			`spec.networks[0].name "Default" is not a valid name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := v.Handle(ctx, request(t, tc.kind, admissionv1.Create, tc.manifest))
+			if r.Allowed || !strings.Contains(r.Result.Message, tc.want) {
+				t.Fatalf("got allowed=%v %q, want denied with %q", r.Allowed, r.Result.Message, tc.want)
+			}
+		})
+	}
+}

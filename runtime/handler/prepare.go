@@ -90,9 +90,15 @@ func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInsta
 				return nil, &permanentError{reason: "ContainerDiskInvalid", err: fmt.Errorf("%s (volume %q): %w", field, vol.Name, err)}
 			}
 		}
-		overlay := d.file("disk-" + vol.Name + ".qcow2")
+		// Files are named by the volume's index, never its name: a name is
+		// user input and must not become a path.
+		overlay := d.file(fmt.Sprintf("disk-%d.qcow2", i))
 		if _, err := os.Stat(overlay); os.IsNotExist(err) {
-			if err := containerdisk.Overlay(ctx, base, overlay); err != nil {
+			err := containerdisk.Overlay(ctx, base, overlay)
+			if errors.Is(err, containerdisk.ErrNotSelfContained) {
+				return nil, &permanentError{reason: "ContainerDiskInvalid", err: fmt.Errorf("%s (volume %q) image %s: %w", field, vol.Name, vol.ContainerDisk.Image, err)}
+			}
+			if err != nil {
 				return nil, err
 			}
 		}

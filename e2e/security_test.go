@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// The scenarios in this file are attacks a user with edit in one namespace
+// can try; each asserts the attack is refused with a message naming the
+// cause and that nothing was read or written.
+
+// TestAttackVolumeNameTraversal: a volume named like a path
+// ("x/../../../tmp/owned") would make the node write outside the VM's
+// directory; the VMI and the VM are refused and no file appears.
+func TestAttackVolumeNameTraversal(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	tenant := userClient(t, f, ns, "e2e-tenant")
+	target := "tekvirt-e2e-owned-" + rand.String(6)
+	name := "x/../../../../../../../../../tmp/" + target
+	spec := framework.GuestVMI(framework.GuestImage, "traversal")
+	spec.Volumes = append(spec.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{
+		CloudInitNoCloud: &v1.CloudInitNoCloudSource{UserData: "#cloud-config\n"}}})
+	spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, v1.Disk{Name: name,
+		DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}})
+	ctx := context.Background()
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "traversal"}, Spec: spec}
+	err := tenant.Create(ctx, vmi)
+	want := fmt.Sprintf("spec.volumes[%d].name %q is not a valid name", len(spec.Volumes)-1, name)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("VMI with a path as volume name: err = %v, want %q", err, want)
+	}
+	vm := framework.GuestVM(ns, "traversal", framework.GuestImage, v1.RunStrategyAlways)
+	vm.Spec.Template.Spec = spec
+	err = tenant.Create(ctx, vm)
+	if err == nil || !strings.Contains(err.Error(), "spec.template."+want) {
+		t.Errorf("VM with a path as volume name: err = %v, want %q", err, "spec.template."+want)
+	}
+	time.Sleep(2 * time.Second) // what a handler would have written by now
+	for _, p := range []string{"/tmp/" + target, "/tmp/" + target + ".img", "/tmp/" + target + ".qcow2"} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s exists (%v)", p, err)
+		}
+	}
+}
