@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +16,9 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
+	"github.com/tekvirt/tekvirt/e2e/ocibuild"
 )
 
 // The scenarios in this file are attacks a user with edit in one namespace
@@ -52,5 +57,42 @@ func TestAttackVolumeNameTraversal(t *testing.T) {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Errorf("%s exists (%v)", p, err)
 		}
+	}
+}
+
+// TestAttackContainerDiskBackingFile: a containerDisk whose qcow2 names a
+// node file as its backing file (/etc/shadow) would hand that file to QEMU;
+// the VMI fails naming the backing file before any domain starts.
+func TestAttackContainerDiskBackingFile(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	tenant := userClient(t, f, ns, "e2e-tenant")
+	evil := filepath.Join(t.TempDir(), "evil.qcow2")
+	if out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", "/etc/shadow", evil).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img create: %v: %s", err, out)
+	}
+	image := cluster.RegistryAddr + "/e2e/backed-by-shadow:" + rand.String(5)
+	if _, err := ocibuild.Push(ocibuild.Spec{Files: map[string]ocibuild.File{
+		"/disk": {Dir: true, Mode: 0o755}, "/disk/evil.qcow2": {Source: evil, Mode: 0o644},
+	}}, image); err != nil {
+		t.Fatal(err)
+	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shadow"}, Spec: framework.GuestVMI(image, "shadow")}
+	if err := tenant.Create(context.Background(), vmi); err != nil {
+		t.Fatal(err)
+	}
+	vmi = framework.WaitVMI(t, c, ns, vmi.Name, time.Minute, "Failed", func(vmi *v1.VirtualMachineInstance) error {
+		if vmi.Status.Phase != v1.Failed {
+			return fmt.Errorf("phase %q", vmi.Status.Phase)
+		}
+		return nil
+	})
+	ready := readyCondition(vmi)
+	if ready.Reason != "ContainerDiskInvalid" || !strings.Contains(ready.Message, `backing file "/etc/shadow"`) || !strings.Contains(ready.Message, image) {
+		t.Errorf("Ready condition = %+v; want reason ContainerDiskInvalid naming the image and its backing file", ready)
+	}
+	if slices.Contains(f.Domains(t), ns+"_"+vmi.Name) {
+		t.Errorf("a domain was started for %s", vmi.Name)
 	}
 }

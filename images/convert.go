@@ -29,10 +29,10 @@ func init() {
 }
 
 // qcow2Info opens a staged qcow2 file and checks it can be converted. A
-// backing file is refused from the header alone, before any library could
-// open the path the image names.
+// backing file or an external data file is refused from the header alone,
+// before any library could open the path the image names.
 func qcow2Info(f *os.File) (*qcow2.Qcow2, error) {
-	if err := refuseBackingFile(f); err != nil {
+	if err := refuseExternalFiles(f); err != nil {
 		return nil, err
 	}
 	img, err := qcow2.Open(f, func(io.ReaderAt, image.Type) (image.Image, error) {
@@ -48,12 +48,46 @@ func qcow2Info(f *os.File) (*qcow2.Qcow2, error) {
 	return img, nil
 }
 
-// refuseBackingFile reads backing_file_offset and _size (bytes 8-19 of the
-// big-endian qcow2 header).
-func refuseBackingFile(f *os.File) error {
-	h := make([]byte, 20)
-	if _, err := f.ReadAt(h, 0); err != nil {
+// SelfContained returns an error wrapping ErrBackingFile when the image at
+// path is a qcow2 that names another file: a backing file or an external
+// data file. QEMU would open that file for whoever runs the image, so an
+// image from a user must never get that far. Other formats pass.
+func SelfContained(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	if _, err := io.ReadFull(f, magic); err != nil || string(magic) != qcow2Magic {
+		return nil
+	}
+	return refuseExternalFiles(f)
+}
+
+const qcow2Magic = "QFI\xfb"
+
+// refuseExternalFiles reads the big-endian qcow2 header: version (bytes
+// 4-7), backing_file_offset and _size (bytes 8-19) and, from version 3 on,
+// incompatible_features (bytes 72-79), whose bit 2 marks an external data
+// file named in a header extension.
+func refuseExternalFiles(f *os.File) error {
+	h := make([]byte, 80)
+	n, err := f.ReadAt(h, 0)
+	if n < 20 {
 		return fmt.Errorf("%w: qcow2 header: %w", ErrInvalidImage, err)
+	}
+	switch version := binary.BigEndian.Uint32(h[4:]); version {
+	case 2:
+	case 3:
+		if n < 80 {
+			return fmt.Errorf("%w: qcow2 v3 header cut short at %d bytes", ErrInvalidImage, n)
+		}
+		if binary.BigEndian.Uint64(h[72:])&(1<<2) != 0 {
+			return fmt.Errorf("%w: an external data file: import a self-contained image (qemu-img convert it first)", ErrBackingFile)
+		}
+	default:
+		return fmt.Errorf("%w: qcow2 header: version %d (only 2 and 3 exist)", ErrInvalidImage, version)
 	}
 	off, size := binary.BigEndian.Uint64(h[8:]), binary.BigEndian.Uint32(h[16:])
 	if off == 0 {
@@ -70,7 +104,7 @@ func refuseBackingFile(f *os.File) error {
 	if _, err := f.ReadAt(name, int64(off)); err != nil {
 		name = []byte("(unreadable name)")
 	}
-	return fmt.Errorf("%w %q: import a self-contained image (qemu-img convert it first)", ErrBackingFile, name)
+	return fmt.Errorf("%w: backing file %q: import a self-contained image (qemu-img convert it first)", ErrBackingFile, name)
 }
 
 // convertQCOW2 writes the raw content of img into dst (new and empty),

@@ -8,8 +8,9 @@ var (
 	ErrChecksum = errors.New("checksum mismatch")
 	// ErrTooLarge: the image's virtual size exceeds the target.
 	ErrTooLarge = errors.New("image larger than the target")
-	// ErrBackingFile: a qcow2 image depends on a backing file.
-	ErrBackingFile = errors.New("qcow2 image has a backing file")
+	// ErrBackingFile: a qcow2 image depends on another file (a backing
+	// file or an external data file).
+	ErrBackingFile = errors.New("qcow2 image refers to another file")
 	// ErrInvalidImage: the image is corrupt or truncated.
 	ErrInvalidImage = errors.New("invalid image")
 	// ErrToolMissing: the format needs qemu-img, which is not installed.

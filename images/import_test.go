@@ -204,9 +204,10 @@ func TestBadInputLeavesTheOldDisk(t *testing.T) {
 		"truncated gzip":      {src: func(t *testing.T) []byte { g := gz(t, raw); return g[:len(g)/2] }, want: ErrInvalidImage, message: "gz stream truncated or corrupt"},
 		"corrupt qcow2 header": {src: func(*testing.T) []byte { b := append([]byte("QFI\xfb"), bytes.Repeat([]byte{0xff}, 4096)...); return b },
 			want: ErrInvalidImage, message: "qcow2 header"},
-		"qcow2 with backing file":    {src: func(t *testing.T) []byte { return backed(t, raw) }, want: ErrBackingFile, message: "base.raw"},
-		"raw larger than the volume": {src: func(*testing.T) []byte { return raw }, target: Target{Capacity: mib}, want: ErrTooLarge, message: "exceeds the volume's 1048576"},
-		"qcow2 larger than the size": {src: qcow, target: Target{Size: 2 * mib}, want: ErrTooLarge, message: "exceeds the requested size 2097152"},
+		"qcow2 with backing file":       {src: func(t *testing.T) []byte { return backed(t, raw) }, want: ErrBackingFile, message: "base.raw"},
+		"qcow2 with external data file": {src: func(t *testing.T) []byte { return withDataFile(t) }, want: ErrBackingFile, message: "external data file"},
+		"raw larger than the volume":    {src: func(*testing.T) []byte { return raw }, target: Target{Capacity: mib}, want: ErrTooLarge, message: "exceeds the volume's 1048576"},
+		"qcow2 larger than the size":    {src: qcow, target: Target{Size: 2 * mib}, want: ErrTooLarge, message: "exceeds the requested size 2097152"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -244,6 +245,54 @@ func backed(t *testing.T, raw []byte) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// withDataFile is a qcow2 that keeps its data in another file.
+func withDataFile(t *testing.T) []byte {
+	tool := qemuImg(t)
+	dir := t.TempDir()
+	over := filepath.Join(dir, "over.qcow2")
+	opts := "data_file=" + filepath.Join(dir, "data.raw") + ",data_file_raw=on"
+	if b, err := exec.Command(tool, "create", "-q", "-f", "qcow2", "-o", opts, over, "1M").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, b)
+	}
+	data, err := os.ReadFile(over)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestSelfContained(t *testing.T) {
+	raw := rawFixture()
+	for name, tc := range map[string]struct {
+		data    func(t *testing.T) []byte
+		message string
+	}{
+		"raw":                  {data: func(*testing.T) []byte { return raw }},
+		"empty":                {data: func(*testing.T) []byte { return nil }},
+		"qcow2":                {data: func(t *testing.T) []byte { return convertFixture(t, raw, "qcow2") }},
+		"backing file":         {data: func(t *testing.T) []byte { return backed(t, raw) }, message: "base.raw"},
+		"external data file":   {data: withDataFile, message: "external data file"},
+		"cut-off qcow2 header": {data: func(*testing.T) []byte { return []byte("QFI\xfb\x00\x00\x00\x03") }, message: "qcow2 header"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "disk")
+			if err := os.WriteFile(path, tc.data(t), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := SelfContained(path)
+			if tc.message == "" {
+				if err != nil {
+					t.Fatalf("SelfContained = %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.message) {
+				t.Fatalf("SelfContained = %v, want an error with %q", err, tc.message)
+			}
+		})
+	}
 }
 
 func TestImportGrowsToSize(t *testing.T) {

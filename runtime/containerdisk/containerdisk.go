@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/tekvirt/tekvirt/images"
 )
 
 // DiskDir is where a containerDisk image keeps its disk, as in KubeVirt.
@@ -234,9 +236,17 @@ func Format(file string) (string, error) {
 	return "raw", nil
 }
 
+// ErrNotSelfContained marks a disk in an image that names another file
+// (a qcow2 backing file or external data file): QEMU would open that file
+// on the node, so it is refused before anything opens the image.
+var ErrNotSelfContained = errors.New("containerDisk is not self-contained")
+
 // Overlay creates a qcow2 file at dst whose backing file is base, so the
 // VM writes to its own file and the cached image stays pristine.
 func Overlay(ctx context.Context, base, dst string) error {
+	if err := images.SelfContained(base); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotSelfContained, err)
+	}
 	format, err := Format(base)
 	if err != nil {
 		return err

@@ -106,4 +106,17 @@ func TestOverlay(t *testing.T) {
 	if err := Overlay(context.Background(), filepath.Join(dir, "absent"), over+"2"); err == nil {
 		t.Error("overlay on a missing base succeeded")
 	}
+	// A qcow2 in the image that names a host file as its backing file: the
+	// overlay is refused before anything opens the chain, and none is made.
+	shadow := filepath.Join(dir, "shadow.qcow2")
+	if out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", "/etc/shadow", shadow).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	err = Overlay(context.Background(), shadow, over+"3")
+	if !errors.Is(err, ErrNotSelfContained) || !strings.Contains(err.Error(), `backing file "/etc/shadow"`) {
+		t.Errorf("overlay on a base backed by /etc/shadow: %v", err)
+	}
+	if _, err := os.Stat(over + "3"); !os.IsNotExist(err) {
+		t.Errorf("an overlay was made on it: %v", err)
+	}
 }

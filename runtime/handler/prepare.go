@@ -112,7 +112,7 @@ func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInsta
 		if err != nil {
 			return nil, &permanentError{reason: "CloudInitInvalid", err: err}
 		}
-		path := d.file("cloudinit-" + vol.Name + ".img")
+		path := d.file(fmt.Sprintf("cloudinit-%d.img", i))
 		if err := seed.WriteImage(ctx, path); err != nil {
 			return nil, fmt.Errorf("%s (volume %q): %w", field, vol.Name, err)
 		}
