@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
 
@@ -94,5 +96,53 @@ func TestAttackContainerDiskBackingFile(t *testing.T) {
 	}
 	if slices.Contains(f.Domains(t), ns+"_"+vmi.Name) {
 		t.Errorf("a domain was started for %s", vmi.Name)
+	}
+}
+
+// TestAttackForgedVMIStatus: a VMI created with a forged status (placed on
+// the node, phase Scheduled) and a nodeSelector no node matches would skip
+// placement and run; status goes through its subresource, which a tenant
+// may not write, so the forged status is dropped and the VMI stays
+// unschedulable; a later spec change to make it fit is refused.
+func TestAttackForgedVMIStatus(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	tenant := userClient(t, f, ns, "e2e-tenant")
+	ctx := context.Background()
+	nodes, err := f.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("nodes: %v", err)
+	}
+	node := nodes.Items[0].Name
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged"}, Spec: framework.GuestVMI(framework.GuestImage, "forged")}
+	vmi.Spec.NodeSelector = map[string]string{"e2e.tekvirt.io/no-such-node": "true"}
+	vmi.Status = v1.VirtualMachineInstanceStatus{NodeName: node, Phase: v1.Scheduled}
+	if err := tenant.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	got := framework.WaitVMI(t, c, ns, vmi.Name, time.Minute, "unschedulable", func(vmi *v1.VirtualMachineInstance) error {
+		if vmi.Status.Phase != v1.Scheduling {
+			return fmt.Errorf("phase %q", vmi.Status.Phase)
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // a handler that took the forged node would have started it by now
+	if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.NodeName != "" || got.Status.Phase != v1.Scheduling || slices.Contains(f.Domains(t), ns+"_"+vmi.Name) {
+		t.Errorf("forged VMI: node %q, phase %q, domains %v", got.Status.NodeName, got.Status.Phase, f.Domains(t))
+	}
+	forged := got.DeepCopy()
+	forged.Status.NodeName, forged.Status.Phase = node, v1.Scheduled
+	if err := tenant.Status().Update(ctx, forged); !apierrors.IsForbidden(err) {
+		t.Errorf("a tenant's status update: err = %v, want forbidden", err)
+	}
+	fit := got.DeepCopy()
+	fit.Spec.NodeSelector = nil
+	err = tenant.Update(ctx, fit)
+	if want := "spec.nodeSelector of VirtualMachineInstance " + ns + "/forged cannot change after creation"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a tenant's spec update: err = %v, want %q", err, want)
 	}
 }

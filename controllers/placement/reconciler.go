@@ -29,7 +29,8 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances/status,verbs=get;update;patch
 
 // Reconcile places one VMI if it waits for a node.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -62,14 +63,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		setScheduled(vmi, corev1.ConditionFalse, "InvalidScheduling", err.Error())
 		vmi.Status.Phase = v1.Failed
-		return ctrl.Result{}, r.Client.Update(ctx, vmi)
+		return ctrl.Result{}, r.Client.Status().Update(ctx, vmi)
 	}
 	now := metav1.Now()
 	if d.Node == "" {
 		recordPhases(vmi, now, v1.Pending, v1.Scheduling)
 		vmi.Status.Phase = v1.Scheduling
 		setScheduled(vmi, corev1.ConditionFalse, corev1.PodReasonUnschedulable, d.Message)
-		if err := r.Client.Update(ctx, vmi); err != nil {
+		if err := r.Client.Status().Update(ctx, vmi); err != nil {
 			return ctrl.Result{}, fmt.Errorf("reporting %s unschedulable: %w", klog.KObj(vmi), err)
 		}
 		return ctrl.Result{RequeueAfter: retryUnschedulable}, nil
@@ -77,15 +78,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	vmi.Status.NodeName = d.Node
 	recordPhases(vmi, now, v1.Pending, v1.Scheduling, v1.Scheduled)
 	vmi.Status.Phase = v1.Scheduled
-	if vmi.Labels == nil {
-		vmi.Labels = map[string]string{}
-	}
-	vmi.Labels[NodeNameLabel] = d.Node
 	setScheduled(vmi, corev1.ConditionTrue, "", "")
 	// An update, not a patch: its resourceVersion check keeps two placements
 	// of the same VMI (a stale cache) from both landing.
-	if err := r.Client.Update(ctx, vmi); err != nil {
+	if err := r.Client.Status().Update(ctx, vmi); err != nil {
 		return ctrl.Result{}, fmt.Errorf("placing %s on %s: %w", klog.KObj(vmi), d.Node, err)
+	}
+	// The label the node's handler selects its VMIs by comes second, so a
+	// handler never sees a VMI of its node without status.nodeName.
+	base := vmi.DeepCopy()
+	metav1.SetMetaDataLabel(&vmi.ObjectMeta, NodeNameLabel, d.Node)
+	if err := r.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("labelling %s with its node %s: %w", klog.KObj(vmi), d.Node, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("placed VMI", "vmi", klog.KObj(vmi), "node", d.Node)
 	return ctrl.Result{}, nil

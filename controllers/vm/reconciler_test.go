@@ -57,8 +57,7 @@ func newVM(name string, rs v1.VirtualMachineRunStrategy) *v1.VirtualMachine {
 	}
 }
 
-// setPhase plays the node handler's part: the VMI CRD has no status
-// subresource, as in KubeVirt, so status goes with an update.
+// setPhase plays the node handler's part, through the status subresource.
 func setPhase(t *testing.T, c client.Client, key types.NamespacedName, phase v1.VirtualMachineInstancePhase, ready bool) {
 	t.Helper()
 	vmi := &v1.VirtualMachineInstance{}
@@ -69,7 +68,7 @@ func setPhase(t *testing.T, c client.Client, key types.NamespacedName, phase v1.
 	if ready {
 		vmi.Status.Conditions = []v1.VirtualMachineInstanceCondition{{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, Reason: "AgentConnected"}}
 	}
-	if err := c.Update(context.Background(), vmi); err != nil {
+	if err := c.Status().Update(context.Background(), vmi); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -78,10 +78,12 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 		}
 		err = dataimportcron.Supported(&c)
 	case "VirtualMachineInstance":
-		if req.Operation != admissionv1.Create {
-			// The node handler updates running VMIs; their spec was
-			// checked when they were created.
-			return admission.Allowed("")
+		if req.Operation == admissionv1.Update {
+			// The spec was checked when the VMI was created and never
+			// changes after: status goes through its subresource, which
+			// this webhook does not see.
+			err = specUnchanged(req)
+			break
 		}
 		var vmi kubevirtv1.VirtualMachineInstance
 		if err := json.Unmarshal(req.Object.Raw, &vmi); err != nil {

@@ -43,8 +43,17 @@ func TestHandle(t *testing.T) {
 	if r := v.Handle(ctx, request(t, "VirtualMachineInstance", admissionv1.Create, vmiSpec)); r.Allowed || !strings.Contains(r.Result.Message, "spec.domain.devices.gpus") {
 		t.Errorf("bad VMI create: %+v", r.Result)
 	}
-	if r := v.Handle(ctx, request(t, "VirtualMachineInstance", admissionv1.Update, vmiSpec)); !r.Allowed {
-		t.Errorf("VMI update (the handler's status report) denied: %+v", r.Result)
+	// Updates of a VMI keep its spec: metadata may change (the handler's
+	// finalizer, the node label), the spec may not.
+	goodVMI := "metadata: {name: a, labels: {x: y}}\nspec:\n  domain: {devices: {}, memory: {guest: 64Mi}}\n"
+	update := request(t, "VirtualMachineInstance", admissionv1.Update, goodVMI)
+	update.OldObject = request(t, "VirtualMachineInstance", admissionv1.Update, strings.Replace(goodVMI, "{x: y}", "{}", 1)).Object
+	if r := v.Handle(ctx, update); !r.Allowed {
+		t.Errorf("VMI metadata update (the handler's finalizer) denied: %+v", r.Result)
+	}
+	update.Object = request(t, "VirtualMachineInstance", admissionv1.Update, strings.Replace(goodVMI, "64Mi", "8Gi", 1)).Object
+	if r := v.Handle(ctx, update); r.Allowed || !strings.Contains(r.Result.Message, "spec.domain of VirtualMachineInstance") {
+		t.Errorf("VMI spec update: %+v", r.Result)
 	}
 }
 

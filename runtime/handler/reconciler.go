@@ -56,7 +56,8 @@ type Handler struct {
 	ExecAddress string
 }
 
-// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
 
 // Reconcile drives one VMI on this node toward its spec and reports it.
@@ -201,7 +202,7 @@ func (h *Handler) report(ctx context.Context, vmi *v1.VirtualMachineInstance, ob
 	}
 	base := vmi.DeepCopy()
 	vmi.Status = st
-	if err := h.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
+	if err := h.Client.Status().Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("reporting the status of %s: %w", klog.KObj(vmi), err)
 	}
 	if base.Status.Phase != st.Phase {

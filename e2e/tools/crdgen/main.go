@@ -50,7 +50,9 @@ var kinds = []kind{
 	},
 	{
 		pkg: "kubevirt.io/api/core/v1", gk: schema.GroupKind{Group: "kubevirt.io", Kind: "VirtualMachineInstance"},
-		shortNames: []string{"vmi", "vmis"},
+		// Status is the controller's and the node handler's to write: with the
+		// subresource, a status sent with a create or an update is dropped.
+		shortNames: []string{"vmi", "vmis"}, status: true,
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 			{Name: "Phase", Type: "string", JSONPath: ".status.phase"},
