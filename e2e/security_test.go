@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,13 +12,17 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/e2e/ocibuild"
@@ -144,5 +149,97 @@ func TestAttackForgedVMIStatus(t *testing.T) {
 	err = tenant.Update(ctx, fit)
 	if want := "spec.nodeSelector of VirtualMachineInstance " + ns + "/forged cannot change after creation"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a tenant's spec update: err = %v, want %q", err, want)
+	}
+}
+
+// TestAttackCloneBypasses: a tenant with edit in their own namespace tries
+// every path to a clone of another namespace's disk that admission alone
+// did not close: switching a DataVolume's source on update, adding a clone
+// template to an existing VM, pointing a DataSource at the victim's PVC,
+// and a DataSource re-pointed (by someone allowed to) after the tenant's
+// DataVolume was admitted. Each is refused naming the user and the
+// permission, and the tenant's namespace ends up with none of the victim's
+// data.
+func TestAttackCloneBypasses(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	victim, mine := f.Namespace(t), f.Namespace(t)
+	size := corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}}
+	secret := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: victim, Name: "secret"},
+		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}, Storage: &cdiv1.StorageSpec{Resources: size}}}
+	if err := c.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	waitDVPhase(t, c, secret, cdiv1.Succeeded)
+	marker := []byte("victim-secret-" + rand.String(12))
+	if err := os.WriteFile(filepath.Join(volumeDir(t, c, victim, "secret"), "disk.img"), marker, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tenant := userClient(t, f, mine, "e2e-tenant")
+	stolen := cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: victim, Name: "secret"}}
+	refused := func(what string, err error, want string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", what, err, want)
+		}
+	}
+
+	// 1. An upload DataVolume switched to the victim's PVC.
+	up := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: mine, Name: "up"},
+		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}, Storage: &cdiv1.StorageSpec{Resources: size}}}
+	if err := tenant.Create(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	up.Spec.Source = stolen.DeepCopy()
+	refused("DataVolume source switched", tenant.Update(ctx, up), "spec.source of DataVolume "+mine+"/up cannot change after creation")
+
+	// 2. A clone template added to an existing VM.
+	vm := framework.GuestVM(mine, "later", framework.GuestImage, v1.RunStrategyHalted)
+	if err := tenant.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	vm.Spec.DataVolumeTemplates = []v1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: "stolen"},
+		Spec: cdiv1.DataVolumeSpec{Source: stolen.DeepCopy(), Storage: &cdiv1.StorageSpec{Resources: size}}}}
+	refused("VM update adding a clone template", tenant.Update(ctx, vm), "e2e-tenant may not clone PVC "+victim+"/secret")
+
+	// 3. A DataSource of the tenant's on the victim's PVC.
+	ds := &cdiv1.DataSource{ObjectMeta: metav1.ObjectMeta{Namespace: mine, Name: "shared"},
+		Spec: cdiv1.DataSourceSpec{Source: cdiv1.DataSourceSource{PVC: stolen.PVC.DeepCopy()}}}
+	refused("DataSource on the victim's PVC", tenant.Create(ctx, ds.DeepCopy()), "e2e-tenant may not point DataSource "+mine+"/shared at PVC "+victim+"/secret")
+
+	// 4. The tenant's DataVolume waits for a DataSource that does not exist
+	// yet; an admin then publishes it on the victim's PVC. The clone is
+	// checked as the tenant when it would start.
+	late := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: mine, Name: "late"},
+		Spec: cdiv1.DataVolumeSpec{SourceRef: &cdiv1.DataVolumeSourceRef{Kind: cdiv1.DataVolumeDataSource, Name: "shared"}, Storage: &cdiv1.StorageSpec{Resources: size}}}
+	if err := tenant.Create(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	waitDVPhase(t, c, late, cdiv1.Failed)
+	if msg := readyMessage(late); !strings.Contains(msg, "e2e-tenant may not clone PVC "+victim+"/secret") {
+		t.Errorf("the late clone failed with %q; want the tenant and the victim's PVC named", msg)
+	}
+
+	// Nothing of the victim's reached the tenant: no DataVolume from the
+	// template, no run in the victim's namespace, no disk holding the marker.
+	if err := c.Get(ctx, client.ObjectKey{Namespace: mine, Name: "stolen"}, &cdiv1.DataVolume{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused template's DataVolume: %v", err)
+	}
+	runs, err := f.Tekton.TektonV1().TaskRuns(victim).List(ctx, metav1.ListOptions{LabelSelector: datavolume.CloneTargetNamespaceLabel + "=" + mine})
+	if err != nil || len(runs.Items) != 0 {
+		t.Errorf("clone senders in the victim's namespace: %d (%v)", len(runs.Items), err)
+	}
+	for _, pvc := range []string{"up", "late"} {
+		claim := &corev1.PersistentVolumeClaim{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: mine, Name: pvc}, claim); err != nil || claim.Spec.VolumeName == "" {
+			continue // never bound: nothing was written to it
+		}
+		if data, err := os.ReadFile(filepath.Join(volumeDir(t, c, mine, pvc), "disk.img")); err == nil && bytes.Contains(data, marker) {
+			t.Errorf("PVC %s/%s holds the victim's data", mine, pvc)
+		}
 	}
 }

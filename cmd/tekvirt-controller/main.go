@@ -31,6 +31,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
 	"github.com/tekvirt/tekvirt/controllers/uploadtoken"
 	"github.com/tekvirt/tekvirt/controllers/vm"
+	"github.com/tekvirt/tekvirt/controllers/requester"
 	"github.com/tekvirt/tekvirt/controllers/vmwebhook"
 )
 
@@ -96,6 +97,7 @@ func run(stepImage, probeAddr, metricsAddr, certDir string, port ports) error {
 		return fmt.Errorf("setting up the DataImportCron controller: %w", err)
 	}
 	if certDir != "" {
+		mgr.GetWebhookServer().Register(requester.Path, &webhook.Admission{Handler: requester.Recorder{Controller: config.ControllerUser}})
 		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{Client: mgr.GetClient()}})
 		if err := addUploadServers(mgr, certDir, key, port); err != nil {
 			return err

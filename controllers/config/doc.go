@@ -3,8 +3,8 @@
 // binding and Deployment (rbac/, manager/), the node volume provisioner's
 // RBAC and default StorageClass (hostpath/), the node VM handler's RBAC
 // (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/), the
-// VM validating webhook (webhook/; its serving certificate Secret and
-// caBundle come from the installer), the upload API's APIService and
+// validating and the requester-recording mutating webhooks (webhook/; their
+// serving certificate Secret and caBundle come from the installer), the upload API's APIService and
 // Services (upload/), the user roles aggregated into admin, edit and view
 // (users/), the golden image namespace and its readers'
 // RBAC (golden/) and the default HyperConverged
@@ -31,6 +31,7 @@ var Files = []string{
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",
 	"webhook/service.yaml",
+	"webhook/mutating.yaml",
 	"webhook/validating.yaml",
 	"upload/service.yaml",
 	"users/roles.yaml",
@@ -50,6 +51,13 @@ const DefaultHyperConverged = "samples/hyperconverged.yaml"
 // Namespace is where the controller runs.
 const Namespace = "tekvirt-system"
 
+// ControllerServiceAccount is the controller's ServiceAccount in Namespace,
+// and ControllerUser the user name it authenticates as.
+const (
+	ControllerServiceAccount = "tekvirt-controller"
+	ControllerUser           = "system:serviceaccount:" + Namespace + ":" + ControllerServiceAccount
+)
+
 // GoldenNamespace holds the golden images (DataSources) every user may
 // clone from and only admins and the golden-image pipeline import into.
 const GoldenNamespace = "tekvirt-os-images"
@@ -59,8 +67,10 @@ const GoldenNamespace = "tekvirt-os-images"
 const (
 	WebhookSecret  = "tekvirt-webhook-cert"
 	WebhookService = "tekvirt-webhook"
-	// WebhookConfigFile is the manifest whose caBundle the installer sets.
-	WebhookConfigFile = "webhook/validating.yaml"
+	// MutatingWebhookFile and ValidatingWebhookFile are the manifests
+	// whose caBundle the installer sets.
+	MutatingWebhookFile   = "webhook/mutating.yaml"
+	ValidatingWebhookFile = "webhook/validating.yaml"
 	// APIServiceFile is the APIService whose caBundle the installer sets.
 	APIServiceFile = "upload/apiservice.yaml"
 	// APIService and UploadProxyService are the other Services the

@@ -70,6 +70,13 @@ func (r *Reconciler) syncSender(ctx context.Context, dv *cdiv1.DataVolume, obs *
 		if err := r.deleteSenders(ctx, dv.Namespace, dv.Name, dv.UID); err != nil {
 			return err
 		}
+		if err := r.authorizeClone(ctx, dv, obs); err != nil {
+			if denied(err) {
+				obs.failed = err.Error()
+				return r.cancel(ctx, obs.run)
+			}
+			return err
+		}
 		run, err = r.createSender(ctx, dv)
 	}
 	if err != nil {

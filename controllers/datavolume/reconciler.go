@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -112,6 +113,12 @@ func (r *Reconciler) resolve(ctx context.Context, dv *cdiv1.DataVolume, obs *obs
 	case err != nil:
 		return ctrl.Result{}, true, err
 	}
+	if ref := dv.Spec.SourceRef; ref != nil {
+		obs.dataSource = &types.NamespacedName{Namespace: dv.Namespace, Name: ref.Name}
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			obs.dataSource.Namespace = *ref.Namespace
+		}
+	}
 	dv.Spec.Source, dv.Spec.SourceRef = src, nil
 	obs.invalid = Supported(dv)
 	return ctrl.Result{}, obs.invalid != nil, nil
@@ -121,7 +128,11 @@ func (r *Reconciler) resolve(ctx context.Context, dv *cdiv1.DataVolume, obs *obs
 // failed run that a retry may fix.
 func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, obs *observed) (ctrl.Result, error) {
 	var err error
-	obs.run, err = r.ensureRun(ctx, dv, pvc)
+	obs.run, err = r.ensureRun(ctx, dv, pvc, obs)
+	if denied(err) {
+		obs.failed = err.Error()
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -160,7 +171,10 @@ func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1
 	}
 	dv.Status.RestartCount++
 	ctrl.LoggerFrom(ctx).Info("retrying the import", "dataVolume", klog.KObj(dv), "restartCount", dv.Status.RestartCount, "reason", msg)
-	obs.run, err = r.ensureRun(ctx, dv, pvc)
+	obs.run, err = r.ensureRun(ctx, dv, pvc, obs)
+	if denied(err) {
+		obs.failed, err = err.Error(), nil
+	}
 	return ctrl.Result{}, err
 }
 
@@ -234,11 +248,18 @@ func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume) (*co
 }
 
 // ensureRun returns the run of the current attempt, creating it if needed.
-func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim) (*pipelinev1.TaskRun, error) {
+func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, obs *observed) (*pipelinev1.TaskRun, error) {
 	run := &pipelinev1.TaskRun{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: dv.Namespace, Name: RunName(dv, dv.Status.RestartCount)}, run)
 	if err == nil || !apierrors.IsNotFound(err) {
 		return run, err
+	}
+	if dv.Spec.Source.PVC != nil {
+		// Before the upload step of a clone across namespaces too, so that a
+		// refused clone starts nothing; the sender is checked again.
+		if err := r.authorizeClone(ctx, dv, obs); err != nil {
+			return nil, err
+		}
 	}
 	if src := dv.Spec.Source.PVC; src != nil && !crossNamespace(dv) {
 		task, err := r.catalogTask("clone-disk")

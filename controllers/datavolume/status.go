@@ -7,6 +7,7 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -20,6 +21,8 @@ type observed struct {
 	invalid error
 	// waiting says which DataSource the DataVolume waits for.
 	waiting string
+	// dataSource is the DataSource a sourceRef resolved through.
+	dataSource *types.NamespacedName
 	pvc     *corev1.PersistentVolumeClaim
 	run     *pipelinev1.TaskRun
 	// failed is set when the import failed for good.

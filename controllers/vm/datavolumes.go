@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,12 +15,10 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
+	"github.com/tekvirt/tekvirt/controllers/requester"
 )
 
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;create
-// The VM's creator was checked for clone permission at admission; the
-// controller creates the template's DataVolume with its own, as KubeVirt's does.
-// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes/source,verbs=create
 
 // ensureDataVolumes creates the VM's dataVolumeTemplates that do not exist
 // and says what holds the start back: Provisioning while any imports,
@@ -31,8 +30,15 @@ func (r *Reconciler) ensureDataVolumes(ctx context.Context, vm *v1.VirtualMachin
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: vm.Namespace, Name: t.Name}, dv)
 		if apierrors.IsNotFound(err) {
 			dv = &cdiv1.DataVolume{
-				ObjectMeta: metav1.ObjectMeta{Namespace: vm.Namespace, Name: t.Name, Labels: t.Labels, Annotations: t.Annotations},
+				ObjectMeta: metav1.ObjectMeta{Namespace: vm.Namespace, Name: t.Name, Labels: t.Labels, Annotations: maps.Clone(t.Annotations)},
 				Spec:       *t.Spec.DeepCopy(),
+			}
+			// The DataVolume clones as whoever asked for the VM's templates
+			// (the requester webhook keeps the controller's record), never
+			// as a record a user wrote into a template.
+			delete(dv.Annotations, requester.Annotation)
+			if who, ok := vm.Annotations[requester.Annotation]; ok {
+				metav1.SetMetaDataAnnotation(&dv.ObjectMeta, requester.Annotation, who)
 			}
 			if err := controllerutil.SetControllerReference(vm, dv, r.Client.Scheme()); err != nil {
 				return "", "", err

@@ -9,7 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
-	authzv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -20,6 +20,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/dataimportcron"
 	"github.com/tekvirt/tekvirt/controllers/datasource"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
+	"github.com/tekvirt/tekvirt/controllers/requester"
 )
 
 // Path is where the webhook is served.
@@ -62,15 +63,23 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 		if err := json.Unmarshal(req.Object.Raw, &dv); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the DataVolume: %w", err))
 		}
+		if req.Operation == admissionv1.Update {
+			// As in CDI: a DataVolume is a request for one import or clone;
+			// another source is another DataVolume.
+			err = specUnchanged(req)
+			break
+		}
 		if err = datavolume.Supported(&dv); err == nil {
-			err = v.mayClone(ctx, req.UserInfo, &dv)
+			err = v.mayClone(ctx, requesterOf(&dv, req), &dv)
 		}
 	case "DataSource":
 		var ds cdiv1.DataSource
 		if err := json.Unmarshal(req.Object.Raw, &ds); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the DataSource: %w", err))
 		}
-		err = datasource.Supported(&ds)
+		if err = datasource.Supported(&ds); err == nil {
+			err = v.mayPublish(ctx, req.UserInfo, &ds)
+		}
 	case "DataImportCron":
 		var c cdiv1.DataImportCron
 		if err := json.Unmarshal(req.Object.Raw, &c); err != nil {
@@ -101,13 +110,24 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	return admission.Allowed("")
 }
 
-// dataVolumeTemplates checks a VM's DataVolumes as if created on their own.
+// dataVolumeTemplates checks a VM's DataVolumes as if created on their
+// own: all of them when the VM is created or its templates change, by the
+// user the requester webhook recorded for that change.
 func (v Validator) dataVolumeTemplates(ctx context.Context, req admission.Request, vm *kubevirtv1.VirtualMachine) error {
+	check := req.Operation == admissionv1.Create
+	if req.Operation == admissionv1.Update {
+		var old kubevirtv1.VirtualMachine
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return fmt.Errorf("decoding the stored VirtualMachine: %w", err)
+		}
+		check = !equality.Semantic.DeepEqual(old.Spec.DataVolumeTemplates, vm.Spec.DataVolumeTemplates)
+	}
+	u := requesterOf(vm, req)
 	for i, t := range vm.Spec.DataVolumeTemplates {
 		dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: t.Name}, Spec: t.Spec}
 		err := datavolume.Supported(dv)
-		if err == nil && req.Operation == admissionv1.Create {
-			err = v.mayClone(ctx, req.UserInfo, dv)
+		if err == nil && check {
+			err = v.mayClone(ctx, u, dv)
 		}
 		if err != nil {
 			return fmt.Errorf("spec.dataVolumeTemplates[%d] (%s): %w", i, t.Name, err)
@@ -116,10 +136,19 @@ func (v Validator) dataVolumeTemplates(ctx context.Context, req admission.Reques
 	return nil
 }
 
+// requesterOf is the user the requester webhook recorded on obj (it runs
+// before this one), or the one making the request.
+func requesterOf(obj metav1.Object, req admission.Request) authnv1.UserInfo {
+	if u, err := requester.Of(obj); err == nil {
+		return u
+	}
+	return req.UserInfo
+}
+
 // mayClone checks CDI's clone permission for a pvc source or a DataSource
 // reference: create on datavolumes/source in the source's namespace (the
 // DataSource's, and its PVC's when that is another), for the user who
-// creates the DataVolume.
+// asks for the DataVolume.
 func (v Validator) mayClone(ctx context.Context, u authnv1.UserInfo, dv *cdiv1.DataVolume) error {
 	type source struct{ kind, ns, name string }
 	var sources []source
@@ -142,29 +171,30 @@ func (v Validator) mayClone(ctx context.Context, u authnv1.UserInfo, dv *cdiv1.D
 		sources = append(sources, source{"PVC", ns, src.PVC.Name})
 	}
 	for _, s := range sources {
-		if err := v.allowed(ctx, u, s.ns); err != nil {
+		if err := requester.MayClone(ctx, v.Client, u, s.ns); err != nil {
 			return fmt.Errorf("%s may not clone %s %s/%s: %w", u.Username, s.kind, s.ns, s.name, err)
 		}
 	}
 	return nil
 }
 
-// allowed asks whether u may create datavolumes/source in ns.
-func (v Validator) allowed(ctx context.Context, u authnv1.UserInfo, ns string) error {
-	extra := map[string]authzv1.ExtraValue{}
-	for k, e := range u.Extra {
-		extra[k] = authzv1.ExtraValue(e)
+// mayPublish checks that whoever points a DataSource at a PVC or a
+// DataSource of another namespace may clone from there, as CDI does:
+// otherwise a DataSource would make that namespace's disk clonable by
+// anyone who may clone from the DataSource's own namespace.
+func (v Validator) mayPublish(ctx context.Context, u authnv1.UserInfo, ds *cdiv1.DataSource) error {
+	ns, kind, name := "", "", ""
+	switch src := ds.Spec.Source; {
+	case src.PVC != nil:
+		ns, kind, name = src.PVC.Namespace, "PVC", src.PVC.Name
+	case src.DataSource != nil:
+		ns, kind, name = src.DataSource.Namespace, "DataSource", src.DataSource.Name
 	}
-	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
-		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: "create",
-			Group: cdiv1.SchemeGroupVersion.Group, Resource: "datavolumes", Subresource: "source"},
-	}}
-	if err := v.Client.Create(ctx, sar); err != nil {
-		return fmt.Errorf("checking clone permission: %w", err)
+	if ns == "" || ns == ds.Namespace {
+		return nil
 	}
-	if !sar.Status.Allowed {
-		return fmt.Errorf("cloning needs create on datavolumes/source in namespace %s", ns)
+	if err := requester.MayClone(ctx, v.Client, u, ns); err != nil {
+		return fmt.Errorf("%s may not point DataSource %s/%s at %s %s/%s: %w", u.Username, ds.Namespace, ds.Name, kind, ns, name, err)
 	}
 	return nil
 }

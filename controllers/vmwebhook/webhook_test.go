@@ -132,3 +132,76 @@ func TestHandleRejectsNamesThatAreNotDNSLabels(t *testing.T) {
 		})
 	}
 }
+
+// sarClient answers SubjectAccessReviews: only alice may clone, anywhere.
+func sarClient(t *testing.T) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := authzv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			sar := obj.(*authzv1.SubjectAccessReview)
+			sar.Status.Allowed = sar.Spec.User == "alice"
+			return nil
+		},
+	}).Build()
+}
+
+func TestCloneRulesOnUpdate(t *testing.T) {
+	v := Validator{Client: sarClient(t)}
+	ctx := context.Background()
+	as := func(req admission.Request, user string) admission.Request {
+		req.UserInfo.Username = user
+		req.Namespace, req.Name = "mine", "x"
+		return req
+	}
+	// A DataVolume's spec never changes: an upload switched to a PVC of
+	// another namespace is refused whoever asks.
+	upload := "metadata: {namespace: mine, name: x}\nspec:\n  source: {upload: {}}\n  storage: {resources: {requests: {storage: 1Gi}}}\n"
+	stolen := strings.Replace(upload, "upload: {}", "pvc: {namespace: victim, name: disk}", 1)
+	req := as(request(t, "DataVolume", admissionv1.Update, stolen), "alice")
+	req.OldObject = request(t, "DataVolume", admissionv1.Update, upload).Object
+	if r := v.Handle(ctx, req); r.Allowed || !strings.Contains(r.Result.Message, "spec.source of DataVolume mine/x cannot change after creation") {
+		t.Errorf("DataVolume source switched on update: %+v", r.Result)
+	}
+	req.Object = req.OldObject
+	if r := v.Handle(ctx, req); !r.Allowed {
+		t.Errorf("DataVolume update without a spec change denied: %+v", r.Result)
+	}
+
+	// A VM update that adds a clone template is checked like a create, as
+	// the user the requester webhook recorded for it; other updates are not.
+	template := "\n  dataVolumeTemplates:\n    - metadata: {name: root}\n      spec:\n        source: {pvc: {namespace: victim, name: disk}}\n        storage: {resources: {requests: {storage: 1Gi}}}"
+	withClone := strings.Replace(userGuideVM, "  runStrategy: Halted", "  runStrategy: Halted"+template, 1)
+	req = as(request(t, "VirtualMachine", admissionv1.Update, "metadata: {annotations: {tekvirt.io/requester: '{\"username\":\"bob\"}'}}"+withClone), "bob")
+	req.OldObject = request(t, "VirtualMachine", admissionv1.Update, userGuideVM).Object
+	if r := v.Handle(ctx, req); r.Allowed || !strings.Contains(r.Result.Message, "spec.dataVolumeTemplates[0] (root): bob may not clone PVC victim/disk") {
+		t.Errorf("VM update adding a clone template: %+v", r.Result)
+	}
+	req.OldObject = req.Object // same templates: a runStrategy change, say
+	if r := v.Handle(ctx, req); !r.Allowed {
+		t.Errorf("VM update with unchanged templates denied: %+v", r.Result)
+	}
+	req = as(request(t, "VirtualMachine", admissionv1.Create, "metadata: {annotations: {tekvirt.io/requester: '{\"username\":\"alice\"}'}}"+withClone), "system:serviceaccount:x:y")
+	if r := v.Handle(ctx, req); !r.Allowed {
+		t.Errorf("VM recorded as alice's denied: %+v", r.Result)
+	}
+
+	// A DataSource pointed at another namespace's PVC needs the clone
+	// right there, on create and on update.
+	ds := "metadata: {namespace: mine, name: golden}\nspec:\n  source: {pvc: {namespace: victim, name: disk}}\n"
+	for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+		if r := v.Handle(ctx, as(request(t, "DataSource", op, ds), "bob")); r.Allowed || !strings.Contains(r.Result.Message, "bob may not point DataSource mine/golden at PVC victim/disk") {
+			t.Errorf("%s of a DataSource on another namespace's PVC: %+v", op, r.Result)
+		}
+		if r := v.Handle(ctx, as(request(t, "DataSource", op, ds), "alice")); !r.Allowed {
+			t.Errorf("%s by alice denied: %+v", op, r.Result)
+		}
+	}
+	own := strings.Replace(ds, "namespace: victim, ", "", 1)
+	if r := v.Handle(ctx, as(request(t, "DataSource", admissionv1.Create, own), "bob")); !r.Allowed {
+		t.Errorf("a DataSource on its own namespace's PVC denied: %+v", r.Result)
+	}
+}

@@ -83,7 +83,7 @@ func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, image
 		if err != nil {
 			return fmt.Errorf("decoding %s: %w", f, err)
 		}
-		if f == ctrlconfig.WebhookConfigFile || f == ctrlconfig.APIServiceFile {
+		if f == ctrlconfig.MutatingWebhookFile || f == ctrlconfig.ValidatingWebhookFile || f == ctrlconfig.APIServiceFile {
 			if err := c.setCABundle(docs); err != nil {
 				return err
 			}
