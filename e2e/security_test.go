@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -144,9 +146,12 @@ func TestAttackForgedVMIStatus(t *testing.T) {
 	if err := tenant.Status().Update(ctx, forged); !apierrors.IsForbidden(err) {
 		t.Errorf("a tenant's status update: err = %v, want forbidden", err)
 	}
+	err = update(ctx, tenant, got.DeepCopy(), func() {})
+	if err != nil {
+		t.Errorf("a tenant's update that keeps the spec: %v", err)
+	}
 	fit := got.DeepCopy()
-	fit.Spec.NodeSelector = nil
-	err = tenant.Update(ctx, fit)
+	err = update(ctx, tenant, fit, func() { fit.Spec.NodeSelector = nil })
 	if want := "spec.nodeSelector of VirtualMachineInstance " + ns + "/forged cannot change after creation"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a tenant's spec update: err = %v, want %q", err, want)
 	}
@@ -191,17 +196,19 @@ func TestAttackCloneBypasses(t *testing.T) {
 	if err := tenant.Create(ctx, up); err != nil {
 		t.Fatal(err)
 	}
-	up.Spec.Source = stolen.DeepCopy()
-	refused("DataVolume source switched", tenant.Update(ctx, up), "spec.source of DataVolume "+mine+"/up cannot change after creation")
+	refused("DataVolume source switched", update(ctx, tenant, up, func() { up.Spec.Source = stolen.DeepCopy() }),
+		"spec.source of DataVolume "+mine+"/up cannot change after creation")
 
 	// 2. A clone template added to an existing VM.
 	vm := framework.GuestVM(mine, "later", framework.GuestImage, v1.RunStrategyHalted)
 	if err := tenant.Create(ctx, vm); err != nil {
 		t.Fatal(err)
 	}
-	vm.Spec.DataVolumeTemplates = []v1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: "stolen"},
-		Spec: cdiv1.DataVolumeSpec{Source: stolen.DeepCopy(), Storage: &cdiv1.StorageSpec{Resources: size}}}}
-	refused("VM update adding a clone template", tenant.Update(ctx, vm), "e2e-tenant may not clone PVC "+victim+"/secret")
+	err := update(ctx, tenant, vm, func() {
+		vm.Spec.DataVolumeTemplates = []v1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: "stolen"},
+			Spec: cdiv1.DataVolumeSpec{Source: stolen.DeepCopy(), Storage: &cdiv1.StorageSpec{Resources: size}}}}
+	})
+	refused("VM update adding a clone template", err, "e2e-tenant may not clone PVC "+victim+"/secret")
 
 	// 3. A DataSource of the tenant's on the victim's PVC.
 	ds := &cdiv1.DataSource{ObjectMeta: metav1.ObjectMeta{Namespace: mine, Name: "shared"},
@@ -241,5 +248,75 @@ func TestAttackCloneBypasses(t *testing.T) {
 		if data, err := os.ReadFile(filepath.Join(volumeDir(t, c, mine, pvc), "disk.img")); err == nil && bytes.Contains(data, marker) {
 			t.Errorf("PVC %s/%s holds the victim's data", mine, pvc)
 		}
+	}
+}
+
+// update reads obj afresh, changes it and writes it back as c, again when
+// a controller wrote it in between.
+func update(ctx context.Context, c client.Client, obj client.Object, change func()) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return c.Update(ctx, obj)
+	})
+}
+
+// TestAttackSymlinkedDisk: a pod of the tenant's that mounts their PVC
+// replaces disk.img with a symlink to a node file; a VMI on that PVC would
+// hand the node's file to QEMU (and libvirt would chown it to QEMU's user).
+// The VMI fails naming the link, no domain starts and the file is untouched.
+func TestAttackSymlinkedDisk(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	tenant := userClient(t, f, ns, "e2e-tenant")
+	ctx := context.Background()
+	var before syscall.Stat_t
+	if err := syscall.Stat("/etc/shadow", &before); err != nil {
+		t.Fatal(err)
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "disk"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}}}}
+	if err := c.Create(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plant-link"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "ln", Image: registryImage(t, f, "tekvirt/busybox"),
+				Command:      []string{"ln", "-s", "/etc/shadow", "/disk/disk.img"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "disk", MountPath: "/disk"}}}},
+			Volumes: []corev1.Volume{{Name: "disk", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}}}}
+	if err := tenant.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitPodSucceeded(t, ns, pod.Name, 2*time.Minute)
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linked"}, Spec: framework.GuestVMI(framework.GuestImage, "linked")}
+	vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: v1.VolumeSource{
+		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}}
+	if err := tenant.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	vmi = framework.WaitVMI(t, c, ns, vmi.Name, time.Minute, "Failed", func(vmi *v1.VirtualMachineInstance) error {
+		if vmi.Status.Phase != v1.Failed {
+			return fmt.Errorf("phase %q", vmi.Status.Phase)
+		}
+		return nil
+	})
+	if ready := readyCondition(vmi); ready.Reason != "VolumeInvalid" || !strings.Contains(ready.Message, "disk.img is a symbolic link") {
+		t.Errorf("Ready condition = %+v; want reason VolumeInvalid naming the link", ready)
+	}
+	if slices.Contains(f.Domains(t), ns+"_"+vmi.Name) {
+		t.Errorf("a domain was started for %s", vmi.Name)
+	}
+	var after syscall.Stat_t
+	if err := syscall.Stat("/etc/shadow", &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Uid != before.Uid || after.Gid != before.Gid || after.Mode != before.Mode {
+		t.Errorf("/etc/shadow changed: uid %d->%d gid %d->%d mode %o->%o", before.Uid, after.Uid, before.Gid, after.Gid, before.Mode, after.Mode)
 	}
 }

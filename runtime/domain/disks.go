@@ -74,7 +74,7 @@ func diskDevice(field string, disk v1.Disk, opts *Options, next map[string]int) 
 	dd := libvirtxml.DomainDisk{
 		Device: device,
 		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: format, Cache: string(disk.Cache)},
-		Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: vol.Path}},
+		Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: vol.Path, FDGroup: vol.FDGroup}},
 		Target: &libvirtxml.DomainDiskTarget{Dev: prefix + string(rune('a'+next[prefix])), Bus: string(bus)},
 		Serial: disk.Serial,
 		Alias:  &libvirtxml.DomainAlias{Name: "ua-" + disk.Name},

@@ -17,6 +17,11 @@ type Volume struct {
 	Format string
 	// ReadOnly attaches the disk read-only (container disk bases, seeds).
 	ReadOnly bool
+	// FDGroup, when set, names the descriptor the launcher opened the file
+	// as (runtime/diskfile) and hands to libvirt under this name; QEMU gets
+	// that descriptor and nothing opens Path again, so a file swapped in
+	// after the check is never used. Set for files in a tenant's volume.
+	FDGroup string
 }
 
 // Options carry what the node knows and the VMI does not.

@@ -81,7 +81,7 @@ func kernelBoot() (*v1.VirtualMachineInstance, Options) {
 	}
 	return vmi, Options{
 		KVM:     true,
-		Volumes: map[string]Volume{"root": {Path: "/var/lib/pv/pvc-1/disk.img", Format: "raw"}},
+		Volumes: map[string]Volume{"root": {Path: "/var/lib/pv/pvc-1/disk.img", Format: "raw", FDGroup: "volume-0"}},
 		Kernel:  "/run/tekvirt/vmi/uid-2/vmlinux", Initrd: "/run/tekvirt/vmi/uid-2/initrd.gz",
 		AgentSocket: "/run/tekvirt/vmi/uid-2/agent.sock",
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tekvirt/tekvirt/runtime/cloudinit"
 	"github.com/tekvirt/tekvirt/runtime/containerdisk"
+	"github.com/tekvirt/tekvirt/runtime/diskfile"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 )
 
@@ -104,9 +105,9 @@ func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInsta
 		}
 		return &domain.Volume{Path: overlay, Format: "qcow2"}, nil
 	case vol.PersistentVolumeClaim != nil:
-		return h.claimDisk(ctx, vmi.Namespace, vol.PersistentVolumeClaim.ClaimName, field+".persistentVolumeClaim", vol.PersistentVolumeClaim.ReadOnly)
+		return h.claimDisk(ctx, vmi.Namespace, vol.PersistentVolumeClaim.ClaimName, field+".persistentVolumeClaim", vol.PersistentVolumeClaim.ReadOnly, i)
 	case vol.DataVolume != nil:
-		return h.claimDisk(ctx, vmi.Namespace, vol.DataVolume.Name, field+".dataVolume", false)
+		return h.claimDisk(ctx, vmi.Namespace, vol.DataVolume.Name, field+".dataVolume", false, i)
 	case vol.CloudInitNoCloud != nil:
 		seed, err := cloudinit.FromVolume(vmi, i)
 		if err != nil {
@@ -140,8 +141,11 @@ func fetch(ctx context.Context, ref, cache, field string, paths ...string) (*con
 	return im, nil
 }
 
-// claimDisk finds disk.img on the bound PersistentVolume of a claim.
-func (h *Handler) claimDisk(ctx context.Context, ns, claim, field string, readOnly bool) (*domain.Volume, error) {
+// claimDisk finds disk.img on the bound PersistentVolume of a claim (volume
+// i of the VMI). Anything that can write the claim can put something else
+// there, so it is opened as the launcher will open it: no symlinks, a
+// regular file or block device only.
+func (h *Handler) claimDisk(ctx context.Context, ns, claim, field string, readOnly bool, i int) (*domain.Volume, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, pvc); err != nil {
 		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s: %w", field, ns, claim, err)
@@ -162,9 +166,13 @@ func (h *Handler) claimDisk(ctx context.Context, ns, claim, field string, readOn
 	default:
 		return nil, &permanentError{reason: "VolumeUnsupported", err: fmt.Errorf("%s: PersistentVolume %s is neither hostPath nor local; only node-local filesystem volumes are supported", field, pv.Name)}
 	}
-	disk := filepath.Join(dir, pvcDiskFile)
-	if _, err := os.Stat(disk); err != nil {
-		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s holds no %s yet: %w", field, ns, claim, pvcDiskFile, err)
+	f, err := diskfile.Open(dir, pvcDiskFile, !readOnly)
+	if errors.Is(err, diskfile.ErrUnsafe) {
+		return nil, &permanentError{reason: "VolumeInvalid", err: fmt.Errorf("%s: PersistentVolumeClaim %s/%s: %w", field, ns, claim, err)}
 	}
-	return &domain.Volume{Path: disk, Format: "raw", ReadOnly: readOnly}, nil
+	if err != nil {
+		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s holds no usable %s yet: %w", field, ns, claim, pvcDiskFile, err)
+	}
+	f.Close()
+	return &domain.Volume{Path: filepath.Join(dir, pvcDiskFile), Format: "raw", ReadOnly: readOnly, FDGroup: fmt.Sprintf("volume-%d", i)}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +16,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/runtime/agent"
+	"github.com/tekvirt/tekvirt/runtime/diskfile"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 )
 
@@ -87,12 +90,51 @@ func Start(uri string, vmi *v1.VirtualMachineInstance, opts domain.Options) (*VM
 		_, _ = conn.Close()
 		return nil, fmt.Errorf("watching domain events: %w", err)
 	}
-	vm.dom, err = conn.DomainCreateXML(xml, libvirt.DOMAIN_NONE)
-	if err != nil {
+	if vm.dom, err = create(conn, xml, opts); err != nil {
 		vm.Close()
 		return nil, fmt.Errorf("starting domain %s: %w", def.Name, err)
 	}
 	return vm, nil
+}
+
+// create starts the domain. Disks in a tenant's volume go to libvirt as
+// descriptors this process opened (diskfile.Open), which libvirt can only
+// attach to a defined domain: such a domain is defined, given them,
+// started and undefined again, so that it is as transient as the others.
+func create(conn *libvirt.Connect, xml string, opts domain.Options) (*libvirt.Domain, error) {
+	files := map[string]*os.File{}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, v := range opts.Volumes {
+		if v.FDGroup == "" {
+			continue
+		}
+		f, err := diskfile.Open(filepath.Dir(v.Path), filepath.Base(v.Path), !v.ReadOnly)
+		if err != nil {
+			return nil, err
+		}
+		files[v.FDGroup] = f
+	}
+	if len(files) == 0 {
+		return conn.DomainCreateXML(xml, libvirt.DOMAIN_NONE)
+	}
+	dom, err := conn.DomainDefineXML(xml)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = dom.Undefine() }()
+	for group, f := range files {
+		if err := dom.FDAssociate(group, []os.File{*f}, 0); err != nil {
+			return nil, fmt.Errorf("passing the disk %s: %w", f.Name(), err)
+		}
+	}
+	if err := dom.Create(); err != nil {
+		return nil, err
+	}
+	return dom, nil
 }
 
 // Shutdown asks the guest to power off: an ACPI power button press, and
