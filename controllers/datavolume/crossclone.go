@@ -95,6 +95,19 @@ func (r *Reconciler) sender(ctx context.Context, dv *cdiv1.DataVolume) (*pipelin
 	return run, err
 }
 
+// sendFailure is why a clone across namespaces failed when its sender did
+// (the upload step was then cancelled), or "".
+func (r *Reconciler) sendFailure(ctx context.Context, dv *cdiv1.DataVolume) string {
+	if !crossNamespace(dv) {
+		return ""
+	}
+	sender, err := r.sender(ctx, dv)
+	if err != nil {
+		return ""
+	}
+	return senderFailure(dv, sender, r.Logs.Cause(ctx, sender))
+}
+
 // senderFailure is the failure to report for a failed sending run (cause
 // is its error, when known), or "". Sends are not retried: the sender
 // retries what a retry can fix itself.

@@ -16,8 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,13 +127,7 @@ func (r *Reconciler) resolve(ctx context.Context, dv *cdiv1.DataVolume, obs *obs
 // sync runs the import (or clone, or upload) of a bound claim, retrying a
 // failed run that a retry may fix.
 func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, obs *observed) (ctrl.Result, error) {
-	var err error
-	obs.run, err = r.ensureRun(ctx, dv, pvc, obs)
-	if denied(err) {
-		obs.failed = err.Error()
-		return ctrl.Result{}, nil
-	}
-	if err != nil {
+	if err := r.startRun(ctx, dv, pvc, obs); err != nil || obs.failed != "" {
 		return ctrl.Result{}, err
 	}
 	done, ok, msg := runState(obs.run)
@@ -154,13 +148,8 @@ func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1
 		obs.failed = msg
 		return ctrl.Result{}, nil
 	}
-	if crossNamespace(dv) {
-		// The upload step was cancelled because its sender failed.
-		if sender, err := r.sender(ctx, dv); err == nil {
-			if obs.failed = senderFailure(dv, sender, r.Logs.Cause(ctx, sender)); obs.failed != "" {
-				return ctrl.Result{}, nil
-			}
-		}
+	if obs.failed = r.sendFailure(ctx, dv); obs.failed != "" {
+		return ctrl.Result{}, nil
 	}
 	if cause := r.Logs.Cause(ctx, obs.run); cause != "" {
 		msg = cause
@@ -171,11 +160,19 @@ func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1
 	}
 	dv.Status.RestartCount++
 	ctrl.LoggerFrom(ctx).Info("retrying the import", "dataVolume", klog.KObj(dv), "restartCount", dv.Status.RestartCount, "reason", msg)
+	return ctrl.Result{}, r.startRun(ctx, dv, pvc, obs)
+}
+
+// startRun sets obs.run to the current attempt's run, started if need be;
+// a clone its requester may not make fails the DataVolume instead.
+func (r *Reconciler) startRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, obs *observed) error {
+	var err error
 	obs.run, err = r.ensureRun(ctx, dv, pvc, obs)
 	if denied(err) {
-		obs.failed, err = err.Error(), nil
+		obs.failed = err.Error()
+		return nil
 	}
-	return ctrl.Result{}, err
+	return err
 }
 
 // succeeded cleans up after a DataVolume that is done: the senders of a

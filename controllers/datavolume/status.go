@@ -23,8 +23,8 @@ type observed struct {
 	waiting string
 	// dataSource is the DataSource a sourceRef resolved through.
 	dataSource *types.NamespacedName
-	pvc     *corev1.PersistentVolumeClaim
-	run     *pipelinev1.TaskRun
+	pvc        *corev1.PersistentVolumeClaim
+	run        *pipelinev1.TaskRun
 	// failed is set when the import failed for good.
 	failed string
 	// clone is set for a pvc source: Clone phases instead of Import ones;

@@ -18,10 +18,10 @@ import (
 const Annotation = "tekvirt.io/requester"
 
 var (
-	// ErrNotRecorded: the object carries no requester (it was created
+	// ErrNotRecorded means the object carries no requester (it was created
 	// before requesters were recorded); it cannot clone.
 	ErrNotRecorded = errors.New("no requester recorded")
-	// ErrDenied: the requester may not clone from the namespace.
+	// ErrDenied means the requester may not clone from the namespace.
 	ErrDenied = errors.New("permission denied")
 )
 
@@ -38,8 +38,11 @@ func Of(obj metav1.Object) (authnv1.UserInfo, error) {
 	if !ok {
 		return u, fmt.Errorf("%w on %s", ErrNotRecorded, obj.GetName())
 	}
-	if err := json.Unmarshal([]byte(v), &u); err != nil || u.Username == "" {
-		return u, fmt.Errorf("annotation %s of %s: not a user (%v)", Annotation, obj.GetName(), err)
+	if err := json.Unmarshal([]byte(v), &u); err != nil {
+		return u, fmt.Errorf("annotation %s of %s: %w", Annotation, obj.GetName(), err)
+	}
+	if u.Username == "" {
+		return u, fmt.Errorf("annotation %s of %s names no user", Annotation, obj.GetName())
 	}
 	return u, nil
 }

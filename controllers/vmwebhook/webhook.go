@@ -17,8 +17,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
-	"github.com/tekvirt/tekvirt/controllers/dataimportcron"
-	"github.com/tekvirt/tekvirt/controllers/datasource"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/controllers/requester"
 )
@@ -39,70 +37,20 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	if req.Operation == admissionv1.Delete {
 		return admission.Allowed("")
 	}
-	var obj struct {
-		Spec map[string]any `json:"spec"`
-	}
-	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the %s: %w", req.Kind.Kind, err))
-	}
-	var err error
-	switch req.Kind.Kind {
-	case "VirtualMachine":
-		var vm kubevirtv1.VirtualMachine
-		if err := json.Unmarshal(req.Object.Raw, &vm); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the VirtualMachine: %w", err))
-		}
-		if err = ValidateVMSpec(obj.Spec); err == nil && vm.Spec.Template != nil {
-			err = joined(checkNames("spec.template.spec", &vm.Spec.Template.Spec))
-		}
-		if err == nil {
-			err = v.dataVolumeTemplates(ctx, req, &vm)
-		}
-	case "DataVolume":
-		var dv cdiv1.DataVolume
-		if err := json.Unmarshal(req.Object.Raw, &dv); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the DataVolume: %w", err))
-		}
-		if req.Operation == admissionv1.Update {
-			// As in CDI: a DataVolume is a request for one import or clone;
-			// another source is another DataVolume.
-			err = specUnchanged(req)
-			break
-		}
-		if err = datavolume.Supported(&dv); err == nil {
-			err = v.mayClone(ctx, requesterOf(&dv, req), &dv)
-		}
-	case "DataSource":
-		var ds cdiv1.DataSource
-		if err := json.Unmarshal(req.Object.Raw, &ds); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the DataSource: %w", err))
-		}
-		if err = datasource.Supported(&ds); err == nil {
-			err = v.mayPublish(ctx, req.UserInfo, &ds)
-		}
-	case "DataImportCron":
-		var c cdiv1.DataImportCron
-		if err := json.Unmarshal(req.Object.Raw, &c); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the DataImportCron: %w", err))
-		}
-		err = dataimportcron.Supported(&c)
-	case "VirtualMachineInstance":
-		if req.Operation == admissionv1.Update {
-			// The spec was checked when the VMI was created and never
-			// changes after: status goes through its subresource, which
-			// this webhook does not see.
-			err = specUnchanged(req)
-			break
-		}
-		var vmi kubevirtv1.VirtualMachineInstance
-		if err := json.Unmarshal(req.Object.Raw, &vmi); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the VirtualMachineInstance: %w", err))
-		}
-		if err = ValidateVMISpec(obj.Spec); err == nil {
-			err = joined(checkNames("spec", &vmi.Spec))
-		}
-	default:
+	check, ok := map[string]func(context.Context, admission.Request) error{
+		"VirtualMachine":         v.virtualMachine,
+		"VirtualMachineInstance": virtualMachineInstance,
+		"DataVolume":             v.dataVolume,
+		"DataSource":             v.dataSource,
+		"DataImportCron":         dataImportCron,
+	}[req.Kind.Kind]
+	if !ok {
 		return admission.Allowed("")
+	}
+	err := check(ctx, req)
+	var bad decodeError
+	if errors.As(err, &bad) {
+		return admission.Errored(http.StatusBadRequest, bad.error)
 	}
 	if err != nil {
 		return admission.Denied(err.Error())

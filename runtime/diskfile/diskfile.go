@@ -20,7 +20,7 @@ func Open(dir, name string, write bool) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", dir, err)
 	}
-	defer unix.Close(d)
+	defer func() { _ = unix.Close(d) }()
 	flags := unix.O_RDONLY
 	if write {
 		flags = unix.O_RDWR

@@ -1,0 +1,114 @@
+package vmwebhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/controllers/dataimportcron"
+	"github.com/tekvirt/tekvirt/controllers/datasource"
+	"github.com/tekvirt/tekvirt/controllers/datavolume"
+)
+
+// decodeError marks a request whose object cannot be decoded: a bad
+// request rather than a refusal.
+type decodeError struct{ error }
+
+// decode reads the request's object into typed (and, when given, its spec
+// as a map for the field allowlists).
+func decode(req admission.Request, typed any, spec *map[string]any) error {
+	if err := json.Unmarshal(req.Object.Raw, typed); err != nil {
+		return decodeError{fmt.Errorf("decoding the %s: %w", req.Kind.Kind, err)}
+	}
+	if spec == nil {
+		return nil
+	}
+	var obj struct {
+		Spec map[string]any `json:"spec"`
+	}
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return decodeError{fmt.Errorf("decoding the %s: %w", req.Kind.Kind, err)}
+	}
+	*spec = obj.Spec
+	return nil
+}
+
+// virtualMachine: supported fields, valid names, and the clone rights of
+// its dataVolumeTemplates.
+func (v Validator) virtualMachine(ctx context.Context, req admission.Request) error {
+	var vm kubevirtv1.VirtualMachine
+	var spec map[string]any
+	if err := decode(req, &vm, &spec); err != nil {
+		return err
+	}
+	if err := ValidateVMSpec(spec); err != nil {
+		return err
+	}
+	if vm.Spec.Template != nil {
+		if err := joined(checkNames("spec.template.spec", &vm.Spec.Template.Spec)); err != nil {
+			return err
+		}
+	}
+	return v.dataVolumeTemplates(ctx, req, &vm)
+}
+
+// virtualMachineInstance: supported fields and valid names on create; the
+// spec never changes after (status goes through its subresource, which
+// this webhook does not see).
+func virtualMachineInstance(_ context.Context, req admission.Request) error {
+	if req.Operation == admissionv1.Update {
+		return specUnchanged(req)
+	}
+	var vmi kubevirtv1.VirtualMachineInstance
+	var spec map[string]any
+	if err := decode(req, &vmi, &spec); err != nil {
+		return err
+	}
+	if err := ValidateVMISpec(spec); err != nil {
+		return err
+	}
+	return joined(checkNames("spec", &vmi.Spec))
+}
+
+// dataVolume: a supported source and, for clones, the requester's right to
+// clone; as in CDI the spec never changes after creation (another source
+// is another DataVolume).
+func (v Validator) dataVolume(ctx context.Context, req admission.Request) error {
+	if req.Operation == admissionv1.Update {
+		return specUnchanged(req)
+	}
+	var dv cdiv1.DataVolume
+	if err := decode(req, &dv, nil); err != nil {
+		return err
+	}
+	if err := datavolume.Supported(&dv); err != nil {
+		return err
+	}
+	return v.mayClone(ctx, requesterOf(&dv, req), &dv)
+}
+
+// dataSource: a supported source that its author may clone from.
+func (v Validator) dataSource(ctx context.Context, req admission.Request) error {
+	var ds cdiv1.DataSource
+	if err := decode(req, &ds, nil); err != nil {
+		return err
+	}
+	if err := datasource.Supported(&ds); err != nil {
+		return err
+	}
+	return v.mayPublish(ctx, req.UserInfo, &ds)
+}
+
+func dataImportCron(_ context.Context, req admission.Request) error {
+	var c cdiv1.DataImportCron
+	if err := decode(req, &c, nil); err != nil {
+		return err
+	}
+	return dataimportcron.Supported(&c)
+}
