@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +26,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
@@ -319,4 +322,89 @@ func TestAttackSymlinkedDisk(t *testing.T) {
 	if after.Uid != before.Uid || after.Gid != before.Gid || after.Mode != before.Mode {
 		t.Errorf("/etc/shadow changed: uid %d->%d gid %d->%d mode %o->%o", before.Uid, after.Uid, before.Gid, after.Gid, before.Mode, after.Mode)
 	}
+}
+
+// TestAttackIdleConnections: anyone on the pod network can open connections
+// to the controller and send nothing. With 5,000 such connections open on
+// the webhook and 1,000 on the upload proxy, the webhook still admits a
+// good VM and refuses a bad one by name; and the servers close the idle
+// connections themselves (the webhook within its 32 s TLS handshake limit,
+// the upload proxy within its 10 s), so they cannot pin descriptors.
+func TestAttackIdleConnections(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	pods, err := f.Kube.CoreV1().Pods(ctrlconfig.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=tekvirt-controller"})
+	if err != nil || len(pods.Items) != 1 || pods.Items[0].Status.PodIP == "" {
+		t.Fatalf("the controller pod: %v", err)
+	}
+	ip := pods.Items[0].Status.PodIP
+	webhook := openIdle(t, net.JoinHostPort(ip, "9443"), 5000)
+	proxy := openIdle(t, net.JoinHostPort(ip, "8444"), 1000)
+	opened := time.Now()
+
+	start := time.Now()
+	good := framework.GuestVM(ns, "admitted", framework.GuestImage, v1.RunStrategyHalted)
+	if err := c.Create(ctx, good); err != nil {
+		t.Errorf("a good VM with 5,000 idle connections open: %v", err)
+	}
+	bad := framework.GuestVM(ns, "refused", framework.GuestImage, v1.RunStrategyHalted)
+	bad.Spec.Template.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default", InterfaceBindingMethod: v1.InterfaceBindingMethod{SRIOV: &v1.InterfaceSRIOV{}}}}
+	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "interfaces[0].sriov") {
+		t.Errorf("a bad VM with 5,000 idle connections open: err = %v", err)
+	}
+	t.Logf("admission with %d+%d idle connections open: %s", len(webhook), len(proxy), time.Since(start).Round(time.Millisecond))
+
+	for _, s := range []struct {
+		name  string
+		conns []net.Conn
+		limit time.Duration
+	}{{"upload proxy", proxy, 10 * time.Second}, {"webhook", webhook, 32 * time.Second}} {
+		open := stillOpen(s.conns, opened.Add(s.limit+15*time.Second))
+		t.Logf("%s: %d of %d idle connections still open %s after they were opened", s.name, open, len(s.conns), time.Since(opened).Round(time.Second))
+		if open > 0 {
+			t.Errorf("%s keeps %d idle connections open past its %s limit", s.name, open, s.limit)
+		}
+	}
+}
+
+// openIdle opens n TCP connections to addr that send nothing.
+func openIdle(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, 0, n)
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for range n {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("connection %d to %s: %v", len(conns)+1, addr, err)
+		}
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+// stillOpen waits until deadline for the server to close conns and says
+// how many it did not.
+func stillOpen(conns []net.Conn, deadline time.Time) int {
+	open := make(chan bool, len(conns))
+	for _, c := range conns {
+		go func() {
+			_ = c.SetReadDeadline(deadline)
+			_, err := c.Read(make([]byte, 1))
+			var ne net.Error
+			open <- errors.As(err, &ne) && ne.Timeout()
+		}()
+	}
+	n := 0
+	for range conns {
+		if <-open {
+			n++
+		}
+	}
+	return n
 }

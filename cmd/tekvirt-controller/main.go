@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -28,10 +29,10 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/hyperconverged"
 	"github.com/tekvirt/tekvirt/controllers/manager"
 	"github.com/tekvirt/tekvirt/controllers/placement"
+	"github.com/tekvirt/tekvirt/controllers/requester"
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
 	"github.com/tekvirt/tekvirt/controllers/uploadtoken"
 	"github.com/tekvirt/tekvirt/controllers/vm"
-	"github.com/tekvirt/tekvirt/controllers/requester"
 	"github.com/tekvirt/tekvirt/controllers/vmwebhook"
 )
 
@@ -123,7 +124,9 @@ func addUploadServers(mgr ctrl.Manager, certDir string, key ed25519.PrivateKey, 
 		return err
 	}
 	api := &uploadtoken.API{Key: key, AllowedNames: allowed, Log: ctrl.Log.WithName("uploadtoken")}
-	if err := mgr.Add(&manager.TLSServer{Name: "upload token API", Addr: fmt.Sprintf(":%d", port.api), TLS: apiTLS, Handler: api.Handler()}); err != nil {
+	// Token requests are small; the proxy's uploads are not, so only the
+	// API bounds reading a whole request.
+	if err := mgr.Add(&manager.TLSServer{Name: "upload token API", Addr: fmt.Sprintf(":%d", port.api), TLS: apiTLS, Handler: api.Handler(), ReadTimeout: 30 * time.Second}); err != nil {
 		return err
 	}
 	proxyTLS := apiTLS.Clone()

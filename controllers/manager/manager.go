@@ -5,8 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
+
+	"golang.org/x/net/netutil"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -83,22 +86,62 @@ type TLSServer struct {
 	Addr    string
 	TLS     *tls.Config
 	Handler http.Handler
+	// ReadTimeout bounds reading a whole request; zero for servers that
+	// take long request bodies (uploads).
+	ReadTimeout time.Duration
+	// Limits; zero means the defaults below.
+	ReadHeaderTimeout, IdleTimeout time.Duration
+	MaxConns                       int
 }
+
+// Defaults of TLSServer: a connection that sends no request (not even a
+// TLS handshake) within DefaultReadHeaderTimeout, or sits idle between
+// requests for DefaultIdleTimeout, is closed, and no more than
+// DefaultMaxConns are open at once, so that idle unauthenticated clients
+// cannot pin the process's file descriptors.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultMaxConns          = 10000
+)
 
 // Start serves until ctx ends.
 func (s *TLSServer) Start(ctx context.Context) error {
-	srv := &http.Server{Addr: s.Addr, Handler: s.Handler, TLSConfig: s.TLS, ReadHeaderTimeout: 10 * time.Second}
+	l, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("%s on %s: %w", s.Name, s.Addr, err)
+	}
+	return s.Serve(ctx, l)
+}
+
+// Serve serves on l until ctx ends.
+func (s *TLSServer) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{Handler: s.Handler, TLSConfig: s.TLS,
+		ReadTimeout:       s.ReadTimeout,
+		ReadHeaderTimeout: orDefault(s.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		IdleTimeout:       orDefault(s.IdleTimeout, DefaultIdleTimeout)}
+	maxConns := s.MaxConns
+	if maxConns == 0 {
+		maxConns = DefaultMaxConns
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	ctrl.LoggerFrom(ctx).Info("serving", "server", s.Name, "addr", s.Addr)
-	if err := srv.ListenAndServeTLS("", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("%s on %s: %w", s.Name, s.Addr, err)
+	ctrl.LoggerFrom(ctx).Info("serving", "server", s.Name, "addr", l.Addr().String())
+	if err := srv.ServeTLS(netutil.LimitListener(l, maxConns), "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("%s on %s: %w", s.Name, l.Addr(), err)
 	}
 	return nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 // NeedLeaderElection is false: every replica serves.

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"time"
+
+	"golang.org/x/net/netutil"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -51,6 +54,9 @@ type ExecServer struct {
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
 
+// maxExecConns caps the exec server's open connections.
+const maxExecConns = 4096
+
 // Start serves until ctx ends, after announcing the address on the Node.
 func (s ExecServer) Start(ctx context.Context) error {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AddressAnnotation, s.Advertise)
@@ -60,7 +66,14 @@ func (s ExecServer) Start(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apis/"+ExecGroup+"/v1/namespaces/{namespace}/"+ExecResource+"/{name}/"+ExecSubresource, s.serveExec)
-	srv := &http.Server{Addr: s.Addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Exec requests are small: bound reading them, idle connections and
+	// the number of connections, so that clients that never send a
+	// request cannot pin the handler's file descriptors.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second}
+	l, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("serving exec on %s: %w", s.Addr, err)
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -68,7 +81,7 @@ func (s ExecServer) Start(ctx context.Context) error {
 		_ = srv.Shutdown(sctx)
 	}()
 	ctrl.LoggerFrom(ctx).Info("serving guest exec", "addr", s.Addr, "advertised", s.Advertise)
-	if err := srv.ListenAndServeTLS(s.CertFile, s.KeyFile); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.ServeTLS(netutil.LimitListener(l, maxExecConns), s.CertFile, s.KeyFile); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving exec on %s: %w", s.Addr, err)
 	}
 	return nil

@@ -77,7 +77,7 @@ func (p *progress) serve(addr string) (func(), error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /progress", p)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintln(p.out, "progress endpoint:", err)

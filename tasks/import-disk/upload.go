@@ -66,7 +66,7 @@ func Upload(ctx context.Context, p Params, out io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serving uploads on %s: %w", p.UploadAddr, err)
 	}
-	srv := &http.Server{Handler: s.handler(ctx), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.handler(ctx), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	defer func() { _ = srv.Close() }()
 	fmt.Fprintf(out, "waiting for an upload into PVC %s/%s on %s\n", p.Namespace, p.UploadClaim, l.Addr())
