@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -407,4 +408,47 @@ func stillOpen(conns []net.Conn, deadline time.Time) int {
 		}
 	}
 	return n
+}
+
+// TestAttackStaleUploadToken: an upload token outlives the DataVolume it
+// was issued for; one for a deleted DataVolume is refused by the DataVolume
+// of the same name made later (tokens name the PVC's UID), which nothing
+// is written to, and a token of its own works.
+func TestAttackStaleUploadToken(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	newDV := func() *cdiv1.DataVolume {
+		return &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"},
+			Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}},
+				Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}}}}}
+	}
+	first := newDV()
+	if err := c.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	waitDVPhase(t, c, first, cdiv1.UploadReady)
+	stale := uploadToken(t, c, ns, first.Name)
+	if err := c.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitGone(t, c, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: first.Name}}, time.Minute)
+	second := newDV()
+	if err := c.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	waitDVPhase(t, c, second, cdiv1.UploadReady)
+	proxy := uploadProxy(t, f, c)
+	data := bytes.Repeat([]byte("stale!"), 4096)
+	if code, msg := proxy.post(t, "/v1beta1/upload", stale, "", bytes.NewReader(data)); code != http.StatusUnauthorized || !strings.Contains(msg, "for an earlier PVC "+ns+"/target") {
+		t.Errorf("the deleted DataVolume's token: got %d %q, want 401 naming the earlier PVC", code, msg)
+	}
+	if entries := volumeFiles(t, c, ns, second.Name); len(entries) != 0 {
+		t.Errorf("the refused upload wrote %v", entries)
+	}
+	if code, msg := proxy.post(t, "/v1beta1/upload", uploadToken(t, c, ns, second.Name), "", bytes.NewReader(data)); code != http.StatusOK {
+		t.Fatalf("the new DataVolume's own token: got %d %q", code, msg)
+	}
+	waitDVPhase(t, c, second, cdiv1.Succeeded)
 }

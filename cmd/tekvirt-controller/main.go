@@ -123,7 +123,7 @@ func addUploadServers(mgr ctrl.Manager, certDir string, key ed25519.PrivateKey, 
 	if err != nil {
 		return err
 	}
-	api := &uploadtoken.API{Key: key, AllowedNames: allowed, Log: ctrl.Log.WithName("uploadtoken")}
+	api := &uploadtoken.API{Key: key, Client: mgr.GetAPIReader(), AllowedNames: allowed, Log: ctrl.Log.WithName("uploadtoken")}
 	// Token requests are small; the proxy's uploads are not, so only the
 	// API bounds reading a whole request.
 	if err := mgr.Add(&manager.TLSServer{Name: "upload token API", Addr: fmt.Sprintf(":%d", port.api), TLS: apiTLS, Handler: api.Handler(), ReadTimeout: 30 * time.Second}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
@@ -37,9 +38,9 @@ const (
 	CloneTargetUIDLabel       = "tekvirt.io/clone-target-uid"
 )
 
-// sendTokenTTL is how long a sender's token is valid: the send may wait for
-// its pod to start.
-const sendTokenTTL = time.Hour
+// sendTokenTTL is how long a sender's token is valid: it is made just
+// before the sender's pod starts, which uses it at once.
+const sendTokenTTL = 10 * time.Minute
 
 // crossNamespace reports whether dv clones from another namespace.
 func crossNamespace(dv *cdiv1.DataVolume) bool {
@@ -77,7 +78,7 @@ func (r *Reconciler) syncSender(ctx context.Context, dv *cdiv1.DataVolume, obs *
 			}
 			return err
 		}
-		run, err = r.createSender(ctx, dv)
+		run, err = r.createSender(ctx, dv, obs.pvc)
 	}
 	if err != nil {
 		return err
@@ -123,7 +124,11 @@ func senderFailure(dv *cdiv1.DataVolume, run *pipelinev1.TaskRun, cause string) 
 	return fmt.Sprintf("sending PVC %s/%s failed: %s (TaskRun %s/%s)", src.Namespace, src.Name, msg, run.Namespace, run.Name)
 }
 
-func (r *Reconciler) createSender(ctx context.Context, dv *cdiv1.DataVolume) (*pipelinev1.TaskRun, error) {
+// createSender starts the sending run in the source namespace. Its token
+// lives in a Secret owned by the run, not in the run's spec, which anyone
+// who may read runs there could read: the run is created pending, the
+// Secret then, and the run is released once it exists.
+func (r *Reconciler) createSender(ctx context.Context, dv *cdiv1.DataVolume, target *corev1.PersistentVolumeClaim) (*pipelinev1.TaskRun, error) {
 	url, serverName, err := r.uploadProxy(ctx)
 	if err != nil {
 		return nil, err
@@ -132,32 +137,61 @@ func (r *Reconciler) createSender(ctx context.Context, dv *cdiv1.DataVolume) (*p
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	token := importdisk.SignUploadToken(r.UploadKey, importdisk.UploadClaims{Operation: importdisk.UploadOperation,
-		Namespace: dv.Namespace, PVC: dv.Name, IssuedAt: now.Unix(), Expires: now.Add(sendTokenTTL).Unix()})
-	run := sendRun(dv, task, url, serverName, token)
+	run := sendRun(dv, task, url, serverName)
 	if err := r.Client.Create(ctx, run); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating TaskRun %s: %w", klog.KObj(run), err)
+	}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(run), run); err != nil {
+		return nil, err
+	}
+	if run.Spec.Status != pipelinev1.TaskRunSpecStatusPending {
+		return run, nil // released by an earlier reconcile
+	}
+	now := time.Now()
+	token := importdisk.SignUploadToken(r.UploadKey, importdisk.UploadClaims{Operation: importdisk.UploadOperation,
+		Namespace: target.Namespace, PVC: target.Name, UID: string(target.UID), IssuedAt: now.Unix(), Expires: now.Add(sendTokenTTL).Unix()})
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.Name, Labels: run.Labels},
+		StringData: map[string]string{sendTokenKey: token}}
+	if err := controllerutil.SetControllerReference(run, secret, r.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating the token Secret %s: %w", klog.KObj(secret), err)
+	}
+	base := run.DeepCopy()
+	run.Spec.Status = ""
+	if err := r.Client.Patch(ctx, run, client.MergeFrom(base)); err != nil {
+		return nil, fmt.Errorf("starting TaskRun %s: %w", klog.KObj(run), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("clone sender started", "dataVolume", klog.KObj(dv), "taskRun", klog.KObj(run))
 	return run, nil
 }
 
+// Senders' token Secrets are only ever created, never read back.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create
+
+// sendTokenKey is the key of the token in a sender's Secret.
+const sendTokenKey = "token"
+
 // sendRun is the catalog's clone-disk task, inline, in send mode: only the
-// source workspace, posting its disk to the upload proxy.
-func sendRun(dv *cdiv1.DataVolume, task *pipelinev1.Task, url, serverName, token string) *pipelinev1.TaskRun {
+// source workspace, posting its disk to the upload proxy with the token of
+// the Secret named as the run. It is created pending.
+func sendRun(dv *cdiv1.DataVolume, task *pipelinev1.Task, url, serverName string) *pipelinev1.TaskRun {
 	src := dv.Spec.Source.PVC
 	spec := task.Spec.DeepCopy()
 	spec.Params = nil
 	spec.Workspaces = []pipelinev1.WorkspaceDeclaration{{Name: "source", ReadOnly: true}}
 	step := &spec.Steps[0]
 	step.Args = []string{"--source-dir=$(workspaces.source.path)", "--send-url=" + url, "--send-server-name=" + serverName}
-	step.Env = append(step.Env, corev1.EnvVar{Name: clonedisk.TokenEnv, Value: token})
+	name := sendRunName(dv, dv.Status.RestartCount)
+	step.Env = append(step.Env, corev1.EnvVar{Name: clonedisk.TokenEnv, ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: sendTokenKey}}})
 	return &pipelinev1.TaskRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: src.Namespace, Name: sendRunName(dv, dv.Status.RestartCount),
+		ObjectMeta: metav1.ObjectMeta{Namespace: src.Namespace, Name: name,
 			Labels: map[string]string{CloneTargetNamespaceLabel: dv.Namespace, CloneTargetNameLabel: dv.Name,
 				CloneTargetUIDLabel: string(dv.UID), "app.kubernetes.io/part-of": "tekvirt"}},
 		Spec: pipelinev1.TaskRunSpec{
+			Status:   pipelinev1.TaskRunSpecStatusPending,
 			TaskSpec: spec,
 			Workspaces: []pipelinev1.WorkspaceBinding{{Name: "source",
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: src.Name, ReadOnly: true}}},

@@ -23,7 +23,7 @@ func TestSendRun(t *testing.T) {
 		Params:     pipelinev1.ParamSpecs{{Name: "size"}},
 		Steps:      []pipelinev1.Step{{Name: "clone", Args: []string{"--target-dir=$(workspaces.target.path)"}}},
 	}}
-	run := sendRun(dv, task, "https://10.96.0.9:443/v1beta1/upload", "cdi-uploadproxy.tekvirt-system.svc", "tok")
+	run := sendRun(dv, task, "https://10.96.0.9:443/v1beta1/upload", "cdi-uploadproxy.tekvirt-system.svc")
 	if run.Namespace != "golden" || run.Name != "mine-disk-01234567-send-0" || run.Labels[CloneTargetNamespaceLabel] != "mine" || run.Labels[CloneTargetNameLabel] != "disk" ||
 		run.Labels[CloneTargetUIDLabel] != "0123456789abcdef" {
 		t.Errorf("run %s/%s labels %v", run.Namespace, run.Name, run.Labels)
@@ -36,8 +36,14 @@ func TestSendRun(t *testing.T) {
 	if strings.Contains(args, "target") || !strings.Contains(args, "--send-url=https://10.96.0.9:443/v1beta1/upload") {
 		t.Errorf("args %s", args)
 	}
-	if env := spec.Steps[0].Env; len(env) != 1 || env[0].Name != clonedisk.TokenEnv || env[0].Value != "tok" {
+	// The token is in the Secret named as the run, never in the run; the run
+	// waits until that Secret is there.
+	if env := spec.Steps[0].Env; len(env) != 1 || env[0].Name != clonedisk.TokenEnv || env[0].Value != "" ||
+		env[0].ValueFrom == nil || env[0].ValueFrom.SecretKeyRef.Name != run.Name || env[0].ValueFrom.SecretKeyRef.Key != sendTokenKey {
 		t.Errorf("env %+v", env)
+	}
+	if run.Spec.Status != pipelinev1.TaskRunSpecStatusPending {
+		t.Errorf("run created %q, want pending", run.Spec.Status)
 	}
 	if task.Spec.Steps[0].Args[0] != "--target-dir=$(workspaces.target.path)" {
 		t.Error("sendRun changed the catalog task")

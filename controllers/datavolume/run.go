@@ -151,7 +151,7 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 	}
 	if Receives(dv) {
 		step.Args = append(step.Args, fmt.Sprintf("--upload-addr=:%d", importdisk.ProgressPort),
-			"--upload-public-key="+uploadKey, "--upload-claim="+pvc.Name)
+			"--upload-public-key="+uploadKey, "--upload-claim="+pvc.Name, "--upload-claim-uid="+string(pvc.UID))
 	} else {
 		step.Args = append(step.Args, fmt.Sprintf("--progress-addr=:%d", importdisk.ProgressPort))
 	}

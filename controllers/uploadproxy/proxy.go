@@ -97,6 +97,13 @@ func (p *Proxy) target(r *http.Request) (*url.URL, error) {
 		}
 		return nil, err
 	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: claims.Namespace, Name: claims.PVC}, pvc); err != nil {
+		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("the PVC of DataVolume %s/%s: %v", dv.Namespace, dv.Name, err)}
+	}
+	if err := claims.For(pvc.Namespace, pvc.Name, string(pvc.UID)); err != nil {
+		return nil, &httpError{http.StatusUnauthorized, err.Error()}
+	}
 	if src, err := datavolume.ResolveSource(ctx, p.Client, dv); err == nil {
 		// A clone of a DataSource's PVC from another namespace receives too.
 		dv.Spec.Source = src

@@ -14,7 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -48,7 +50,11 @@ func TestProxy(t *testing.T) {
 	run := &pipelinev1.TaskRun{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ready-import-0"}, Status: pipelinev1.TaskRunStatus{
 		TaskRunStatusFields: pipelinev1.TaskRunStatusFields{PodName: "ready-import-0-pod"}}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ready-import-0-pod"}, Status: corev1.PodStatus{PodIP: "10.0.0.5"}}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(ready, scheduled, httpDV, run, pod).Build()
+	var claims []client.Object
+	for _, name := range []string{"ready", "scheduled", "http"} {
+		claims = append(claims, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}})
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(ready, scheduled, httpDV, run, pod).WithObjects(claims...).Build()
 
 	pub, key, _ := ed25519.GenerateKey(nil)
 	_, otherKey, _ := ed25519.GenerateKey(nil)
@@ -56,8 +62,10 @@ func TestProxy(t *testing.T) {
 	srv := httptest.NewServer((&Proxy{Client: c, PublicKey: pub, Log: logr.Discard(), Transport: rec}).Handler())
 	defer srv.Close()
 	token := func(k ed25519.PrivateKey, pvc string) string {
-		return importdisk.SignUploadToken(k, importdisk.UploadClaims{Operation: importdisk.UploadOperation, Namespace: "ns", PVC: pvc, Expires: time.Now().Add(time.Minute).Unix()})
+		return importdisk.SignUploadToken(k, importdisk.UploadClaims{Operation: importdisk.UploadOperation, Namespace: "ns", PVC: pvc, UID: "uid-" + pvc, Expires: time.Now().Add(time.Minute).Unix()})
 	}
+	// A token for the PVC a deleted DataVolume "ready" had before.
+	earlier := importdisk.SignUploadToken(key, importdisk.UploadClaims{Operation: importdisk.UploadOperation, Namespace: "ns", PVC: "ready", UID: "uid-before", Expires: time.Now().Add(time.Minute).Unix()})
 	for name, tc := range map[string]struct {
 		token string
 		code  int
@@ -68,6 +76,7 @@ func TestProxy(t *testing.T) {
 		"no DataVolume": {token(key, "gone"), http.StatusNotFound, "no DataVolume ns/gone"},
 		"not an upload": {token(key, "http"), http.StatusBadRequest, "has no upload source"},
 		"not ready":     {token(key, "scheduled"), http.StatusServiceUnavailable, "UploadScheduled, not UploadReady"},
+		"earlier PVC":   {earlier, http.StatusUnauthorized, "for an earlier PVC ns/ready"},
 		"forwarded":     {token(key, "ready"), http.StatusOK, ""},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
@@ -30,6 +33,8 @@ const DefaultTTL = 5 * time.Minute
 // API serves the group: discovery and create of uploadtokenrequests.
 type API struct {
 	Key ed25519.PrivateKey
+	// Client reads the PVC a token is for: its UID goes into the token.
+	Client client.Reader
 	TTL time.Duration
 	// AllowedNames are the front proxy's client certificate names
 	// (requestheader-allowed-names); empty allows any it signed.
@@ -97,6 +102,15 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf("spec.pvcName %q: %v", req.Spec.PvcName, msgs))
 		return
 	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := a.Client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: req.Spec.PvcName}, pvc); err != nil {
+		if apierrors.IsNotFound(err) {
+			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("PersistentVolumeClaim %s/%s not found: create the DataVolume first", ns, req.Spec.PvcName))
+			return
+		}
+		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, fmt.Sprintf("reading PersistentVolumeClaim %s/%s: %v", ns, req.Spec.PvcName, err))
+		return
+	}
 	now := time.Now()
 	if a.Now != nil {
 		now = a.Now()
@@ -106,7 +120,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		ttl = DefaultTTL
 	}
 	req.Status.Token = importdisk.SignUploadToken(a.Key, importdisk.UploadClaims{Operation: importdisk.UploadOperation,
-		Namespace: ns, PVC: req.Spec.PvcName, IssuedAt: now.Unix(), Expires: now.Add(ttl).Unix()})
+		Namespace: ns, PVC: req.Spec.PvcName, UID: string(pvc.UID), IssuedAt: now.Unix(), Expires: now.Add(ttl).Unix()})
 	req.APIVersion, req.Kind = groupVersion, "UploadTokenRequest"
 	req.Namespace, req.CreationTimestamp = ns, metav1.NewTime(now)
 	if req.Name == "" && req.GenerateName != "" {

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
@@ -59,7 +62,9 @@ func TestAPI(t *testing.T) {
 	frontProxy, other := newIssuer(t), newIssuer(t)
 	pub, key, _ := ed25519.GenerateKey(nil)
 	now := time.Unix(1_800_000_000, 0)
-	api := &API{Key: key, AllowedNames: []string{"front-proxy-client"}, Log: logr.Discard(), Now: func() time.Time { return now }}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "disk", UID: "pvc-uid-1"}}
+	c := fake.NewClientBuilder().WithObjects(claim).Build()
+	api := &API{Key: key, Client: c, AllowedNames: []string{"front-proxy-client"}, Log: logr.Discard(), Now: func() time.Time { return now }}
 	srv := httptest.NewUnstartedServer(api.Handler())
 	pool := x509.NewCertPool()
 	pool.AddCert(frontProxy.cert)
@@ -92,6 +97,7 @@ func TestAPI(t *testing.T) {
 		"another CA's client":     {ptr(other.client(t, "front-proxy-client")), body, 0, ""},
 		"front proxy, wrong name": {ptr(frontProxy.client(t, "kubelet")), body, http.StatusUnauthorized, "kubelet\\\" is not an allowed front proxy"},
 		"no pvcName":              {&good, `{"spec":{}}`, http.StatusUnprocessableEntity, "spec.pvcName"},
+		"no such PVC":             {&good, `{"spec":{"pvcName":"gone"}}`, http.StatusNotFound, "PersistentVolumeClaim ns/gone not found"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.code == 0 { // the TLS handshake itself refuses a certificate from another CA
@@ -122,7 +128,7 @@ func TestAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := importdisk.UploadClaims{Operation: "Upload", Namespace: "ns", PVC: "disk", IssuedAt: now.Unix(), Expires: now.Add(DefaultTTL).Unix()}
+	want := importdisk.UploadClaims{Operation: "Upload", Namespace: "ns", PVC: "disk", UID: "pvc-uid-1", IssuedAt: now.Unix(), Expires: now.Add(DefaultTTL).Unix()}
 	if claims != want || got.Kind != "UploadTokenRequest" || got.Namespace != "ns" {
 		t.Fatalf("claims %+v, object %+v", claims, got.TypeMeta)
 	}

@@ -60,6 +60,7 @@ func Command() *cobra.Command {
 	f.StringVar(&p.UploadAddr, "upload-addr", "", "receive the image as an upload on this address (e.g. :8089) instead of fetching it")
 	f.StringVar(&p.UploadPublicKey, "upload-public-key", "", "base64 Ed25519 public key that upload tokens are verified with")
 	f.StringVar(&p.UploadClaim, "upload-claim", "", "name of the PVC upload tokens must be for")
+	f.StringVar(&p.UploadClaimUID, "upload-claim-uid", "", "UID of that PVC, which upload tokens must name")
 	f.BoolVar(&p.Blank, "blank", false, "make an empty sparse disk of --size instead of importing")
 	return cmd
 }

@@ -45,7 +45,7 @@ type Params struct {
 	// UploadAddr, when set, receives the image as an upload there instead
 	// (with GET /progress), authorized by tokens for PVC UploadClaim signed
 	// with the key whose public half is UploadPublicKey (base64).
-	UploadAddr, UploadPublicKey, UploadClaim string
+	UploadAddr, UploadPublicKey, UploadClaim, UploadClaimUID string
 }
 
 // Result is what the task reports.

@@ -13,13 +13,27 @@ import (
 // UploadClaims is what an upload token grants: one upload into one PVC,
 // until Expires. Tokens are JWTs signed with Ed25519 (alg EdDSA): the
 // controller signs them for UploadTokenRequests, the upload proxy and the
-// upload step verify them with the public key.
+// upload step verify them with the public key. UID is the PVC's, so that a
+// token is no good for a PVC of the same name made later (a DataVolume
+// deleted and created again).
 type UploadClaims struct {
 	Operation string `json:"operation"`
 	Namespace string `json:"namespace"`
 	PVC       string `json:"pvc"`
+	UID       string `json:"uid"`
 	IssuedAt  int64  `json:"iat"`
 	Expires   int64  `json:"exp"`
+}
+
+// For checks that the claims are for the PVC namespace/name with uid.
+func (c UploadClaims) For(namespace, name, uid string) error {
+	if c.Namespace != namespace || c.PVC != name {
+		return fmt.Errorf("%w: it is for PVC %s/%s", ErrBadToken, c.Namespace, c.PVC)
+	}
+	if c.UID == "" || c.UID != uid {
+		return fmt.Errorf("%w: it is for an earlier PVC %s/%s (uid %q), not the one there now", ErrBadToken, c.Namespace, c.PVC, c.UID)
+	}
+	return nil
 }
 
 // UploadOperation is the only operation tokens grant.

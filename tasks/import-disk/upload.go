@@ -58,8 +58,8 @@ func Upload(ctx context.Context, p Params, out io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.UploadClaim == "" || p.Namespace == "" {
-		return nil, errors.New("an upload needs the claim name and namespace it is for")
+	if p.UploadClaim == "" || p.UploadClaimUID == "" || p.Namespace == "" {
+		return nil, errors.New("an upload needs the claim name, UID and namespace it is for")
 	}
 	s := &uploadServer{p: p, pub: pub, prog: newProgress(out), now: time.Now, done: make(chan *Result, 1)}
 	l, err := net.Listen("tcp", p.UploadAddr)
@@ -103,10 +103,7 @@ func (s *uploadServer) authorize(r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if c.Namespace != s.p.Namespace || c.PVC != s.p.UploadClaim {
-		return fmt.Errorf("%w: it is for PVC %s/%s", ErrBadToken, c.Namespace, c.PVC)
-	}
-	return nil
+	return c.For(s.p.Namespace, s.p.UploadClaim, s.p.UploadClaimUID)
 }
 
 func (s *uploadServer) upload(ctx context.Context, w http.ResponseWriter, r *http.Request, async, form bool) {

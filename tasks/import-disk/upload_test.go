@@ -83,12 +83,12 @@ func newUploadFixture(t *testing.T) *uploadFixture {
 	t.Helper()
 	pub, priv := testKey(t)
 	dir := t.TempDir()
-	p := Params{Dir: dir, Namespace: "ns", UploadClaim: "disk", UploadPublicKey: base64.StdEncoding.EncodeToString(pub)}
+	p := Params{Dir: dir, Namespace: "ns", UploadClaim: "disk", UploadClaimUID: "uid-2", UploadPublicKey: base64.StdEncoding.EncodeToString(pub)}
 	s := &uploadServer{p: p, pub: pub, prog: newProgress(io.Discard), now: time.Now, done: make(chan *Result, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := httptest.NewServer(s.handler(ctx))
 	t.Cleanup(func() { srv.Close(); cancel() })
-	tok := SignUploadToken(priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", Expires: time.Now().Add(time.Minute).Unix()})
+	tok := SignUploadToken(priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", UID: "uid-2", Expires: time.Now().Add(time.Minute).Unix()})
 	return &uploadFixture{srv: srv, s: s, dir: dir, token: tok, priv: priv, cancel: cancel}
 }
 
@@ -128,9 +128,12 @@ func gzipped(t *testing.T, data []byte) []byte {
 
 func TestUploadRejectsBadTokensAndWritesNothing(t *testing.T) {
 	f := newUploadFixture(t)
-	otherPVC := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "other", Expires: time.Now().Add(time.Minute).Unix()})
-	expired := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", Expires: time.Now().Add(-time.Second).Unix()})
-	for name, tok := range map[string]string{"none": "", "garbage": "x.y.z", "other PVC": otherPVC, "expired": expired} {
+	otherPVC := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "other", UID: "uid-2", Expires: time.Now().Add(time.Minute).Unix()})
+	expired := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", UID: "uid-2", Expires: time.Now().Add(-time.Second).Unix()})
+	// A token for the PVC of the same name that a deleted DataVolume had.
+	earlier := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", UID: "uid-1", Expires: time.Now().Add(time.Minute).Unix()})
+	noUID := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", Expires: time.Now().Add(time.Minute).Unix()})
+	for name, tok := range map[string]string{"none": "", "garbage": "x.y.z", "other PVC": otherPVC, "expired": expired, "earlier PVC": earlier, "no UID": noUID} {
 		code, msg := f.post(t, UploadPath, tok, "", bytes.NewReader(make([]byte, 4096)))
 		if code != http.StatusUnauthorized || !strings.Contains(msg, "invalid upload token") {
 			t.Errorf("%s: got %d %q, want 401 naming the token", name, code, msg)
