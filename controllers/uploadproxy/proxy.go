@@ -1,6 +1,7 @@
 package uploadproxy
 
 import (
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -114,6 +115,11 @@ func (p *Proxy) target(r *http.Request) (*url.URL, error) {
 	if dv.Spec.Source.Upload != nil && dv.Status.Phase != cdiv1.UploadReady {
 		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("DataVolume %s/%s is %s, not UploadReady", dv.Namespace, dv.Name, phase(dv))}
 	}
+	return p.uploadStep(ctx, dv)
+}
+
+// uploadStep is the address of the upload step of dv's current run.
+func (p *Proxy) uploadStep(ctx context.Context, dv *cdiv1.DataVolume) (*url.URL, error) {
 	run := &pipelinev1.TaskRun{}
 	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: dv.Namespace, Name: datavolume.RunName(dv, dv.Status.RestartCount)}, run); err != nil {
 		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("the upload run of DataVolume %s/%s: %v", dv.Namespace, dv.Name, err)}

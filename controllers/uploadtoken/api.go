@@ -35,7 +35,7 @@ type API struct {
 	Key ed25519.PrivateKey
 	// Client reads the PVC a token is for: its UID goes into the token.
 	Client client.Reader
-	TTL time.Duration
+	TTL    time.Duration
 	// AllowedNames are the front proxy's client certificate names
 	// (requestheader-allowed-names); empty allows any it signed.
 	AllowedNames []string
