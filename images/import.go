@@ -233,7 +233,7 @@ func (imp *importer) writeWithQemuImg(r io.Reader, layers []Format, f Format) (i
 	if err != nil {
 		return 0, err
 	}
-	if _, err := stream(imp.scratch, r, 0, layers, false); err != nil {
+	if err := imp.stage(r, layers); err != nil {
 		return 0, err
 	}
 	virtual, err := qemuImgVirtualSize(imp.ctx, tool, imp.scratch, f)
@@ -252,10 +252,30 @@ func (imp *importer) randomAccess(r io.Reader, layers []Format) (*os.File, error
 	if imp.local != nil && len(layers) == 0 {
 		return os.Open(imp.local.Name())
 	}
-	if _, err := stream(imp.scratch, r, 0, layers, false); err != nil {
+	if err := imp.stage(r, layers); err != nil {
 		return nil, err
 	}
 	return os.Open(imp.scratch)
+}
+
+// stage writes the image file to imp.scratch, for formats read at random.
+// It is bounded by what could still fit the target: its size or capacity
+// plus room for the format's metadata (qcow2 tables take well under 1/8 of
+// the virtual size). Without that bound a small compressed file could
+// expand into a scratch file that fills the volume's pool.
+func (imp *importer) stage(r io.Reader, layers []Format) error {
+	limit := max(imp.t.Size, imp.t.Capacity)
+	if limit > 0 {
+		limit += limit/8 + 1<<20
+	}
+	n, err := stream(imp.scratch, r, limit, layers, false)
+	if err != nil {
+		return err
+	}
+	if limit > 0 && n > limit {
+		return fmt.Errorf("%w: the image file is larger than %d bytes, more than a disk of %d bytes and its metadata can take; stopped staging it", ErrTooLarge, limit, max(imp.t.Size, imp.t.Capacity))
+	}
+	return nil
 }
 
 // untar returns the first regular file of a tar stream, decompressed.

@@ -208,6 +208,10 @@ func TestBadInputLeavesTheOldDisk(t *testing.T) {
 		"qcow2 with external data file": {src: func(t *testing.T) []byte { return withDataFile(t) }, want: ErrBackingFile, message: "external data file"},
 		"raw larger than the volume":    {src: func(*testing.T) []byte { return raw }, target: Target{Capacity: mib}, want: ErrTooLarge, message: "exceeds the volume's 1048576"},
 		"qcow2 larger than the size":    {src: qcow, target: Target{Size: 2 * mib}, want: ErrTooLarge, message: "exceeds the requested size 2097152"},
+		// A 4 MiB qcow2 with 256 MiB of junk after it, gzipped to well under
+		// 1 MiB: staging stops at the volume's size plus metadata room.
+		"gzip bomb around a qcow2": {src: func(t *testing.T) []byte { return gz(t, append(qcow(t), make([]byte, 256*mib)...)) },
+			target: Target{Capacity: 8 * mib}, want: ErrTooLarge, message: "the image file is larger than 10485760 bytes"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
