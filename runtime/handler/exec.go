@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,11 @@ type ExecServer struct {
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
+
+// ExecAudience is the audience exec tokens must be for: a token a client
+// would also send elsewhere (its plain service account token) is refused,
+// so that a token the handler sees can be used nowhere else.
+const ExecAudience = "tekvirt-handler"
 
 // maxExecConns caps the exec server's open connections.
 const maxExecConns = 4096
@@ -131,12 +137,12 @@ func (s ExecServer) authorize(ctx context.Context, r *http.Request, ns, name str
 	if !ok || token == "" {
 		return http.StatusUnauthorized, errors.New("a bearer token is required")
 	}
-	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}
+	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{ExecAudience}}}
 	if err := s.Client.Create(ctx, tr); err != nil {
 		return http.StatusInternalServerError, fmt.Errorf("reviewing the token: %w", err)
 	}
-	if !tr.Status.Authenticated {
-		return http.StatusUnauthorized, fmt.Errorf("token not accepted: %s", tr.Status.Error)
+	if !tr.Status.Authenticated || !slices.Contains(tr.Status.Audiences, ExecAudience) {
+		return http.StatusUnauthorized, fmt.Errorf("token not accepted for audience %s: %s", ExecAudience, tr.Status.Error)
 	}
 	u := tr.Status.User
 	extra := map[string]authzv1.ExtraValue{}

@@ -19,23 +19,39 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 )
 
-// ServiceAccountDir holds the step's token and the cluster CA.
+// ServiceAccountDir holds the cluster CA (ca.crt).
 const ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// HTTPExecutor calls the handler's exec endpoint with the service
-// account's token, trusting the cluster CA that signed the handler's cert.
+// HandlerTokenDir holds the step's service account token for the node
+// handler (token), projected by the kubelet for HandlerAudience only: sent
+// to anything else, it is refused there, and the API server refuses it too.
+const (
+	HandlerTokenDir = "/var/run/secrets/tekvirt.io/handler"
+	HandlerAudience = "tekvirt-handler"
+)
+
+// HTTPExecutor calls the handler's exec endpoint with the step's handler
+// token. It trusts only the cluster CA, and only a certificate for the
+// VMI's node (status.nodeName, which only the cluster's components write):
+// an address a user wrote into the VMI's annotation cannot lead it, and its
+// token, anywhere else.
 type HTTPExecutor struct {
 	// Dir is the service account directory (ServiceAccountDir).
 	Dir string
+	// TokenDir holds the audience-bound token (HandlerTokenDir).
+	TokenDir string
 	// Attempts to connect before giving up (network blips).
 	Attempts int
 }
 
 // Exec implements Executor.
 func (h HTTPExecutor) Exec(ctx context.Context, address string, vmi *v1.VirtualMachineInstance, req Request) (*Result, error) {
-	token, err := os.ReadFile(filepath.Join(h.Dir, "token"))
+	token, err := os.ReadFile(filepath.Join(h.TokenDir, "token"))
 	if err != nil {
-		return nil, fmt.Errorf("reading the service account token: %w", err)
+		return nil, fmt.Errorf("reading the handler token: %w", err)
+	}
+	if vmi.Status.NodeName == "" {
+		return nil, fmt.Errorf("VirtualMachineInstance %s/%s runs on no node", vmi.Namespace, vmi.Name)
 	}
 	caPEM, err := os.ReadFile(filepath.Join(h.Dir, "ca.crt"))
 	if err != nil {
@@ -45,7 +61,8 @@ func (h HTTPExecutor) Exec(ctx context.Context, address string, vmi *v1.VirtualM
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, errors.New("no certificate in the cluster CA file")
 	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	tlsConfig := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, ServerName: vmi.Status.NodeName}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err

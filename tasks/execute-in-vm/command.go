@@ -33,7 +33,7 @@ func Command() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return Run(cmd.Context(), c, HTTPExecutor{Dir: ServiceAccountDir, Attempts: 3}, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return Run(cmd.Context(), c, HTTPExecutor{Dir: ServiceAccountDir, TokenDir: HandlerTokenDir, Attempts: 3}, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
