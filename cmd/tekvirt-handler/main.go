@@ -34,6 +34,8 @@ func main() {
 	flag.StringVar(&ex.CertFile, "tls-cert-file", "", "serving certificate of the exec endpoint")
 	flag.StringVar(&ex.KeyFile, "tls-private-key-file", "", "key of the serving certificate")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", "127.0.0.1:10271", "address of /healthz and /readyz")
+	flag.Int64Var(&h.ContainerDiskMaxBytes, "container-disk-max-bytes", 20<<30, "most bytes one containerDisk image may extract to on the node; 0: no limit")
+	flag.DurationVar(&h.ContainerDiskIdle, "container-disk-idle", handler.DefaultContainerDiskIdle, "how long a cached containerDisk no VM uses is kept")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -71,7 +71,7 @@ func virshStart(t *testing.T, f *framework.Framework, i int) time.Duration {
 	if out, err := exec.Command("chown", "libvirt-qemu", dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
-	im, err := containerdisk.Fetch(ctx, framework.GuestImage, filepath.Join(cluster.NodeRoot, "images"))
+	im, err := containerdisk.Cache{Dir: filepath.Join(cluster.NodeRoot, "images")}.Fetch(ctx, framework.GuestImage)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,6 +102,10 @@ func (c *Cluster) processes(b binaries) []*process {
 	}
 }
 
+// ContainerDiskMaxBytes is the testbed's cap on one containerDisk's files:
+// well above its guests', low enough that a test can cross it quickly.
+const ContainerDiskMaxBytes = 1 << 30
+
 // handlerProcess is the VM runtime's node daemon; TEKVIRT_KVM=1 runs guests
 // with KVM (off by default: /dev/kvm on these machines hangs guests).
 func (c *Cluster) handlerProcess(b binaries) *process {
@@ -109,7 +113,8 @@ func (c *Cluster) handlerProcess(b binaries) *process {
 	args := []string{"--kubeconfig", c.path("etc", "handler.kubeconfig"), "--node", c.NodeName, "--root", NodeRoot,
 		"--libvirt-uri", c.LibvirtURI(), "--exec-addr", execAddr,
 		"--tls-cert-file", filepath.Join(c.pkiDir(), "handler-serving.crt"), "--tls-private-key-file", filepath.Join(c.pkiDir(), "handler-serving.key"),
-		"--health-probe-bind-address", handlerProbeAddr}
+		"--health-probe-bind-address", handlerProbeAddr,
+		"--container-disk-max-bytes", strconv.FormatInt(ContainerDiskMaxBytes, 10)}
 	if os.Getenv("TEKVIRT_KVM") == "1" {
 		args = append(args, "--kvm")
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -27,6 +28,19 @@ const DiskDir = "/disk/"
 
 // ErrNotFound marks an image or file that does not exist: retrying will not help.
 var ErrNotFound = errors.New("not found")
+
+// ErrTooLarge marks an image whose files would take more than the cache
+// allows one image: retrying will not help.
+var ErrTooLarge = errors.New("too large")
+
+// Cache is the node's store of extracted containerDisks, one directory per
+// image digest.
+type Cache struct {
+	Dir string
+	// MaxImageBytes caps what one image may extract to; 0: no cap. Layers
+	// are compressed, so without it a small image could fill the node.
+	MaxImageBytes int64
+}
 
 // Image is a containerDisk extracted on the node.
 type Image struct {
@@ -61,19 +75,20 @@ func (im *Image) Disk() (string, error) {
 }
 
 // Fetch resolves ref, and extracts the files under /disk/ and the extra
-// paths into cache/<digest> unless an earlier fetch did. Registries on
-// loopback or private addresses are spoken to over plain HTTP, as
-// go-containerregistry does by default.
-func Fetch(ctx context.Context, ref, cache string, extra ...string) (*Image, error) {
-	img, im, err := resolve(ctx, ref, cache)
+// paths into Dir/<digest> unless an earlier fetch did; either way the
+// image counts as used now (see Collect). Registries on loopback or
+// private addresses are spoken to over plain HTTP, as go-containerregistry
+// does by default.
+func (c Cache) Fetch(ctx context.Context, ref string, extra ...string) (*Image, error) {
+	img, im, err := resolve(ctx, ref, c.Dir)
 	if err != nil {
 		return nil, err
 	}
-	complete := exists(filepath.Join(im.Dir, ".complete"))
+	complete := exists(filepath.Join(im.Dir, completeFile))
 	if complete && allExist(im, extra) {
-		return im, nil
+		return im, touch(im)
 	}
-	tmp, err := os.MkdirTemp(cache, ".fetch-")
+	tmp, err := os.MkdirTemp(c.Dir, fetchPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +98,7 @@ func Fetch(ctx context.Context, ref, cache string, extra ...string) (*Image, err
 	}
 	rc := mutate.Extract(img)
 	defer rc.Close()
-	if err := extract(tar.NewReader(rc), tmp, wanted(extra)); err != nil {
+	if err := extract(tar.NewReader(rc), tmp, wanted(extra), c.MaxImageBytes); err != nil {
 		return nil, fmt.Errorf("extracting %s: %w", ref, err)
 	}
 	staged := &Image{Dir: tmp}
@@ -94,17 +109,31 @@ func Fetch(ctx context.Context, ref, cache string, extra ...string) (*Image, err
 	}
 	if complete {
 		// An earlier fetch for another VM took other kernel paths.
-		return im, moveFiles(staged, im, extra)
+		if err := moveFiles(staged, im, extra); err != nil {
+			return nil, err
+		}
+		return im, touch(im)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), []byte(im.Digest+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, completeFile), []byte(im.Digest+"\n"), 0o644); err != nil {
 		return nil, err
 	}
 	// Several fetches of one digest may race; the first rename wins and the
 	// others find a complete directory.
-	if err := os.Rename(tmp, im.Dir); err != nil && !exists(filepath.Join(im.Dir, ".complete")) {
+	if err := os.Rename(tmp, im.Dir); err != nil && !exists(filepath.Join(im.Dir, completeFile)) {
 		return nil, fmt.Errorf("storing %s: %w", ref, err)
 	}
-	return im, nil
+	return im, touch(im)
+}
+
+// completeFile marks a finished extraction; its time is the last use.
+const completeFile = ".complete"
+
+// fetchPrefix names extractions in progress.
+const fetchPrefix = ".fetch-"
+
+func touch(im *Image) error {
+	now := time.Now()
+	return os.Chtimes(filepath.Join(im.Dir, completeFile), now, now)
 }
 
 // moveFiles moves files from one extraction into another.
@@ -167,12 +196,14 @@ func resolve(ctx context.Context, ref, cache string) (v1.Image, *Image, error) {
 	return img, &Image{Ref: ref, Digest: digest.String(), Dir: filepath.Join(cache, digest.Hex)}, nil
 }
 
-// extract writes the regular files want selects; files stay world-readable
-// so that QEMU, which runs unprivileged, can open them.
-func extract(tr *tar.Reader, dir string, want func(string) bool) error {
+// extract writes the regular files want selects, limit bytes in all (0:
+// no cap); files stay world-readable so that QEMU, which runs unprivileged,
+// can open them.
+func extract(tr *tar.Reader, dir string, want func(string) bool, limit int64) error {
+	var written int64
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
@@ -185,22 +216,31 @@ func extract(tr *tar.Reader, dir string, want func(string) bool) error {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
-		if err := writeFile(dst, tr); err != nil {
+		var r io.Reader = tr
+		if limit > 0 {
+			r = io.LimitReader(tr, limit-written+1)
+		}
+		n, err := writeFile(dst, r)
+		if err != nil {
 			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+		if written += n; limit > 0 && written > limit {
+			return fmt.Errorf("%w: its disk files take more than %d bytes, the most one image may take on a node", ErrTooLarge, limit)
 		}
 	}
 }
 
-func writeFile(dst string, r io.Reader) error {
+func writeFile(dst string, r io.Reader) (int64, error) {
 	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := io.Copy(f, r); err != nil {
+	n, err := io.Copy(f, r)
+	if err != nil {
 		f.Close()
-		return err
+		return n, err
 	}
-	return f.Close()
+	return n, f.Close()
 }
 
 func isNotFound(err error) bool {

@@ -39,10 +39,10 @@ func TestFetch(t *testing.T) {
 		"disk/guest.qcow2": qcow, "boot/vmlinuz": []byte("kernel"), "etc/other": []byte("x"),
 	})
 	empty := push(t, host, "nodisk", map[string][]byte{"etc/hostname": []byte("x")})
-	cache := t.TempDir()
+	cache := Cache{Dir: t.TempDir()}
 	ctx := context.Background()
 
-	im, err := Fetch(ctx, good, cache, "/boot/vmlinuz")
+	im, err := cache.Fetch(ctx, good, "/boot/vmlinuz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,29 +59,29 @@ func TestFetch(t *testing.T) {
 	if _, err := os.Stat(im.Path("/etc/other")); !os.IsNotExist(err) {
 		t.Errorf("a file outside /disk/ and the asked paths was extracted: %v", err)
 	}
-	again, err := Fetch(ctx, good, cache)
+	again, err := cache.Fetch(ctx, good)
 	if err != nil || again.Dir != im.Dir {
 		t.Fatalf("second fetch = %+v, %v; want the cached %s", again, err, im.Dir)
 	}
 
-	if _, err := Fetch(ctx, host+"/missing:latest", cache); !errors.Is(err, ErrNotFound) {
+	if _, err := cache.Fetch(ctx, host+"/missing:latest"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing image: err = %v, want ErrNotFound", err)
 	}
-	im, err = Fetch(ctx, empty, cache)
+	im, err = cache.Fetch(ctx, empty)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := im.Disk(); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "/disk/") {
 		t.Errorf("image without /disk/: err = %v", err)
 	}
-	if _, err := Fetch(ctx, good, cache, "/boot/missing"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "/boot/missing") {
+	if _, err := cache.Fetch(ctx, good, "/boot/missing"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "/boot/missing") {
 		t.Errorf("missing kernel path: err = %v", err)
 	}
-	im, err = Fetch(ctx, good, cache, "/etc/other")
+	im, err = cache.Fetch(ctx, good, "/etc/other")
 	if b, rerr := os.ReadFile(im.Path("/etc/other")); err != nil || rerr != nil || string(b) != "x" {
 		t.Errorf("a path asked after the image was cached: %q, %v, %v", b, err, rerr)
 	}
-	if _, err := Fetch(ctx, "UPPER/case::bad", cache); err == nil {
+	if _, err := cache.Fetch(ctx, "UPPER/case::bad"); err == nil {
 		t.Error("bad reference accepted")
 	}
 }

@@ -47,6 +47,35 @@ func (c Collector) collect(ctx context.Context) {
 		}
 		return
 	}
+	c.collectVMs(ctx, entries)
+	// Images of the VMs left (and of VMs being prepared, which have just
+	// used theirs) stay cached; others go once idle long enough.
+	inUse := map[string]bool{}
+	for _, e := range entries {
+		for _, im := range c.dirOf(types.UID(e.Name())).images() {
+			inUse[im] = true
+		}
+	}
+	idle := c.ContainerDiskIdle
+	if idle == 0 {
+		idle = DefaultContainerDiskIdle
+	}
+	removed, err := c.images().Collect(inUse, idle, time.Now())
+	if err != nil {
+		log.Error(err, "collecting the containerDisk cache")
+	}
+	for _, name := range removed {
+		log.Info("removed an unused containerDisk from the cache", "digest", name)
+	}
+}
+
+// DefaultContainerDiskIdle is how long an image no VM uses stays cached.
+const DefaultContainerDiskIdle = 24 * time.Hour
+
+// collectVMs removes the VM directories (and launchers, domains) of VMIs
+// that are gone.
+func (c Collector) collectVMs(ctx context.Context, entries []os.DirEntry) {
+	log := ctrl.LoggerFrom(ctx).WithName("collector")
 	for _, e := range entries {
 		d := c.dirOf(types.UID(e.Name()))
 		spec, err := launcher.ReadSpec(d.path)

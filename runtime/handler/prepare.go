@@ -41,8 +41,8 @@ func (h *Handler) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 		SerialSocket: d.file("serial.sock"),
 		SerialLog:    d.file("serial.log"),
 	}
-	cache := filepath.Join(h.Root, "images")
-	if err := os.MkdirAll(cache, 0o755); err != nil {
+	cache := h.images()
+	if err := os.MkdirAll(cache.Dir, 0o755); err != nil {
 		return opts, err
 	}
 	for i, vol := range vmi.Spec.Volumes {
@@ -62,7 +62,7 @@ func (h *Handler) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 				paths = append(paths, p)
 			}
 		}
-		im, err := fetch(ctx, c.Image, cache, "spec.domain.firmware.kernelBoot.container", paths...)
+		im, err := fetch(ctx, c.Image, cache, d, "spec.domain.firmware.kernelBoot.container", paths...)
 		if err != nil {
 			return opts, err
 		}
@@ -76,12 +76,12 @@ func (h *Handler) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 	return opts, nil
 }
 
-func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInstance, i int, d vmDir, cache string) (*domain.Volume, error) {
+func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInstance, i int, d vmDir, cache containerdisk.Cache) (*domain.Volume, error) {
 	vol := vmi.Spec.Volumes[i]
 	field := fmt.Sprintf("spec.volumes[%d]", i)
 	switch {
 	case vol.ContainerDisk != nil:
-		im, err := fetch(ctx, vol.ContainerDisk.Image, cache, field+".containerDisk", pathOrNone(vol.ContainerDisk.Path)...)
+		im, err := fetch(ctx, vol.ContainerDisk.Image, cache, d, field+".containerDisk", pathOrNone(vol.ContainerDisk.Path)...)
 		if err != nil {
 			return nil, err
 		}
@@ -129,16 +129,19 @@ func pathOrNone(p string) []string {
 	return []string{p}
 }
 
-// fetch pulls a container image and classifies its failures.
-func fetch(ctx context.Context, ref, cache, field string, paths ...string) (*containerdisk.Image, error) {
-	im, err := containerdisk.Fetch(ctx, ref, cache, paths...)
-	if errors.Is(err, containerdisk.ErrNotFound) {
+// fetch pulls a container image for the VM of d, notes in d that the VM
+// uses it (so the cache keeps it), and classifies its failures.
+func fetch(ctx context.Context, ref string, cache containerdisk.Cache, d vmDir, field string, paths ...string) (*containerdisk.Image, error) {
+	im, err := cache.Fetch(ctx, ref, paths...)
+	switch {
+	case errors.Is(err, containerdisk.ErrNotFound):
 		return nil, &permanentError{reason: "ContainerDiskNotFound", err: fmt.Errorf("%s: %w", field, err)}
-	}
-	if err != nil {
+	case errors.Is(err, containerdisk.ErrTooLarge):
+		return nil, &permanentError{reason: "ContainerDiskTooLarge", err: fmt.Errorf("%s: %w", field, err)}
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
-	return im, nil
+	return im, d.useImage(im)
 }
 
 // claimDisk finds disk.img on the bound PersistentVolume of a claim (volume

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,6 +21,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
@@ -54,6 +56,15 @@ type Handler struct {
 	// ExecAddress is where this node serves guest exec (host:port), noted
 	// on each VMI it runs; empty when exec is off.
 	ExecAddress string
+	// ContainerDiskMaxBytes caps what one containerDisk may extract to;
+	// ContainerDiskIdle is how long an image no VM uses stays cached.
+	ContainerDiskMaxBytes int64
+	ContainerDiskIdle     time.Duration
+}
+
+// images is the node's containerDisk cache.
+func (h *Handler) images() containerdisk.Cache {
+	return containerdisk.Cache{Dir: filepath.Join(h.Root, "images"), MaxImageBytes: h.ContainerDiskMaxBytes}
 }
 
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
 
@@ -170,4 +172,34 @@ func (d vmDir) create(qemuUser string) error {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	return os.Chown(d.path, uid, gid)
+}
+
+// imagesFile lists, one per line, the cached containerDisks (digest
+// directory names) the VM uses, so that the cache keeps them.
+const imagesFile = "images"
+
+// useImage notes that the VM uses im.
+func (d vmDir) useImage(im *containerdisk.Image) error {
+	name := filepath.Base(im.Dir)
+	if slices.Contains(d.images(), name) {
+		return nil
+	}
+	f, err := os.OpenFile(d.file(imagesFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, name); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// images lists the cached images the VM uses.
+func (d vmDir) images() []string {
+	data, err := os.ReadFile(d.file(imagesFile))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(data))
 }

@@ -3,9 +3,11 @@ package handler
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
+	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
 
@@ -41,5 +43,20 @@ func TestVMDirState(t *testing.T) {
 	}
 	if _, err := os.Stat(d.path); !os.IsNotExist(err) {
 		t.Errorf("directory not removed: %v", err)
+	}
+}
+
+func TestUseImage(t *testing.T) {
+	d := vmDir{path: t.TempDir()}
+	if got := d.images(); len(got) != 0 {
+		t.Fatalf("images of a new VM: %v", got)
+	}
+	for _, dir := range []string{"/cache/aaa", "/cache/bbb", "/cache/aaa"} {
+		if err := d.useImage(&containerdisk.Image{Dir: dir}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.images(); !slices.Equal(got, []string{"aaa", "bbb"}) {
+		t.Errorf("images = %v, want [aaa bbb]", got)
 	}
 }
