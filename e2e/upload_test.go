@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -19,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -306,10 +308,44 @@ func TestCrossNamespaceClone(t *testing.T) {
 	if senders(bad.Name)() == nil {
 		t.Error("the failed clone's sender is gone while its DataVolume is there")
 	}
+	tokenSecret := checkSenderToken(t, f, srcNS, dstNS, bad.Name)
 	if err := c.Delete(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 30*time.Second, "the deleted DataVolume's sender removed", senders(bad.Name))
+	framework.Eventually(t, 30*time.Second, "the deleted sender's token Secret removed", func() error {
+		_, err := f.Kube.CoreV1().Secrets(srcNS).Get(ctx, tokenSecret, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+}
+
+// checkSenderToken: a clone sender's token is in a Secret of its own,
+// owned by the run, and nowhere in the run itself. It returns the Secret's name.
+func checkSenderToken(t *testing.T, f *framework.Framework, srcNS, dstNS, target string) string {
+	t.Helper()
+	ctx := context.Background()
+	runs, err := f.Tekton.TektonV1().TaskRuns(srcNS).List(ctx, metav1.ListOptions{
+		LabelSelector: datavolume.CloneTargetNamespaceLabel + "=" + dstNS + "," + datavolume.CloneTargetNameLabel + "=" + target})
+	if err != nil || len(runs.Items) != 1 {
+		t.Fatalf("the sender of %s: %d runs, %v", target, len(runs.Items), err)
+	}
+	run := runs.Items[0]
+	secret, err := f.Kube.CoreV1().Secrets(srcNS).Get(ctx, run.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the sender's token Secret: %v", err)
+	}
+	token := secret.Data["token"]
+	if strings.Count(string(token), ".") != 2 || len(secret.OwnerReferences) != 1 || secret.OwnerReferences[0].UID != run.UID {
+		t.Errorf("token Secret %s: a %d-byte token, owners %+v", secret.Name, len(token), secret.OwnerReferences)
+	}
+	spec, _ := json.Marshal(run)
+	if len(token) > 0 && bytes.Contains(spec, token) {
+		t.Errorf("the sender's TaskRun %s holds its token", run.Name)
+	}
+	return secret.Name
 }
 
 // volumeDisk reads disk.img of the PVC's volume.

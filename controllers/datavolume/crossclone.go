@@ -78,10 +78,17 @@ func (r *Reconciler) syncSender(ctx context.Context, dv *cdiv1.DataVolume, obs *
 			}
 			return err
 		}
-		run, err = r.createSender(ctx, dv, obs.pvc)
+		run, err = r.createSender(ctx, dv)
 	}
 	if err != nil {
 		return err
+	}
+	if run.Spec.Status == pipelinev1.TaskRunSpecStatusPending {
+		// Just created, or created by a reconcile that ended before
+		// releasing it.
+		if err := r.releaseSender(ctx, dv, run, obs.pvc); err != nil {
+			return err
+		}
 	}
 	if obs.failed = senderFailure(dv, run, r.Logs.Cause(ctx, run)); obs.failed != "" {
 		return r.cancel(ctx, obs.run)
@@ -124,11 +131,9 @@ func senderFailure(dv *cdiv1.DataVolume, run *pipelinev1.TaskRun, cause string) 
 	return fmt.Sprintf("sending PVC %s/%s failed: %s (TaskRun %s/%s)", src.Namespace, src.Name, msg, run.Namespace, run.Name)
 }
 
-// createSender starts the sending run in the source namespace. Its token
-// lives in a Secret owned by the run, not in the run's spec, which anyone
-// who may read runs there could read: the run is created pending, the
-// Secret then, and the run is released once it exists.
-func (r *Reconciler) createSender(ctx context.Context, dv *cdiv1.DataVolume, target *corev1.PersistentVolumeClaim) (*pipelinev1.TaskRun, error) {
+// createSender creates the sending run in the source namespace, pending:
+// releaseSender starts it once its token is in place.
+func (r *Reconciler) createSender(ctx context.Context, dv *cdiv1.DataVolume) (*pipelinev1.TaskRun, error) {
 	url, serverName, err := r.uploadProxy(ctx)
 	if err != nil {
 		return nil, err
@@ -138,33 +143,38 @@ func (r *Reconciler) createSender(ctx context.Context, dv *cdiv1.DataVolume, tar
 		return nil, err
 	}
 	run := sendRun(dv, task, url, serverName)
-	if err := r.Client.Create(ctx, run); err != nil && !apierrors.IsAlreadyExists(err) {
+	err = r.Client.Create(ctx, run)
+	if apierrors.IsAlreadyExists(err) {
+		err = r.Reader.Get(ctx, client.ObjectKeyFromObject(run), run)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("creating TaskRun %s: %w", klog.KObj(run), err)
 	}
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(run), run); err != nil {
-		return nil, err
-	}
-	if run.Spec.Status != pipelinev1.TaskRunSpecStatusPending {
-		return run, nil // released by an earlier reconcile
-	}
+	return run, nil
+}
+
+// releaseSender gives a pending sending run its token and starts it. The
+// token lives in a Secret owned by the run, not in the run's spec, which
+// anyone who may read runs in the source namespace could read.
+func (r *Reconciler) releaseSender(ctx context.Context, dv *cdiv1.DataVolume, run *pipelinev1.TaskRun, target *corev1.PersistentVolumeClaim) error {
 	now := time.Now()
 	token := importdisk.SignUploadToken(r.UploadKey, importdisk.UploadClaims{Operation: importdisk.UploadOperation,
 		Namespace: target.Namespace, PVC: target.Name, UID: string(target.UID), IssuedAt: now.Unix(), Expires: now.Add(sendTokenTTL).Unix()})
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.Name, Labels: run.Labels},
 		StringData: map[string]string{sendTokenKey: token}}
 	if err := controllerutil.SetControllerReference(run, secret, r.Client.Scheme()); err != nil {
-		return nil, err
+		return err
 	}
 	if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating the token Secret %s: %w", klog.KObj(secret), err)
+		return fmt.Errorf("creating the token Secret %s: %w", klog.KObj(secret), err)
 	}
 	base := run.DeepCopy()
 	run.Spec.Status = ""
 	if err := r.Client.Patch(ctx, run, client.MergeFrom(base)); err != nil {
-		return nil, fmt.Errorf("starting TaskRun %s: %w", klog.KObj(run), err)
+		return fmt.Errorf("starting TaskRun %s: %w", klog.KObj(run), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("clone sender started", "dataVolume", klog.KObj(dv), "taskRun", klog.KObj(run))
-	return run, nil
+	return nil
 }
 
 // Senders' token Secrets are only ever created, never read back.
