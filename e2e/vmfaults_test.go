@@ -23,6 +23,23 @@ import (
 	"github.com/tekvirt/tekvirt/e2e/ocibuild"
 )
 
+// failVMI creates vmi as creator, waits (reading with c) until it fails and
+// returns its Ready condition, which says why.
+func failVMI(t *testing.T, creator, c client.Client, vmi *v1.VirtualMachineInstance) v1.VirtualMachineInstanceCondition {
+	t.Helper()
+	if err := creator.Create(context.Background(), vmi); err != nil {
+		t.Fatal(err)
+	}
+	failed := framework.WaitVMI(t, c, vmi.Namespace, vmi.Name, 2*time.Minute, "Failed", func(vmi *v1.VirtualMachineInstance) error {
+		if vmi.Status.Phase != v1.Failed {
+			return fmt.Errorf("phase %q", vmi.Status.Phase)
+		}
+		return nil
+	})
+	failed.DeepCopyInto(vmi)
+	return readyCondition(vmi)
+}
+
 func readyCondition(vmi *v1.VirtualMachineInstance) v1.VirtualMachineInstanceCondition {
 	for _, c := range vmi.Status.Conditions {
 		if c.Type == v1.VirtualMachineInstanceReady {
@@ -42,16 +59,7 @@ func TestMissingContainerDiskFailsTheVMI(t *testing.T) {
 	handlerPID := f.ComponentPID(t, "tekvirt-handler")
 	image := cluster.RegistryAddr + "/tekvirt/does-not-exist:latest"
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "missing"}, Spec: framework.GuestVMI(image, "missing")}
-	if err := c.Create(context.Background(), vmi); err != nil {
-		t.Fatal(err)
-	}
-	vmi = framework.WaitVMI(t, c, ns, vmi.Name, time.Minute, "Failed", func(vmi *v1.VirtualMachineInstance) error {
-		if vmi.Status.Phase != v1.Failed {
-			return fmt.Errorf("phase %q", vmi.Status.Phase)
-		}
-		return nil
-	})
-	ready := readyCondition(vmi)
+	ready := failVMI(t, c, c, vmi)
 	if ready.Reason != "ContainerDiskNotFound" || !strings.Contains(ready.Message, image) {
 		t.Errorf("Ready condition = %+v; want reason ContainerDiskNotFound naming %s", ready, image)
 	}
