@@ -19,6 +19,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/controllers/requester"
 	"github.com/tekvirt/tekvirt/controllers/testenv"
 )
 
@@ -215,8 +216,13 @@ func TestDataVolumeTemplatesComeFirst(t *testing.T) {
 		want  v1.VirtualMachinePrintableStatus
 	}{{"dvt-ok", cdiv1.Succeeded, v1.VirtualMachineStatusStarting}, {"dvt-bad", cdiv1.Failed, v1.VirtualMachineStatusDataVolumeError}} {
 		vm := newVM(tc.name, v1.RunStrategyAlways)
+		// What the requester webhook recorded on the VM; a record written
+		// into the template itself must not reach the DataVolume.
+		alice := `{"username":"alice"}`
+		vm.Annotations = map[string]string{requester.Annotation: alice}
 		vm.Spec.DataVolumeTemplates = []v1.DataVolumeTemplateSpec{{
-			ObjectMeta: metav1.ObjectMeta{Name: tc.name + "-disk"},
+			ObjectMeta: metav1.ObjectMeta{Name: tc.name + "-disk",
+				Annotations: map[string]string{requester.Annotation: `{"username":"admin"}`, "example.com/kept": "yes"}},
 			Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}},
 				Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}},
 		}}
@@ -238,6 +244,9 @@ func TestDataVolumeTemplatesComeFirst(t *testing.T) {
 		})
 		if !metav1.IsControlledBy(dv, vm) {
 			t.Errorf("%s: DataVolume not owned by the VM", tc.name)
+		}
+		if dv.Annotations[requester.Annotation] != alice || dv.Annotations["example.com/kept"] != "yes" {
+			t.Errorf("%s: DataVolume annotations %v, want the VM's requester and the template's other annotations", tc.name, dv.Annotations)
 		}
 		vmi := &v1.VirtualMachineInstance{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vmi); err == nil {
