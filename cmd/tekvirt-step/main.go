@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tekvirt/tekvirt/tasks/result"
 	"github.com/tekvirt/tekvirt/tasks/step"
 )
 
@@ -20,6 +21,7 @@ func main() {
 	defer stop()
 	if err := step.Root().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
+		result.WriteError(err)
 		var coded interface{ ExitCode() int }
 		if errors.As(err, &coded) {
 			os.Exit(coded.ExitCode())

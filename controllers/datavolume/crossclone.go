@@ -90,7 +90,7 @@ func (r *Reconciler) syncSender(ctx context.Context, dv *cdiv1.DataVolume, obs *
 			return err
 		}
 	}
-	if obs.failed = senderFailure(dv, run, r.Logs.Cause(ctx, run)); obs.failed != "" {
+	if obs.failed = senderFailure(dv, run, stepError(run)); obs.failed != "" {
 		return r.cancel(ctx, obs.run)
 	}
 	return nil
@@ -113,7 +113,7 @@ func (r *Reconciler) sendFailure(ctx context.Context, dv *cdiv1.DataVolume) stri
 	if err != nil {
 		return ""
 	}
-	return senderFailure(dv, sender, r.Logs.Cause(ctx, sender))
+	return senderFailure(dv, sender, stepError(sender))
 }
 
 // senderFailure is the failure to report for a failed sending run (cause

@@ -56,12 +56,16 @@ func TestSendRun(t *testing.T) {
 	}
 }
 
-func TestLastError(t *testing.T) {
-	log := "2026/11/29 Entrypoint initialization\nimporting x\nerror: first\nprogress: 1%\nerror: importing http://x/d.qcow2: checksum mismatch\n"
-	if got := lastError(log); got != "importing http://x/d.qcow2: checksum mismatch" {
-		t.Errorf("lastError = %q", got)
+func TestStepError(t *testing.T) {
+	run := &pipelinev1.TaskRun{}
+	if got := stepError(run); got != "" {
+		t.Errorf("stepError of a run without results = %q", got)
 	}
-	if got := lastError("no errors here\n"); got != "" {
-		t.Errorf("lastError = %q", got)
+	run.Status.Results = []pipelinev1.TaskRunResult{
+		{Name: "format", Value: *pipelinev1.NewStructuredValues("qcow2")},
+		{Name: "error", Value: *pipelinev1.NewStructuredValues("importing http://x/d.qcow2: checksum mismatch\n")},
+	}
+	if got := stepError(run); got != "importing http://x/d.qcow2: checksum mismatch" {
+		t.Errorf("stepError = %q", got)
 	}
 }

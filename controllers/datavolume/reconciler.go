@@ -39,8 +39,6 @@ type Reconciler struct {
 	Reader client.Reader
 	// StepImage runs the task's step (as in the installed catalog).
 	StepImage string
-	// Logs reads a failed step's error for the DataVolume's message.
-	Logs *StepLogs
 	// UploadKey signs the tokens of clone senders; its public half, given
 	// to upload runs, verifies all upload tokens.
 	UploadKey ed25519.PrivateKey
@@ -151,7 +149,7 @@ func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1
 	if obs.failed = r.sendFailure(ctx, dv); obs.failed != "" {
 		return ctrl.Result{}, nil
 	}
-	if cause := r.Logs.Cause(ctx, obs.run); cause != "" {
+	if cause := stepError(obs.run); cause != "" {
 		msg = cause
 	}
 	if permanent(obs.run) || dv.Status.RestartCount >= MaxRestarts {

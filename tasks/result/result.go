@@ -21,6 +21,21 @@ func Dir() string {
 	return DefaultDir
 }
 
+// Error is the result a failed step leaves its error in, for tasks that
+// declare it: the controller reads why a run failed from the TaskRun's
+// status instead of its pod's log.
+const Error = "error"
+
+// WriteError leaves err as the Error result, where there is a results
+// directory (in a Tekton step); Tekton ignores it for tasks that do not
+// declare the result.
+func WriteError(err error) {
+	if _, statErr := os.Stat(Dir()); statErr != nil {
+		return
+	}
+	_ = os.WriteFile(filepath.Join(Dir(), Error), []byte(err.Error()), 0o644)
+}
+
 // Write stores every result under Dir, in name order, and fails on the
 // first one it cannot write.
 func Write(results map[string]string) error {

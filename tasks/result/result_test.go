@@ -1,6 +1,7 @@
 package result
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,5 +22,19 @@ func TestWrite(t *testing.T) {
 	t.Setenv(DirEnv, filepath.Join(dir, "missing"))
 	if err := Write(map[string]string{"x": "1"}); err == nil {
 		t.Fatal("writing into a missing directory succeeded")
+	}
+}
+
+func TestWriteError(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(DirEnv, dir)
+	WriteError(errors.New("importing x: checksum mismatch"))
+	if got, err := os.ReadFile(filepath.Join(dir, Error)); err != nil || string(got) != "importing x: checksum mismatch" {
+		t.Fatalf("error result = %q, %v", got, err)
+	}
+	t.Setenv(DirEnv, filepath.Join(dir, "absent"))
+	WriteError(errors.New("outside Tekton"))
+	if _, err := os.Stat(filepath.Join(dir, "absent")); !os.IsNotExist(err) {
+		t.Errorf("a results directory was made outside Tekton: %v", err)
 	}
 }

@@ -1,0 +1,22 @@
+package datavolume
+
+import (
+	"strings"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+
+	"github.com/tekvirt/tekvirt/tasks/result"
+)
+
+// stepError is why run's step failed, as the step left it in its error
+// result (tasks/result.WriteError), or "" when it did not. Reading it from
+// the TaskRun, rather than the pod's log, spares the controller the right
+// to read every namespace's pod logs.
+func stepError(run *pipelinev1.TaskRun) string {
+	for _, r := range run.Status.Results {
+		if r.Name == result.Error {
+			return strings.TrimSpace(r.Value.StringVal)
+		}
+	}
+	return ""
+}
