@@ -68,7 +68,7 @@ func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string) error {
 	if err != nil {
 		return err
 	}
-	h.Client = mgr.GetClient()
+	h.Client, h.Reader = mgr.GetClient(), mgr.GetAPIReader()
 	if ex.Addr == "" {
 		ex = nil
 	} else if ex.Advertise == "" {

@@ -41,6 +41,8 @@ const (
 // Handler runs the VMIs placed on one node.
 type Handler struct {
 	Client client.Client
+	// Reader reads from the API server, past the cache (nil: never).
+	Reader client.Reader
 	// Node is this node's name.
 	Node string
 	// Root holds vms/<uid>/ and the image cache images/.
@@ -87,6 +89,9 @@ func (h *Handler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if finished(vmi) {
 		return ctrl.Result{}, h.release(ctx, vmi, d)
 	}
+	if stale, err := h.staleLaunch(ctx, vmi, d); stale || err != nil {
+		return ctrl.Result{RequeueAfter: time.Second}, err
+	}
 	obs, requeue, err := h.observe(ctx, vmi, d)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -95,6 +100,24 @@ func (h *Handler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// staleLaunch reports whether vmi, read from the cache, would be launched
+// although the API server already has it past Scheduled: a reconcile that
+// failed it for good (and removed its directory) is not in the cache yet,
+// and preparing it again would pull and extract its images a second time.
+func (h *Handler) staleLaunch(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) (bool, error) {
+	if h.Reader == nil || vmi.Status.Phase != v1.Scheduled {
+		return false, nil
+	}
+	if state, _, err := d.state(); err != nil || state != NotStarted {
+		return false, nil
+	}
+	live := &v1.VirtualMachineInstance{}
+	if err := h.Reader.Get(ctx, client.ObjectKeyFromObject(vmi), live); err != nil {
+		return true, client.IgnoreNotFound(err)
+	}
+	return live.UID != vmi.UID || live.Status.Phase != v1.Scheduled || live.DeletionTimestamp != nil, nil
 }
 
 // observe starts the launcher if it is due and reads its state.
