@@ -20,23 +20,7 @@ func (r *Reconciler) authorizeClone(ctx context.Context, dv *cdiv1.DataVolume, o
 	if err != nil {
 		return fmt.Errorf("DataVolume %s/%s cannot clone: %w", dv.Namespace, dv.Name, err)
 	}
-	type source struct{ kind, ns, name string }
-	var sources []source
-	if ds := obs.dataSource; ds != nil {
-		sources = append(sources, source{"DataSource", ds.Namespace, ds.Name})
-	}
-	pvc := dv.Spec.Source.PVC
-	ns := pvc.Namespace
-	if ns == "" {
-		ns = dv.Namespace
-	}
-	sources = append(sources, source{"PVC", ns, pvc.Name})
-	for _, s := range sources {
-		if err := requester.MayClone(ctx, r.Client, u, s.ns); err != nil {
-			return fmt.Errorf("%s may not clone %s %s/%s: %w", u.Username, s.kind, s.ns, s.name, err)
-		}
-	}
-	return nil
+	return requester.MayCloneFrom(ctx, r.Client, u, CloneSources(dv, obs.dataSource)...)
 }
 
 // denied reports whether err is a refusal to clone that no retry fixes.

@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,12 +110,7 @@ func (r *Reconciler) resolve(ctx context.Context, dv *cdiv1.DataVolume, obs *obs
 	case err != nil:
 		return ctrl.Result{}, true, err
 	}
-	if ref := dv.Spec.SourceRef; ref != nil {
-		obs.dataSource = &types.NamespacedName{Namespace: dv.Namespace, Name: ref.Name}
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			obs.dataSource.Namespace = *ref.Namespace
-		}
-	}
+	obs.dataSource = SourceRefKey(dv)
 	dv.Spec.Source, dv.Spec.SourceRef = src, nil
 	obs.invalid = Supported(dv)
 	return ctrl.Result{}, obs.invalid != nil, nil

@@ -47,6 +47,20 @@ func Of(obj metav1.Object) (authnv1.UserInfo, error) {
 	return u, nil
 }
 
+// Source is a place a clone reads from: a DataSource or a PVC.
+type Source struct{ Kind, Namespace, Name string }
+
+// MayCloneFrom checks MayClone in the namespace of every source, and names
+// the user and the first source refused.
+func MayCloneFrom(ctx context.Context, c client.Client, u authnv1.UserInfo, sources ...Source) error {
+	for _, s := range sources {
+		if err := MayClone(ctx, c, u, s.Namespace); err != nil {
+			return fmt.Errorf("%s may not clone %s %s/%s: %w", u.Username, s.Kind, s.Namespace, s.Name, err)
+		}
+	}
+	return nil
+}
+
 // MayClone checks CDI's clone permission: u may create datavolumes/source
 // in ns, the namespace a clone reads from (a PVC's or a DataSource's).
 // The error names the user and the permission.

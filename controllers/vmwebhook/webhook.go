@@ -98,32 +98,13 @@ func requesterOf(obj metav1.Object, req admission.Request) authnv1.UserInfo {
 // DataSource's, and its PVC's when that is another), for the user who
 // asks for the DataVolume.
 func (v Validator) mayClone(ctx context.Context, u authnv1.UserInfo, dv *cdiv1.DataVolume) error {
-	type source struct{ kind, ns, name string }
-	var sources []source
-	if ref := dv.Spec.SourceRef; ref != nil {
-		ns := dv.Namespace
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = *ref.Namespace
-		}
-		sources = append(sources, source{"DataSource", ns, ref.Name})
-	}
 	src, err := datavolume.ResolveSource(ctx, v.Client, dv)
 	if err != nil && !errors.Is(err, datavolume.ErrSourceNotReady) {
 		return err
 	}
-	if src != nil && src.PVC != nil {
-		ns := src.PVC.Namespace
-		if ns == "" {
-			ns = dv.Namespace
-		}
-		sources = append(sources, source{"PVC", ns, src.PVC.Name})
-	}
-	for _, s := range sources {
-		if err := requester.MayClone(ctx, v.Client, u, s.ns); err != nil {
-			return fmt.Errorf("%s may not clone %s %s/%s: %w", u.Username, s.kind, s.ns, s.name, err)
-		}
-	}
-	return nil
+	resolved := dv.DeepCopy()
+	resolved.Spec.Source = src
+	return requester.MayCloneFrom(ctx, v.Client, u, datavolume.CloneSources(resolved, datavolume.SourceRefKey(dv))...)
 }
 
 // mayPublish checks that whoever points a DataSource at a PVC or a
