@@ -1,5 +1,8 @@
 // Package vmwebhook is the validating admission webhook for KubeVirt
-// VirtualMachines and VirtualMachineInstances: the CRD schemas accept the
-// whole upstream API, and this webhook rejects every field the tekvirt
-// runtime does not implement, naming it, so that nothing is silently ignored.
+// VirtualMachines and VirtualMachineInstances and CDI DataVolumes,
+// DataSources and DataImportCrons: the CRD schemas accept the whole upstream
+// API, and this webhook rejects every field the tekvirt runtime does not
+// implement, naming it, so that nothing is silently ignored. It also keeps
+// what must not change (a VMI's or DataVolume's spec) and checks the clone
+// rights of the user the requester webhook recorded.
 package vmwebhook

@@ -1,9 +1,10 @@
 // Package handler is the node daemon of the VM runtime: it watches the
 // VirtualMachineInstances placed on its node, prepares their volumes
-// (containerDisk overlays, PVC disks, cloud-init seeds), starts one
+// (containerDisk overlays, PVC disks opened with runtime/diskfile,
+// cloud-init seeds), starts one
 // tekvirt-launcher process per VMI, and mirrors what the launcher reports
 // into the VMI's status. All state lives in one directory per VMI on the
 // node, so a restarted handler re-adopts running launchers without touching
 // their VMs. It also serves guest-agent exec over HTTPS for execute-in-vm,
-// authorized like any Kubernetes subresource.
+// authorized like any Kubernetes subresource, to tokens for its audience.
 package handler
