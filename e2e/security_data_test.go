@@ -25,6 +25,7 @@ import (
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
+	"github.com/tekvirt/tekvirt/controllers/requester"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -82,6 +83,13 @@ func TestAttackCloneBypasses(t *testing.T) {
 			Spec: cdiv1.DataVolumeSpec{Source: stolen.DeepCopy(), Storage: &cdiv1.StorageSpec{Resources: size}}}}
 	})
 	refused("VM update adding a clone template", err, "e2e-tenant may not clone PVC "+victim+"/secret")
+
+	// A DataVolume that claims, in the requester annotation, to be asked
+	// for by the cluster admin: the record is the tenant's all the same.
+	forged := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: mine, Name: "forged",
+		Annotations: map[string]string{requester.Annotation: `{"username":"kubernetes-admin","groups":["system:masters"]}`}},
+		Spec: cdiv1.DataVolumeSpec{Source: stolen.DeepCopy(), Storage: &cdiv1.StorageSpec{Resources: size}}}
+	refused("DataVolume with a forged requester", tenant.Create(ctx, forged), "e2e-tenant may not clone PVC "+victim+"/secret")
 
 	// 3. A DataSource of the tenant's on the victim's PVC.
 	ds := &cdiv1.DataSource{ObjectMeta: metav1.ObjectMeta{Namespace: mine, Name: "shared"},
