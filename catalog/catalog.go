@@ -8,7 +8,9 @@ import (
 	"sort"
 	"strings"
 
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/tekvirt/tekvirt/tasks"
@@ -156,17 +158,26 @@ func InstallObjects(ns, stepImage string) ([]*unstructured.Unstructured, error) 
 	return out, nil
 }
 
-// TaskObject is the catalog task name with its step image set to stepImage,
-// as InstallObjects installs it (for runs that embed its spec).
-func TaskObject(name, stepImage string) (*unstructured.Unstructured, error) {
+// InlineTask is the catalog task name with its step image set to
+// stepImage, as InstallObjects installs it, for runs that embed its spec.
+func InlineTask(name, stepImage string) (*pipelinev1.Task, error) {
 	ts, err := Tasks()
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range ts {
-		if t.Name == name {
-			return resolve(t.Manifest, stepImage)
+		if t.Name != name {
+			continue
 		}
+		o, err := resolve(t.Manifest, stepImage)
+		if err != nil {
+			return nil, err
+		}
+		task := &pipelinev1.Task{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, task); err != nil {
+			return nil, fmt.Errorf("catalog task %s: %w", name, err)
+		}
+		return task, nil
 	}
 	return nil, fmt.Errorf("the catalog has no %s task", name)
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -186,16 +184,15 @@ func TestResolveImagesNamesMissingImage(t *testing.T) {
 	}
 }
 
-func TestTaskObject(t *testing.T) {
-	o, err := catalog.TaskObject("import-disk", "reg/step@sha256:1")
+func TestInlineTask(t *testing.T) {
+	task, err := catalog.InlineTask("import-disk", "reg/step@sha256:1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps, _, _ := unstructured.NestedSlice(o.Object, "spec", "steps")
-	if len(steps) == 0 || steps[0].(map[string]any)["image"] != "reg/step@sha256:1" {
-		t.Errorf("steps %v", steps)
+	if steps := task.Spec.Steps; len(steps) == 0 || steps[0].Image != "reg/step@sha256:1" || task.Name != "import-disk" {
+		t.Errorf("task %s, steps %v", task.Name, steps)
 	}
-	if _, err := catalog.TaskObject("no-such-task", "x"); err == nil || !strings.Contains(err.Error(), "no no-such-task task") {
+	if _, err := catalog.InlineTask("no-such-task", "x"); err == nil || !strings.Contains(err.Error(), "no no-such-task task") {
 		t.Errorf("unknown task: %v", err)
 	}
 }

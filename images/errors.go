@@ -17,4 +17,7 @@ var (
 	ErrToolMissing = errors.New("conversion tool missing")
 	// ErrNotFound: the source does not exist (HTTP 404, no such image).
 	ErrNotFound = errors.New("source not found")
+	// ErrUnauthorized: the source refuses the credentials given (or their
+	// absence).
+	ErrUnauthorized = errors.New("source refuses the credentials")
 )

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"path"
 	"strings"
 
@@ -34,33 +35,13 @@ func (s *RegistrySource) String() string { return s.Ref }
 
 // Open implements Source. The layers stream through; nothing is staged.
 func (s *RegistrySource) Open(ctx context.Context) (io.ReadCloser, int64, error) {
-	var opts []name.Option
-	if s.Insecure {
-		opts = append(opts, name.Insecure)
-	}
-	ref, err := name.ParseReference(s.Ref, opts...)
+	ref, ropts, err := s.remote(ctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("image reference %q: %w", s.Ref, err)
-	}
-	auth := s.Auth
-	if auth == nil {
-		auth = authn.Anonymous
-	}
-	ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}
-	if len(s.CA) > 0 {
-		tr, err := CATransport(s.CA)
-		if err != nil {
-			return nil, 0, err
-		}
-		ropts = append(ropts, remote.WithTransport(tr))
+		return nil, 0, err
 	}
 	img, err := remote.Image(ref, ropts...)
 	if err != nil {
-		var terr *transport.Error
-		if errors.As(err, &terr) && terr.StatusCode == 404 {
-			return nil, 0, fmt.Errorf("%w: image %s: %w", ErrNotFound, s.Ref, err)
-		}
-		return nil, 0, fmt.Errorf("pulling %s: %w", s.Ref, err)
+		return nil, 0, s.fail("pulling", err)
 	}
 	d, err := img.Digest()
 	if err != nil {
@@ -84,6 +65,60 @@ func (s *RegistrySource) Open(ctx context.Context) (io.ReadCloser, int64, error)
 			return readCloser{Reader: tr, Closer: rc}, h.Size, nil
 		}
 	}
+}
+
+// Head reads the image's manifest digest without pulling it.
+func (s *RegistrySource) Head(ctx context.Context) (string, error) {
+	ref, ropts, err := s.remote(ctx)
+	if err != nil {
+		return "", err
+	}
+	desc, err := remote.Head(ref, ropts...)
+	if err != nil {
+		return "", s.fail("reading the digest of", err)
+	}
+	return desc.Digest.String(), nil
+}
+
+// remote is the parsed reference and the options to reach it with.
+func (s *RegistrySource) remote(ctx context.Context) (name.Reference, []remote.Option, error) {
+	var opts []name.Option
+	if s.Insecure {
+		opts = append(opts, name.Insecure)
+	}
+	ref, err := name.ParseReference(s.Ref, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("image reference %q: %w", s.Ref, err)
+	}
+	auth := s.Auth
+	if auth == nil {
+		auth = authn.Anonymous
+	}
+	ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}
+	if len(s.CA) > 0 {
+		tr, err := CATransport(s.CA)
+		if err != nil {
+			return nil, nil, err
+		}
+		ropts = append(ropts, remote.WithTransport(tr))
+	}
+	return ref, ropts, nil
+}
+
+// fail names what went wrong talking to the registry: a missing image, or
+// credentials it does not accept.
+func (s *RegistrySource) fail(doing string, err error) error {
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		switch terr.StatusCode {
+		case http.StatusNotFound:
+			return fmt.Errorf("%w: image %s: %w", ErrNotFound, s.Ref, err)
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return fmt.Errorf("%w: %s %s: the registry wants credentials it accepts (%d); give a secretRef "+
+				"to a Secret with accessKeyId and secretKey: %w", ErrUnauthorized, doing, s.Ref, terr.StatusCode, err)
+		}
+	}
+	return fmt.Errorf("%s %s: %w", doing, s.Ref, err)
 }
 
 type readCloser struct {

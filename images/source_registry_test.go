@@ -6,13 +6,16 @@ import (
 	"errors"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/crane"
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 )
 
 func pushFiles(t *testing.T, host, repo string, files map[string][]byte, opts ...crane.Option) string {
@@ -74,5 +77,58 @@ func TestRegistrySourceCustomCA(t *testing.T) {
 	defer rc.Close()
 	if b, _ := io.ReadAll(rc); string(b) != "disk" || size != 4 {
 		t.Errorf("read %q (%d)", b, size)
+	}
+}
+
+// privateRegistry serves an in-memory registry whose repositories under
+// private/ need basic auth user:pass, as a private registry would.
+func privateRegistry(t *testing.T) string {
+	t.Helper()
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v2/private/") {
+			if u, p, ok := r.BasicAuth(); !ok || u != "user" || p != "pass" {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func TestRegistrySourceHeadLogsIn(t *testing.T) {
+	host := privateRegistry(t)
+	img, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test pushes with the credentials the reader must use.
+	if err := crane.Push(img, host+"/private/os:1", crane.WithAuth(&authn.Basic{Username: "user", Password: "pass"})); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := img.Digest()
+	for name, tc := range map[string]struct {
+		ref  string
+		auth authn.Authenticator
+		want string // a digest, or a part of the error
+		is   error
+	}{
+		"right login":    {"private/os:1", &authn.Basic{Username: "user", Password: "pass"}, want.String(), nil},
+		"no login":       {"private/os:1", nil, "the registry wants credentials it accepts (401); give a secretRef", ErrUnauthorized},
+		"wrong password": {"private/os:1", &authn.Basic{Username: "user", Password: "nope"}, "(401)", ErrUnauthorized},
+		"no such image":  {"public/none:1", nil, "public/none:1", ErrNotFound},
+	} {
+		got, err := (&RegistrySource{Ref: host + "/" + tc.ref, Auth: tc.auth}).Head(context.Background())
+		switch {
+		case tc.is == nil:
+			if err != nil || got != tc.want {
+				t.Errorf("%s: %q, %v; want %s", name, got, err, tc.want)
+			}
+		case !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want):
+			t.Errorf("%s: %q, %v; want %v with %q", name, got, err, tc.is, tc.want)
+		}
 	}
 }

@@ -88,7 +88,7 @@ func run(stepImage, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err := (&datasource.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("setting up the DataSource controller: %w", err)
 	}
-	if err := (&dataimportcron.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+	if err := (&dataimportcron.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DataImportCron controller: %w", err)
 	}
 	if certDir != "" {

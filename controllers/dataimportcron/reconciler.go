@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -17,18 +18,15 @@ import (
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/catalog"
 	prunedatavolumes "github.com/tekvirt/tekvirt/tasks/prune-data-volumes"
 )
 
 // Reconciler keeps DataImportCrons' DataSources fresh.
 type Reconciler struct {
 	Client client.Client
-	// Reader reads what the manager does not cache (certificate ConfigMaps,
-	// registry Secrets).
-	Reader client.Reader
-	// Digest reads the current digest of the cron's image; nil is
-	// RegistryDigest.
-	Digest func(ctx context.Context, c *cdiv1.DataImportCron) (string, error)
+	// StepImage runs the poll run's step (as in the installed catalog).
+	StepImage string
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -37,8 +35,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=dataimportcrons/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datasources,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=tekton.dev,resources=taskruns,verbs=get;list;watch;create;delete
 
 // Reconcile polls, imports, publishes and collects for one cron.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
@@ -66,7 +63,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		obs.invalid = err
 		return ctrl.Result{}, nil
 	}
-	obs.polled, obs.pollErr = isDue, r.pollIfDue(ctx, c, isDue, now)
+	if obs.polled, obs.pollErr, err = r.poll(ctx, c, isDue, now); err != nil {
+		return ctrl.Result{}, err
+	}
 	imports, err := r.imports(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -97,28 +96,61 @@ func findCond(st cdiv1.DataImportCronStatus, t cdiv1.DataImportCronConditionType
 	return nil
 }
 
-// pollIfDue polls when due; otherwise it keeps the last poll's error
-// until the next poll says otherwise.
-func (r *Reconciler) pollIfDue(ctx context.Context, c *cdiv1.DataImportCron, isDue bool, now time.Time) error {
-	if isDue {
-		return r.poll(ctx, c, now)
-	}
+// lastPollErr is the last poll's error, kept until a poll says otherwise.
+func lastPollErr(c *cdiv1.DataImportCron) error {
 	if cond := findCond(c.Status, cdiv1.DataImportCronUpToDate); cond != nil && cond.Reason == "DigestError" {
 		return errors.New(cond.Message)
 	}
 	return nil
 }
 
-// poll reads the image's digest and creates its import if it is new.
-func (r *Reconciler) poll(ctx context.Context, c *cdiv1.DataImportCron, now time.Time) error {
-	digestOf := r.Digest
-	if digestOf == nil {
-		digestOf = (&RegistryDigest{Client: r.Reader}).Read
+// poll starts a poll run when due and, once it has finished, imports the
+// digest it found (when new) and deletes it. polled is set when a poll
+// finished; pollErr is why it found no digest (or the last poll's error
+// while none finished); err is an API error to retry on.
+func (r *Reconciler) poll(ctx context.Context, c *cdiv1.DataImportCron, isDue bool, now time.Time) (polled bool, pollErr, err error) {
+	run := &pipelinev1.TaskRun{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: pollRunName(c)}, run); {
+	case apierrors.IsNotFound(err):
+		if !isDue {
+			return false, lastPollErr(c), nil
+		}
+		return false, lastPollErr(c), r.startPoll(ctx, c)
+	case err != nil:
+		return false, nil, fmt.Errorf("reading the poll run of %s: %w", klog.KObj(c), err)
 	}
-	digest, err := digestOf(ctx, c)
+	digest, done, pollErr := pollOutcome(c, run)
+	if !done {
+		return false, lastPollErr(c), nil
+	}
+	if pollErr == nil {
+		pollErr = r.importDigest(ctx, c, digest, now)
+	}
+	if err := r.Client.Delete(ctx, run, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		return true, pollErr, fmt.Errorf("deleting the finished poll run %s: %w", klog.KObj(run), err)
+	}
+	return true, pollErr, nil
+}
+
+// startPoll creates the cron's poll run.
+func (r *Reconciler) startPoll(ctx context.Context, c *cdiv1.DataImportCron) error {
+	task, err := catalog.InlineTask("import-disk", r.StepImage)
 	if err != nil {
 		return err
 	}
+	run := pollRun(c, task)
+	if err := controllerutil.SetControllerReference(c, run, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, run); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the poll run %s: %w", klog.KObj(run), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("polling the image digest", "dataImportCron", klog.KObj(c), "taskRun", run.Name)
+	return nil
+}
+
+// importDigest creates the import of digest, unless it exists.
+func (r *Reconciler) importDigest(ctx context.Context, c *cdiv1.DataImportCron, digest string, now time.Time) error {
 	dv, err := newImport(c, digest, now)
 	if err != nil {
 		return err
@@ -186,7 +218,7 @@ func (r *Reconciler) collect(ctx context.Context, c *cdiv1.DataImportCron, impor
 	return nil
 }
 
-// SetupWithManager watches crons and their imports.
+// SetupWithManager watches crons, their imports and their poll runs.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if name := o.GetLabels()[CronLabel]; name != "" {
@@ -197,5 +229,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("dataimportcron").
 		For(&cdiv1.DataImportCron{}).
 		Watches(&cdiv1.DataVolume{}, byLabel).
+		Owns(&pipelinev1.TaskRun{}).
 		Complete(r)
 }

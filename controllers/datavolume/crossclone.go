@@ -19,6 +19,7 @@ import (
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/catalog"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	clonedisk "github.com/tekvirt/tekvirt/tasks/clone-disk"
 	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
@@ -90,7 +91,7 @@ func (r *Reconciler) syncSender(ctx context.Context, dv *cdiv1.DataVolume, obs *
 			return err
 		}
 	}
-	if obs.failed = senderFailure(dv, run, stepError(run)); obs.failed != "" {
+	if obs.failed = senderFailure(dv, run, StepError(run)); obs.failed != "" {
 		return r.cancel(ctx, obs.run)
 	}
 	return nil
@@ -113,7 +114,7 @@ func (r *Reconciler) sendFailure(ctx context.Context, dv *cdiv1.DataVolume) stri
 	if err != nil {
 		return ""
 	}
-	return senderFailure(dv, sender, stepError(sender))
+	return senderFailure(dv, sender, StepError(sender))
 }
 
 // senderFailure is the failure to report for a failed sending run (cause
@@ -138,7 +139,7 @@ func (r *Reconciler) createSender(ctx context.Context, dv *cdiv1.DataVolume) (*p
 	if err != nil {
 		return nil, err
 	}
-	task, err := r.catalogTask("clone-disk")
+	task, err := catalog.InlineTask("clone-disk", r.StepImage)
 	if err != nil {
 		return nil, err
 	}

@@ -58,14 +58,14 @@ func TestSendRun(t *testing.T) {
 
 func TestStepError(t *testing.T) {
 	run := &pipelinev1.TaskRun{}
-	if got := stepError(run); got != "" {
-		t.Errorf("stepError of a run without results = %q", got)
+	if got := StepError(run); got != "" {
+		t.Errorf("StepError of a run without results = %q", got)
 	}
 	run.Status.Results = []pipelinev1.TaskRunResult{
 		{Name: "format", Value: *pipelinev1.NewStructuredValues("qcow2")},
 		{Name: "error", Value: *pipelinev1.NewStructuredValues("importing http://x/d.qcow2: checksum mismatch\n")},
 	}
-	if got := stepError(run); got != "importing http://x/d.qcow2: checksum mismatch" {
-		t.Errorf("stepError = %q", got)
+	if got := StepError(run); got != "importing http://x/d.qcow2: checksum mismatch" {
+		t.Errorf("StepError = %q", got)
 	}
 }

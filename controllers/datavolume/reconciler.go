@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -143,7 +142,7 @@ func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1
 	if obs.failed = r.sendFailure(ctx, dv); obs.failed != "" {
 		return ctrl.Result{}, nil
 	}
-	if cause := stepError(obs.run); cause != "" {
+	if cause := StepError(obs.run); cause != "" {
 		msg = cause
 	}
 	if permanent(obs.run) || dv.Status.RestartCount >= MaxRestarts {
@@ -251,13 +250,13 @@ func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *c
 		}
 	}
 	if src := dv.Spec.Source.PVC; src != nil && !crossNamespace(dv) {
-		task, err := r.catalogTask("clone-disk")
+		task, err := catalog.InlineTask("clone-disk", r.StepImage)
 		if err != nil {
 			return nil, err
 		}
 		run = cloneRun(dv, pvc, task, dv.Status.RestartCount)
 	} else {
-		task, err := r.catalogTask("import-disk")
+		task, err := catalog.InlineTask("import-disk", r.StepImage)
 		if err != nil {
 			return nil, err
 		}
@@ -271,19 +270,6 @@ func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *c
 	}
 	ctrl.LoggerFrom(ctx).Info("import started", "dataVolume", klog.KObj(dv), "taskRun", run.Name)
 	return run, nil
-}
-
-// catalogTask is a catalog task with the step image set.
-func (r *Reconciler) catalogTask(name string) (*pipelinev1.Task, error) {
-	o, err := catalog.TaskObject(name, r.StepImage)
-	if err != nil {
-		return nil, err
-	}
-	task := &pipelinev1.Task{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, task); err != nil {
-		return nil, fmt.Errorf("catalog task %s: %w", name, err)
-	}
-	return task, nil
 }
 
 // SetupWithManager watches DataVolumes and the claims and runs they own.

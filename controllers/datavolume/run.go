@@ -8,6 +8,7 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
@@ -130,36 +131,20 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 	capacity := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	params := map[string]string{"capacity": capacity.String(), "size": capacity.String()}
 	step := &spec.Steps[0]
-	var secret *string
 	switch src := dv.Spec.Source; {
 	case src.HTTP != nil:
 		params["url"], params["checksum"] = src.HTTP.URL, src.HTTP.Checksum
-		if src.HTTP.SecretRef != "" {
-			secret = &src.HTTP.SecretRef
-		}
-		mountCerts(spec, src.HTTP.CertConfigMap)
 	case src.Registry != nil:
 		params["registry"] = strings.TrimPrefix(*src.Registry.URL, "docker://")
-		if src.Registry.SecretRef != nil && *src.Registry.SecretRef != "" {
-			secret = src.Registry.SecretRef
-		}
-		if cm := src.Registry.CertConfigMap; cm != nil {
-			mountCerts(spec, *cm)
-		}
 	case src.Blank != nil:
 		step.Args = append(step.Args, "--blank")
 	}
+	SourceAccess(spec, dv.Spec.Source)
 	if Receives(dv) {
 		step.Args = append(step.Args, fmt.Sprintf("--upload-addr=:%d", importdisk.ProgressPort),
 			"--upload-public-key="+uploadKey, "--upload-claim="+pvc.Name, "--upload-claim-uid="+string(pvc.UID))
 	} else {
 		step.Args = append(step.Args, fmt.Sprintf("--progress-addr=:%d", importdisk.ProgressPort))
-	}
-	if secret != nil {
-		for env, key := range map[string]string{importdisk.AccessKeyEnv: importdisk.AccessKeyIDKey, importdisk.SecretKeyEnv: importdisk.SecretKeyKey} {
-			step.Env = append(step.Env, corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: *secret}, Key: key}}})
-		}
 	}
 	run := &pipelinev1.TaskRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: RunName(dv, attempt),
@@ -177,16 +162,31 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 	return run
 }
 
-// mountCerts gives the step the ConfigMap cm (CA certificates), if set.
-func mountCerts(spec *pipelinev1.TaskSpec, cm string) {
-	if cm == "" {
-		return
+// SourceAccess gives the import-disk step of spec what reading src takes,
+// so that it needs no API rights and the controller reads no Secret: the
+// source's secretRef as environment and its certConfigMap as a directory,
+// both handed over by the kubelet.
+func SourceAccess(spec *pipelinev1.TaskSpec, src *cdiv1.DataVolumeSource) {
+	var secret, certs string
+	switch {
+	case src.HTTP != nil:
+		secret, certs = src.HTTP.SecretRef, src.HTTP.CertConfigMap
+	case src.Registry != nil:
+		secret, certs = ptr.Deref(src.Registry.SecretRef, ""), ptr.Deref(src.Registry.CertConfigMap, "")
 	}
 	step := &spec.Steps[0]
-	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "import-certs", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}})
-	step.VolumeMounts = append(step.VolumeMounts, corev1.VolumeMount{Name: "import-certs", MountPath: certDir, ReadOnly: true})
-	step.Args = append(step.Args, "--cert-dir="+certDir)
+	if certs != "" {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "import-certs", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: certs}}}})
+		step.VolumeMounts = append(step.VolumeMounts, corev1.VolumeMount{Name: "import-certs", MountPath: certDir, ReadOnly: true})
+		step.Args = append(step.Args, "--cert-dir="+certDir)
+	}
+	if secret != "" {
+		for _, kv := range [][2]string{{importdisk.AccessKeyEnv, importdisk.AccessKeyIDKey}, {importdisk.SecretKeyEnv, importdisk.SecretKeyKey}} {
+			step.Env = append(step.Env, corev1.EnvVar{Name: kv[0], ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: kv[1]}}})
+		}
+	}
 }
 
 // cloneRun is the TaskRun that clones the source PVC's disk into pvc: the

@@ -8,11 +8,11 @@ import (
 	"github.com/tekvirt/tekvirt/tasks/result"
 )
 
-// stepError is why run's step failed, as the step left it in its error
+// StepError is why run's step failed, as the step left it in its error
 // result (tasks/result.WriteError), or "" when it did not. Reading it from
 // the TaskRun, rather than the pod's log, spares the controller the right
 // to read every namespace's pod logs.
-func stepError(run *pipelinev1.TaskRun) string {
+func StepError(run *pipelinev1.TaskRun) string {
 	for _, r := range run.Status.Results {
 		if r.Name == result.Error {
 			return strings.TrimSpace(r.Value.StringVal)

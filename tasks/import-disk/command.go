@@ -38,6 +38,13 @@ func Command() *cobra.Command {
 			if err != nil {
 				return &Failure{Err: err}
 			}
+			if p.DigestOnly {
+				d, err := Digest(cmd.Context(), src)
+				if err != nil {
+					return err
+				}
+				return result.Write(map[string]string{"digest": d})
+			}
 			res, err := Run(cmd.Context(), src, p, cmd.OutOrStdout())
 			if err != nil {
 				return err
@@ -61,6 +68,7 @@ func Command() *cobra.Command {
 	f.StringVar(&p.UploadPublicKey, "upload-public-key", "", "base64 Ed25519 public key that upload tokens are verified with")
 	f.StringVar(&p.UploadClaim, "upload-claim", "", "name of the PVC upload tokens must be for")
 	f.StringVar(&p.UploadClaimUID, "upload-claim-uid", "", "UID of that PVC, which upload tokens must name")
+	f.BoolVar(&p.DigestOnly, "digest-only", false, "only read the registry image's manifest digest into the digest result; import nothing")
 	f.BoolVar(&p.Blank, "blank", false, "make an empty sparse disk of --size instead of importing")
 	return cmd
 }

@@ -32,8 +32,11 @@ type Params struct {
 	// the same mounted as files.
 	CertConfigMap, CertDir string
 	// Blank makes an empty disk of Size instead of importing.
-	Blank    bool
-	Checksum string
+	Blank bool
+	// DigestOnly reads the Registry image's manifest digest and imports
+	// nothing (a DataImportCron's poll).
+	DigestOnly bool
+	Checksum   string
 	// Size is the virtual size wanted; Capacity what the volume holds.
 	Size, Capacity string
 	// InsecureRegistry allows plain HTTP or unverified TLS to Registry.
@@ -90,6 +93,19 @@ func Source(ctx context.Context, c client.Client, p Params) (images.Source, erro
 	}
 	s.CA = ca
 	return s, nil
+}
+
+// Digest reads the manifest digest of a registry source.
+func Digest(ctx context.Context, src images.Source) (string, error) {
+	reg, ok := src.(*images.RegistrySource)
+	if !ok {
+		return "", &Failure{Err: errors.New("only a registry image has a digest to read: give param registry")}
+	}
+	d, err := reg.Head(ctx)
+	if err != nil {
+		return "", &Failure{Err: err}
+	}
+	return d, nil
 }
 
 // Environment variables a DataVolume's import passes the credentials in

@@ -6,11 +6,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/crane"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -106,5 +113,53 @@ func TestFailureExitCodesAndBlank(t *testing.T) {
 	}
 	if _, err := Blank(Params{Dir: dir}, &out); err == nil {
 		t.Error("blank without a size accepted")
+	}
+}
+
+// TestDigestOnly is a DataImportCron's poll: the registry's credentials
+// come from the environment (the cron's secretRef, given by the kubelet)
+// and only the digest is read.
+func TestDigestOnly(t *testing.T) {
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "user" || p != "pass" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/os/fedora:1"
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crane.Push(img, ref, crane.WithAuth(&authn.Basic{Username: "user", Password: "pass"})); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := img.Digest()
+	ctx := context.Background()
+	p := Params{Registry: "docker://" + ref, DigestOnly: true}
+	for name, tc := range map[string]struct {
+		user, pass string
+		want       string // the digest, or a part of the error
+	}{
+		"credentials from the environment": {"user", "pass", want.String()},
+		"wrong credentials":                {"user", "nope", "(401); give a secretRef"},
+	} {
+		t.Setenv(AccessKeyEnv, tc.user)
+		t.Setenv(SecretKeyEnv, tc.pass)
+		src, err := Source(ctx, nil, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Digest(ctx, src)
+		if got != tc.want && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, tc.want)
+		}
+	}
+	if _, err := Digest(ctx, &images.HTTPSource{URL: "http://x/disk.img"}); err == nil || !strings.Contains(err.Error(), "give param registry") {
+		t.Errorf("an url has no digest: %v", err)
 	}
 }
