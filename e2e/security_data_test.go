@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -258,28 +257,4 @@ func TestAttackStaleUploadToken(t *testing.T) {
 		t.Fatalf("the new DataVolume's own token: got %d %q", code, msg)
 	}
 	waitDVPhase(t, c, second, cdiv1.Succeeded)
-}
-
-// TestControllerHoldsNoDataRights: what the controller may not do itself,
-// so that nothing it does on a tenant's behalf can use rights the tenant
-// lacks: clone from any namespace, or read any pod's log (a failed step's
-// cause comes from its TaskRun's error result).
-func TestControllerHoldsNoDataRights(t *testing.T) {
-	f := framework.New(t)
-	ns := f.Namespace(t)
-	for _, attrs := range []authzv1.ResourceAttributes{
-		{Namespace: ns, Verb: "create", Group: "cdi.kubevirt.io", Resource: "datavolumes", Subresource: "source"},
-		{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "log"},
-	} {
-		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-			User: ctrlconfig.ControllerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ctrlconfig.Namespace, "system:authenticated"},
-			ResourceAttributes: &attrs}}
-		got, err := f.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status.Allowed {
-			t.Errorf("the controller may %s %s/%s in %s", attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Namespace)
-		}
-	}
 }

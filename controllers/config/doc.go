@@ -1,6 +1,7 @@
 // Package config embeds the controller's deployment manifests: the CRDs and
 // RBAC that controller-gen generates (crd/, rbac/role.yaml), the hand-written
-// binding and Deployment (rbac/, manager/), the node volume provisioner's
+// binding and Deployment (rbac/, manager/), the admission policies that
+// limit the controller and node handlers beyond RBAC (admission/), the node volume provisioner's
 // RBAC and default StorageClass (hostpath/), the node VM handler's RBAC
 // (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/), the
 // validating and the requester-recording mutating webhooks (webhook/; their
@@ -15,7 +16,7 @@ import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml golden/*.yaml users/*.yaml
+//go:embed admission/*.yaml crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml golden/*.yaml users/*.yaml
 var FS embed.FS
 
 // Files in the order they are applied.
@@ -30,6 +31,7 @@ var Files = []string{
 	"rbac/role.yaml",
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",
+	"admission/policies.yaml",
 	"webhook/service.yaml",
 	"webhook/mutating.yaml",
 	"webhook/validating.yaml",
@@ -56,6 +58,14 @@ const Namespace = "tekvirt-system"
 const (
 	ControllerServiceAccount = "tekvirt-controller"
 	ControllerUser           = "system:serviceaccount:" + Namespace + ":" + ControllerServiceAccount
+)
+
+// Each node's VM handler authenticates as HandlerUserPrefix + the node's
+// name, in HandlerGroup; the group holds the handler's RBAC and
+// admission/policies.yaml limits each handler to its node's objects.
+const (
+	HandlerUserPrefix = "system:tekvirt-handler:"
+	HandlerGroup      = "tekvirt:handlers"
 )
 
 // GoldenNamespace holds the golden images (DataSources) every user may

@@ -20,7 +20,6 @@ var clientCerts = []certRequest{
 	{file: "scheduler", cn: "system:kube-scheduler"},
 	{file: "kube-proxy", cn: "system:kube-proxy"},
 	{file: "hostpath", cn: "system:tekvirt-hostpath"},
-	{file: "handler", cn: "system:tekvirt-handler"},
 	{file: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
 }
 
@@ -34,6 +33,7 @@ func (c *Cluster) writeConfigs() error {
 	reqs := append([]certRequest{}, clientCerts...)
 	reqs = append(reqs,
 		certRequest{file: "kubelet", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}},
+		certRequest{file: "handler", cn: ctrlconfig.HandlerUserPrefix + c.NodeName, orgs: []string{ctrlconfig.HandlerGroup}},
 		certRequest{file: "kubelet-serving", cn: c.NodeName, dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
 		certRequest{file: "webhook-serving", cn: ctrlconfig.WebhookService, server: true, dns: serviceNames(ctrlconfig.Namespace,
 			ctrlconfig.WebhookService, ctrlconfig.APIService, ctrlconfig.UploadProxyService)},

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -101,7 +102,8 @@ func (ca *certAuthority) issue(dir string, r certRequest) error {
 }
 
 func sameNames(cert *x509.Certificate, r certRequest) bool {
-	if cert.Subject.CommonName != r.cn || len(cert.DNSNames) != len(r.dns) || len(cert.IPAddresses) != len(r.ips) {
+	if cert.Subject.CommonName != r.cn || !slices.Equal(cert.Subject.Organization, r.orgs) ||
+		len(cert.DNSNames) != len(r.dns) || len(cert.IPAddresses) != len(r.ips) {
 		return false
 	}
 	for i := range r.ips {

@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// permissionRow is a row of the README's permissions table.
+type permissionRow struct{ who, check, answer string }
+
+// readmePermissions reads the table under "Permissions of tekvirt's
+// components" in the README.
+func readmePermissions(t *testing.T) []permissionRow {
+	t.Helper()
+	f, err := os.Open("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows []permissionRow
+	in := false
+	for s := bufio.NewScanner(f); s.Scan(); {
+		line := s.Text()
+		switch {
+		case strings.HasPrefix(line, "#"):
+			in = strings.Contains(line, "Permissions of tekvirt's components")
+		case in && strings.HasPrefix(line, "| controller |") || in && strings.HasPrefix(line, "| handler |"):
+			cells := strings.Split(line, "|")
+			rows = append(rows, permissionRow{who: strings.TrimSpace(cells[1]),
+				check: strings.Trim(strings.TrimSpace(cells[2]), "`"), answer: strings.TrimSpace(cells[3])})
+		}
+	}
+	return rows
+}
+
+// nodeName is the name of the cluster's (first) node.
+func nodeName(t *testing.T, f *framework.Framework) string {
+	t.Helper()
+	nodes, err := f.Kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("nodes: %v (%d)", err, len(nodes.Items))
+	}
+	return nodes.Items[0].Name
+}
+
+// TestComponentPermissionsAsPublished: every row of the README's table of
+// the controller's and the handler's permissions, asked with `kubectl auth
+// can-i` as that component, gets the answer the README gives.
+func TestComponentPermissionsAsPublished(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	rows := readmePermissions(t)
+	as := map[string][]string{
+		"controller": {"--as=" + ctrlconfig.ControllerUser},
+		"handler":    {"--as=" + ctrlconfig.HandlerUserPrefix + nodeName(t, f), "--as-group=" + ctrlconfig.HandlerGroup},
+	}
+	mustHave := map[string]bool{"controller get secrets -n <tenant>": false, "controller get pods --subresource=log -n <tenant>": false,
+		"controller create rolebindings -n <tenant>": false, "handler patch nodes": false}
+	for _, r := range rows {
+		if _, ok := mustHave[r.who+" "+r.check]; ok {
+			mustHave[r.who+" "+r.check] = true
+		}
+		args := append(append([]string{"auth", "can-i"}, strings.Fields(strings.ReplaceAll(r.check, "<tenant>", ns))...), as[r.who]...)
+		cmd := exec.Command(f.Bin("kubectl"), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
+		out, err := cmd.Output()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+		}
+		if got := strings.TrimSpace(string(out)); got != r.answer {
+			t.Errorf("%s: kubectl auth can-i %s: %q, the README says %q", r.who, r.check, got, r.answer)
+		}
+	}
+	for row, seen := range mustHave {
+		if !seen {
+			t.Errorf("the README's permissions table has no row %q", row)
+		}
+	}
+}
+
+// componentClient acts as user in groups (impersonated).
+func componentClient(t *testing.T, f *framework.Framework, user string, groups ...string) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, pipelinev1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := rest.CopyConfig(f.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:authenticated")}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// refused checks that err is the admission policy's refusal naming want.
+func refused(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: err = %v, want a policy refusal naming %q", what, err, want)
+	}
+}
+
+// TestAttackControllerRights: what the controller's rights to create runs
+// and RoleBindings in every namespace cannot be turned into (were the
+// controller compromised): a run as another ServiceAccount, with the
+// node's files or privileges, or a binding that hands a role to itself or
+// to a user. The shapes the controller does create are admitted.
+func TestAttackControllerRights(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	ctrl := componentClient(t, f, ctrlconfig.ControllerUser, "system:serviceaccounts", "system:serviceaccounts:"+ctrlconfig.Namespace)
+	ctx := context.Background()
+	dry := client.DryRunAll
+	run := func(change func(*pipelinev1.TaskRun)) *pipelinev1.TaskRun {
+		tr := &pipelinev1.TaskRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "run-" + rand.String(5)},
+			Spec: pipelinev1.TaskRunSpec{TaskSpec: &pipelinev1.TaskSpec{
+				Steps:      []pipelinev1.Step{{Name: "s", Image: framework.GuestImage, Command: []string{"true"}}},
+				Workspaces: []pipelinev1.WorkspaceDeclaration{{Name: "data"}}},
+				Workspaces: []pipelinev1.WorkspaceBinding{{Name: "data", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "disk"}}}}}
+		change(tr)
+		return tr
+	}
+	if err := ctrl.Create(ctx, run(func(*pipelinev1.TaskRun) {}), dry); err != nil {
+		t.Errorf("an inline run as the default ServiceAccount (what the controller creates): %v", err)
+	}
+	for what, change := range map[string]func(*pipelinev1.TaskRun){
+		"run as another ServiceAccount": func(tr *pipelinev1.TaskRun) { tr.Spec.ServiceAccountName = "admin" },
+		"run with a pod template":       func(tr *pipelinev1.TaskRun) { tr.Spec.PodTemplate = &pod.PodTemplate{HostNetwork: true} },
+		"run of a referenced task": func(tr *pipelinev1.TaskRun) {
+			tr.Spec.TaskSpec, tr.Spec.TaskRef = nil, &pipelinev1.TaskRef{Name: "anything"}
+		},
+	} {
+		refused(t, what, ctrl.Create(ctx, run(change), dry), "default ServiceAccount")
+	}
+	for what, change := range map[string]func(*pipelinev1.TaskRun){
+		"run mounting the node's root": func(tr *pipelinev1.TaskRun) {
+			tr.Spec.TaskSpec.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		},
+		"privileged step": func(tr *pipelinev1.TaskRun) {
+			privileged := true
+			tr.Spec.TaskSpec.Steps[0].SecurityContext = &corev1.SecurityContext{Privileged: &privileged}
+		},
+		"run with a sidecar": func(tr *pipelinev1.TaskRun) {
+			tr.Spec.TaskSpec.Sidecars = []pipelinev1.Sidecar{{Name: "side", Image: framework.GuestImage}}
+		},
+	} {
+		refused(t, what, ctrl.Create(ctx, run(change), dry), "mount only ConfigMaps")
+	}
+
+	binding := func(role string, subject rbacv1.Subject) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rb-" + rand.String(5)},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{subject}}
+	}
+	sa := func(ns, name string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: "ServiceAccount", Namespace: ns, Name: name}
+	}
+	const taskRole = "tekvirt-import-disk-task"
+	if err := ctrl.Create(ctx, binding(taskRole, sa(ns, "import-disk-task")), dry); err != nil {
+		t.Errorf("a task role bound to a ServiceAccount of the namespace (what the controller creates): %v", err)
+	}
+	for what, rb := range map[string]*rbacv1.RoleBinding{
+		"task role bound to the controller":                     binding(taskRole, sa(ctrlconfig.Namespace, ctrlconfig.ControllerServiceAccount)),
+		"task role bound to a user":                             binding(taskRole, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}),
+		"task role bound to another namespace's ServiceAccount": binding(taskRole, sa("default", "default")),
+	} {
+		refused(t, what, ctrl.Create(ctx, rb, dry), "binds only its task roles")
+	}
+	if err := ctrl.Create(ctx, binding("admin", sa(ns, "default")), dry); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("admin bound by the controller: err = %v, want RBAC's refusal", err)
+	}
+	// Nothing above was stored (dry runs), so nothing can have leaked.
+	if l, err := f.Kube.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
+		t.Errorf("RoleBindings left in %s: %v %v", ns, l, err)
+	}
+}
+
+// TestAttackHandlerRights: a node's handler (were its node compromised)
+// may change its own Node and the VMIs placed on it, nothing else: not
+// another Node, not a VMI that is not on its node.
+func TestAttackHandlerRights(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	node := nodeName(t, f)
+	handler := componentClient(t, f, ctrlconfig.HandlerUserPrefix+node, ctrlconfig.HandlerGroup)
+	ctx := context.Background()
+	admin := f.VMClient(t)
+	ghost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-e2e-ghost-" + rand.String(5)},
+		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "tekvirt.io/e2e-ghost", Effect: corev1.TaintEffectNoExecute}}}}
+	if err := admin.Create(ctx, ghost); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), ghost) })
+
+	annotate := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"tekvirt.io/e2e-attack":"1"}}}`))
+	if err := handler.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, annotate, client.DryRunAll); err != nil {
+		t.Errorf("the handler annotating its own Node: %v", err)
+	}
+	refused(t, "the handler annotating another Node", handler.Patch(ctx, ghost.DeepCopy(), annotate, client.DryRunAll), "may change only that Node")
+
+	spec := framework.GuestVMI(framework.GuestImage, "elsewhere")
+	spec.NodeSelector = map[string]string{"kubernetes.io/hostname": ghost.Name}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "elsewhere"}, Spec: spec}
+	if err := admin.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, "the handler changing a VMI not on its node", handler.Patch(ctx, vmi.DeepCopy(), annotate), "may change only the VMIs on that node")
+	status := client.RawPatch(types.MergePatchType, []byte(`{"status":{"nodeName":"`+node+`","phase":"Scheduled"}}`))
+	refused(t, "the handler claiming a VMI for its node", handler.Status().Patch(ctx, vmi.DeepCopy(), status), "may change only the VMIs on that node")
+	got := &v1.VirtualMachineInstance{}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(vmi), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations["tekvirt.io/e2e-attack"] != "" || got.Status.NodeName != "" {
+		t.Errorf("the refused changes are on the VMI: annotations %v, nodeName %q", got.Annotations, got.Status.NodeName)
+	}
+}
