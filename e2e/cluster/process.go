@@ -94,23 +94,53 @@ func binarySum(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// configSum sums the contents of the files under etcDir that args name
+// (kubeconfigs, which embed the client certificate, and config files), so
+// that a component whose identity or configuration changed restarts: a
+// running one keeps the certificate it read at start.
+func configSum(args []string, etcDir string) (string, error) {
+	h := sha256.New()
+	for _, a := range args {
+		if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+			a = v
+		}
+		if !strings.HasPrefix(a, etcDir+string(filepath.Separator)) {
+			continue
+		}
+		data, err := os.ReadFile(a)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %x\n", a, sha256.Sum256(data))
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // ensure starts p unless it already runs its current binary with its
-// current flags, then waits until it is ready. A component whose binary or
-// flags changed since it started (a rebuilt tekvirt, a new Kubernetes
-// version, a moved directory) is restarted.
+// current flags and configuration files, then waits until it is ready. A
+// component whose binary, flags or configuration changed since it started
+// (a rebuilt tekvirt, a new Kubernetes version, a moved directory, a
+// reissued certificate) is restarted.
 func (c *Cluster) ensure(ctx context.Context, p *process) error {
 	start := time.Now()
 	sum, err := binarySum(p.binary)
 	if err != nil {
 		return fmt.Errorf("%s: reading %s: %w", p.name, p.binary, err)
 	}
-	sum += " " + strings.Join(p.args, " ")
+	conf, err := configSum(p.args, c.path("etc"))
+	if err != nil {
+		return fmt.Errorf("%s: reading its configuration: %w", p.name, err)
+	}
+	sum += " " + strings.Join(p.args, " ") + " " + conf
 	if pid := c.pid(p); pid != 0 {
 		if old, _ := os.ReadFile(c.sumFile(p.name)); string(old) == sum {
 			c.progress("%-24s running (pid %d)", p.name, pid)
 			return nil
 		}
-		c.progress("%-24s binary or flags changed: restarting (pid %d)", p.name, pid)
+		c.progress("%-24s binary, flags or configuration changed: restarting (pid %d)", p.name, pid)
 		if err := c.stop(p); err != nil {
 			return err
 		}

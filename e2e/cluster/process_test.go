@@ -190,7 +190,40 @@ func TestEnsureRestartsOnNewBinary(t *testing.T) {
 	if err := c.ensure(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if second := c.pid(p); second == 0 || second == first || !strings.Contains(out.String(), "binary or flags changed: restarting") {
+	if second := c.pid(p); second == 0 || second == first || !strings.Contains(out.String(), "binary, flags or configuration changed: restarting") {
 		t.Fatalf("changed binary not restarted (pid %d -> %d):\n%s", first, second, out)
+	}
+}
+
+func TestConfigSumFollowsTheFilesArgsName(t *testing.T) {
+	etc := t.TempDir()
+	kubeconfig, outside := filepath.Join(etc, "handler.kubeconfig"), filepath.Join(t.TempDir(), "other.yaml")
+	for _, p := range []string{kubeconfig, outside} {
+		if err := os.WriteFile(p, []byte("cert: A"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"--kubeconfig", kubeconfig, "--config=" + filepath.Join(etc, "absent.yaml"), "--other=" + outside}
+	first, err := configSum(args, etc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(outside, []byte("changed"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := configSum(args, etc); again != first {
+		t.Error("a file outside the etc directory changed the sum")
+	}
+	if err := os.WriteFile(kubeconfig, []byte("cert: B"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if reissued, _ := configSum(args, etc); reissued == first {
+		t.Error("a reissued certificate in the kubeconfig left the sum unchanged: the component would keep its old identity")
+	}
+	asFlag, _ := configSum([]string{"--kubeconfig=" + kubeconfig}, etc)
+	separate, _ := configSum([]string{"--kubeconfig", kubeconfig}, etc)
+	none, _ := configSum(nil, etc)
+	if asFlag != separate || asFlag == none {
+		t.Error("--flag=path is not followed as --flag path is")
 	}
 }
