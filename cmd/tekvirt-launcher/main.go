@@ -1,5 +1,6 @@
 // Command tekvirt-launcher runs one VM: the handler starts it with the VM's
-// directory on the node, and it lives as long as the VM's libvirt domain.
+// directory on the node, or it is a launcher Pod's entrypoint (with
+// --libvirtd), and it lives as long as the VM's libvirt domain.
 package main
 
 import (
@@ -15,8 +16,12 @@ import (
 )
 
 func main() {
-	var dir string
+	if launcher.NeedsInit() {
+		os.Exit(launcher.RunAsInit(os.Args))
+	}
+	var dir, libvirtd string
 	flag.StringVar(&dir, "dir", "", "the VM's directory, holding "+launcher.SpecFile)
+	flag.StringVar(&libvirtd, "libvirtd", "", "start a libvirtd of the launcher's own with this run directory (in a launcher Pod) and run the VM there")
 	flag.Parse()
 	if dir == "" {
 		fmt.Fprintln(os.Stderr, "tekvirt-launcher: --dir is required")
@@ -25,7 +30,7 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("vmDir", dir)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := launcher.Main(ctx, dir, log); err != nil {
+	if err := launcher.Main(ctx, dir, libvirtd, log); err != nil {
 		log.Error("launcher failed", "err", err)
 		os.Exit(1)
 	}

@@ -64,7 +64,12 @@ func (c *Cluster) pushImages(b binaries) (Images, error) {
 	if err != nil {
 		return nil, err
 	}
+	base, err := c.launcherBase()
+	if err != nil {
+		return nil, err
+	}
 	specs := map[string]ocibuild.Spec{
+		tekvirtModule + "/cmd/tekvirt-launcher":   launcherImage(base, filepath.Join(b.tekvirt, "tekvirt-launcher")),
 		ShellImageKey:                             bb,
 		tekvirtModule + "/cmd/tekvirt-pause":      goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-pause")),
 		tekvirtModule + "/cmd/tekvirt-controller": goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-controller")),

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -33,6 +34,9 @@ type File struct {
 
 // Spec describes one image.
 type Spec struct {
+	// Base, when set, is a gzipped tar layer (see WriteLayer) under Files,
+	// for content too large to pack again on every build.
+	Base string
 	// Files maps absolute paths in the image to their content.
 	Files      map[string]File
 	Entrypoint []string
@@ -56,7 +60,15 @@ func Build(spec Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading layer: %w", err)
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	layers := []v1.Layer{layer}
+	if spec.Base != "" {
+		base, err := tarball.LayerFromFile(spec.Base)
+		if err != nil {
+			return nil, fmt.Errorf("reading base layer %s: %w", spec.Base, err)
+		}
+		layers = []v1.Layer{base, layer}
+	}
+	img, err := mutate.AppendLayers(empty.Image, layers...)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +102,32 @@ func Push(spec Spec, ref string) (string, error) {
 		return "", err
 	}
 	return r.Context().Digest(d.String()).String(), nil
+}
+
+// WriteLayer packs files as a gzipped tar layer at path (written beside
+// it and renamed, so an interrupted write leaves no layer), for Spec.Base.
+func WriteLayer(path string, files map[string]File) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".layer-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	zw, err := gzip.NewWriterLevel(tmp, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	if err := writeTar(zw, files); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 func writeTar(w io.Writer, files map[string]File) error {

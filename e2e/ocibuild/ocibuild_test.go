@@ -66,3 +66,43 @@ func TestBuildIsReproducibleAndHoldsFiles(t *testing.T) {
 		t.Fatalf("parent dir entry missing: %+v", seen)
 	}
 }
+
+func TestBaseLayerUnderFiles(t *testing.T) {
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "lib.so")
+	if err := os.WriteFile(lib, []byte("library"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, "base.tar.gz")
+	if err := WriteLayer(base, map[string]File{"/usr/lib/lib.so": {Source: lib}, "/lib": {Link: "usr/lib"}}); err != nil {
+		t.Fatal(err)
+	}
+	img, err := Build(Spec{Base: base, Files: map[string]File{"/ko-app/app": {Source: lib, Mode: 0o755}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 2 {
+		t.Fatalf("layers %d, %v; want the base and the files", len(layers), err)
+	}
+	tr := tar.NewReader(mutate.Extract(img))
+	seen := map[string]bool{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[h.Name] = true
+	}
+	for _, want := range []string{"usr/lib/lib.so", "lib", "ko-app/app"} {
+		if !seen[want] {
+			t.Errorf("image has no %s: %v", want, seen)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("WriteLayer left files beside the layer: %v", entries)
+	}
+}

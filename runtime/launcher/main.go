@@ -16,11 +16,21 @@ const defaultGrace = 180 * time.Second
 // Main runs the VM described in dir until its domain ends: it joins its own
 // cgroup, starts the domain, answers the handler on dir/launcher.sock, and
 // writes dir/exit.json with how the domain ended. Cancelling ctx (SIGTERM)
-// shuts the guest down within its termination grace period.
-func Main(ctx context.Context, dir string, log *slog.Logger) error {
+// shuts the guest down within its termination grace period. With
+// libvirtdDir set (in a launcher Pod) it runs the domain on a libvirtd of
+// its own, started there, instead of the spec's.
+func Main(ctx context.Context, dir, libvirtdDir string, log *slog.Logger) error {
 	spec, err := ReadSpec(dir)
 	if err != nil {
 		return err
+	}
+	uri, stopLibvirtd, err := startLibvirtd(ctx, libvirtdDir, log)
+	if err != nil {
+		return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
+	}
+	defer stopLibvirtd()
+	if uri != "" {
+		spec.URI = uri
 	}
 	if err := os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return err

@@ -1,0 +1,198 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/cluster"
+	"github.com/tekvirt/tekvirt/e2e/framework"
+	"github.com/tekvirt/tekvirt/runtime/cloudinit"
+	"github.com/tekvirt/tekvirt/runtime/containerdisk"
+	"github.com/tekvirt/tekvirt/runtime/domain"
+	"github.com/tekvirt/tekvirt/runtime/launcher"
+)
+
+// launcherPodVM prepares, in a directory of this machine (the node), what
+// the handler prepares for a VMI (a containerDisk overlay, a cloud-init
+// seed, the launcher spec) and returns the directory, the image cache the
+// overlay is backed by, and the VMI.
+func launcherPodVM(t *testing.T, ns string) (dir, cacheDir string, vmi *v1.VirtualMachineInstance) {
+	t.Helper()
+	ctx := context.Background()
+	base := t.TempDir()
+	dir, cacheDir = filepath.Join(base, "vm"), filepath.Join(base, "images")
+	for _, d := range []string{dir, cacheDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vmi = &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "in-pod"}, Spec: framework.GuestVMI(framework.GuestImage, "in-pod")}
+	im, err := containerdisk.Cache{Dir: cacheDir}.Fetch(ctx, framework.GuestImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk, err := im.Disk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(dir, "disk-0.qcow2")
+	if err := containerdisk.Overlay(ctx, disk, overlay); err != nil {
+		t.Fatal(err)
+	}
+	seed, err := cloudinit.FromVolume(vmi, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedPath := filepath.Join(dir, "cloudinit-1.img")
+	if err := seed.WriteImage(ctx, seedPath); err != nil {
+		t.Fatal(err)
+	}
+	spec := &launcher.Spec{VMI: vmi, Options: domain.Options{
+		Volumes: map[string]domain.Volume{
+			"containerdisk": {Path: overlay, Format: "qcow2"},
+			"cloudinitdisk": {Path: seedPath, Format: "raw"},
+		},
+		AgentSocket: filepath.Join(dir, "agent.sock"), SerialSocket: filepath.Join(dir, "serial.sock"), SerialLog: filepath.Join(dir, "serial.log"),
+	}}
+	if err := launcher.WriteSpec(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	return dir, cacheDir, vmi
+}
+
+// hostPathAt mounts the node's path at the same path in the Pod, so the
+// paths in the spec (and the overlay's backing file) hold in both.
+func hostPathAt(name, path string, readOnly bool) (corev1.Volume, corev1.VolumeMount) {
+	dirType := corev1.HostPathDirectory
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &dirType}}},
+		corev1.VolumeMount{Name: name, MountPath: path, ReadOnly: readOnly}
+}
+
+// TestVMRunsInsideItsLauncherPod: the launcher image (Debian's libvirt and
+// QEMU and tekvirt-launcher, built by `up`) runs a VM inside a Pod: libvirtd
+// and QEMU start there, the guest boots and its agent answers, QEMU lives
+// in the Pod's cgroup and network namespace (not the node's), the guest's
+// user network leads to the Pod's loopback, where the node's etcd is not,
+// and deleting the Pod ends QEMU.
+func TestVMRunsInsideItsLauncherPod(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	dir, cacheDir, vmi := launcherPodVM(t, ns)
+	vmVol, vmMount := hostPathAt("vm", dir, false)
+	cacheVol, cacheMount := hostPathAt("images", cacheDir, true)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "launcher"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Volumes:       []corev1.Volume{vmVol, cacheVol},
+			Containers: []corev1.Container{{
+				Name: "compute", Image: cluster.RegistryAddr + "/tekvirt/tekvirt-launcher:latest", ImagePullPolicy: corev1.PullAlways,
+				Command:      []string{"/ko-app/tekvirt-launcher", "--dir", dir, "--libvirtd", "/run/tekvirt-libvirt"},
+				VolumeMounts: []corev1.VolumeMount{vmMount, cacheMount},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceMemory: resource.MustParse("400Mi"), corev1.ResourceCPU: resource.MustParse("100m")}},
+			}},
+		},
+	}
+	ctx := context.Background()
+	created, err := f.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	client := launcher.NewClient(dir)
+	framework.Eventually(t, 3*time.Minute, "the guest agent in the launcher Pod answers", func() error {
+		if ex, err := launcher.ReadExit(dir); err == nil && ex != nil {
+			return fmt.Errorf("the launcher ended: %+v", ex)
+		}
+		st, err := client.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if !st.AgentConnected {
+			return fmt.Errorf("agent not connected yet (domain %s)", st.Domain)
+		}
+		return nil
+	})
+	t.Logf("launcher Pod create -> guest agent connected: %.1fs", time.Since(start).Seconds())
+
+	qemu := qemuOf(t, domain.Name(vmi))
+	cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", qemu))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if podDir := "pod" + string(created.UID); !strings.Contains(string(cgroup), podDir) {
+		t.Errorf("QEMU (pid %d) is not in the Pod's cgroup %s:\n%s", qemu, podDir, cgroup)
+	}
+	qemuNet, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", qemu))
+	nodeNet, _ := os.Readlink("/proc/self/ns/net")
+	if qemuNet == "" || qemuNet == nodeNet {
+		t.Errorf("QEMU's network namespace %q is the node's %q", qemuNet, nodeNet)
+	}
+
+	// 10.0.2.2 is the host side of the guest's user network: here, the
+	// Pod's loopback, where nothing listens; on the node, 127.0.0.1:2379 is
+	// etcd. The kubernetes Service is reachable, as from any pod.
+	res, err := client.Exec(ctx, launcher.ExecRequest{Command: "/bin/sh", Args: []string{"-c",
+		"nc -w 3 10.0.2.2 2379 </dev/null; echo etcd=$?; nc -w 3 " + kubernetesServiceIP(t, f) + " 443 </dev/null; echo service=$?"}, TimeoutSeconds: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(res.Stdout) + string(res.Stderr)
+	if !strings.Contains(out, "etcd=1") || !strings.Contains(out, "service=0") {
+		t.Errorf("from the guest, the node's etcd must be refused and the kubernetes Service reached: %q", out)
+	}
+
+	if err := f.Kube.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "QEMU ends with its Pod", func() error {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", qemu)); err == nil {
+			return fmt.Errorf("QEMU %d still runs", qemu)
+		}
+		return nil
+	})
+}
+
+// kubernetesServiceIP is the cluster IP of the kubernetes Service.
+func kubernetesServiceIP(t *testing.T, f *framework.Framework) string {
+	t.Helper()
+	svc, err := f.Kube.CoreV1().Services("default").Get(context.Background(), "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc.Spec.ClusterIP
+}
+
+// qemuOf is the pid of the QEMU running domain name on this machine.
+func qemuOf(t *testing.T, name string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(cmdline), "/usr/bin/qemu-system") && strings.Contains(string(cmdline), "guest="+name+",") {
+			return pid
+		}
+	}
+	t.Fatalf("no QEMU runs domain %s", name)
+	return 0
+}
