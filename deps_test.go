@@ -15,10 +15,13 @@ var layerRules = []struct {
 	why       string
 }{
 	{"github.com/tekvirt/tekvirt/images", []string{"k8s.io/", "sigs.k8s.io/", "github.com/tektoncd/", "libvirt.org/"}, "images/ is a pure disk image library"},
-	{"github.com/tekvirt/tekvirt/runtime", []string{"github.com/tektoncd/"}, "the node runtime knows no Tekton"},
+	{"github.com/tekvirt/tekvirt/runtime", []string{"github.com/tektoncd/", "github.com/tekvirt/tekvirt/e2e"}, "the node runtime knows no Tekton and no testbed"},
 	{"github.com/tekvirt/tekvirt/tasks", []string{"github.com/tekvirt/tekvirt/controllers", "github.com/tekvirt/tekvirt/e2e", "github.com/tekvirt/tekvirt/runtime"}, "task steps depend only on images/ and client libraries"},
 	{"github.com/tekvirt/tekvirt/controllers", []string{"github.com/tekvirt/tekvirt/e2e", "github.com/tekvirt/tekvirt/runtime", "libvirt.org/"}, "reconcilers create runs, they do no node or data work"},
 	{"github.com/tekvirt/tekvirt/catalog", []string{"github.com/tekvirt/tekvirt/controllers", "github.com/tekvirt/tekvirt/e2e"}, "catalog is data"},
+	// The components a release ships; cmd/tekvirt, the CLI, also starts the
+	// local testbed (up, down).
+	{"github.com/tekvirt/tekvirt/cmd/tekvirt-", []string{"github.com/tekvirt/tekvirt/e2e"}, "production code never imports the testbed"},
 }
 
 type goPackage struct {

@@ -1,0 +1,207 @@
+package vmi
+
+import (
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// Labels of a launcher Pod, as KubeVirt's; the VMI's own labels are copied
+// too, so a Service selecting the VMI's labels selects its Pod.
+const (
+	AppLabel       = "kubevirt.io"
+	AppLauncher    = "virt-launcher"
+	CreatedByLabel = "kubevirt.io/created-by"
+	VMNameLabel    = "vm.kubevirt.io/name"
+)
+
+// Where the launcher Pod meets the node's handler: the VM's directory and
+// the containerDisk cache (read-only), at the same paths as on the node so
+// that the paths the handler writes (and a qcow2 overlay's backing file)
+// hold in both; claims are mounted under DisksDir/<volume>.
+const (
+	VMsDir           = "/var/lib/tekvirt/vms"
+	ImagesDir        = "/var/lib/tekvirt/images"
+	DisksDir         = "/var/run/kubevirt-private/vmi-disks"
+	ComputeContainer = "compute"
+	libvirtRunDir    = "/var/run/tekvirt-libvirt"
+)
+
+// The launcher's memory overhead, beyond the guest's memory: the launcher
+// and its libvirtd, QEMU's own memory and TCG's translation buffer, plus
+// page tables (1/512 of the guest) and a share per vCPU, as KubeVirt sizes
+// its virt-launcher.
+var (
+	baseOverhead    = resource.MustParse("200Mi")
+	perVCPUOverhead = resource.MustParse("8Mi")
+)
+
+// cpuAllocationRatio is KubeVirt's default: a vCPU without a CPU request
+// asks for 1/10 of a core.
+const cpuAllocationRatio = 10
+
+// GuestMemory is what the guest is given: memory.guest, else the memory
+// request.
+func GuestMemory(vmi *v1.VirtualMachineInstance) (resource.Quantity, error) {
+	if m := vmi.Spec.Domain.Memory; m != nil && m.Guest != nil {
+		return *m.Guest, nil
+	}
+	if q, ok := vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory]; ok {
+		return q, nil
+	}
+	return resource.Quantity{}, fmt.Errorf("spec.domain.resources.requests.memory or spec.domain.memory.guest is required")
+}
+
+// VCPUs is the guest's vCPU count (sockets x cores x threads, each 1 when
+// unset).
+func VCPUs(vmi *v1.VirtualMachineInstance) int64 {
+	cpu := vmi.Spec.Domain.CPU
+	if cpu == nil {
+		return 1
+	}
+	n := int64(1)
+	for _, v := range []uint32{cpu.Sockets, cpu.Cores, cpu.Threads} {
+		if v > 0 {
+			n *= int64(v)
+		}
+	}
+	return n
+}
+
+// MemoryOverhead is the memory the launcher Pod needs beyond the guest's.
+func MemoryOverhead(guest resource.Quantity, vcpus int64) resource.Quantity {
+	o := baseOverhead.DeepCopy()
+	o.Add(*resource.NewQuantity(guest.Value()/512, resource.BinarySI))
+	per := perVCPUOverhead.DeepCopy()
+	for range vcpus {
+		o.Add(per)
+	}
+	return o
+}
+
+// resources are the compute container's: the guest's memory plus the
+// overhead, the CPU the VMI asks for (or its vCPUs at the allocation
+// ratio), the extended resources it names, and one of each host device.
+func resources(vmi *v1.VirtualMachineInstance) (corev1.ResourceRequirements, error) {
+	guest, err := GuestMemory(vmi)
+	if err != nil {
+		return corev1.ResourceRequirements{}, err
+	}
+	vcpus := VCPUs(vmi)
+	out := corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
+	for name, q := range vmi.Spec.Domain.Resources.Requests {
+		out.Requests[name] = q
+	}
+	for name, q := range vmi.Spec.Domain.Resources.Limits {
+		out.Limits[name] = q
+	}
+	overhead := MemoryOverhead(guest, vcpus)
+	mem := guest.DeepCopy()
+	if q, ok := out.Requests[corev1.ResourceMemory]; ok {
+		mem = q.DeepCopy()
+	}
+	mem.Add(overhead)
+	out.Requests[corev1.ResourceMemory] = mem
+	if q, ok := out.Limits[corev1.ResourceMemory]; ok {
+		q.Add(overhead)
+		out.Limits[corev1.ResourceMemory] = q
+	}
+	if _, ok := out.Requests[corev1.ResourceCPU]; !ok {
+		out.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(vcpus*1000/cpuAllocationRatio, resource.DecimalSI)
+	}
+	var devices []string
+	for _, d := range vmi.Spec.Domain.Devices.HostDevices {
+		devices = append(devices, d.DeviceName)
+	}
+	for _, g := range vmi.Spec.Domain.Devices.GPUs {
+		devices = append(devices, g.DeviceName)
+	}
+	for _, name := range devices {
+		rn := corev1.ResourceName(name)
+		q := out.Limits[rn]
+		q.Add(*resource.NewQuantity(1, resource.DecimalSI))
+		out.Limits[rn], out.Requests[rn] = q, q
+	}
+	if len(out.Limits) == 0 {
+		out.Limits = nil
+	}
+	return out, nil
+}
+
+// hostDir is a node directory mounted at the same path.
+func hostDir(name, dir string, t corev1.HostPathType, readOnly bool) (corev1.Volume, corev1.VolumeMount) {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &t}}},
+		corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: readOnly}
+}
+
+// LauncherPod is the Pod that runs vmi with the launcher image.
+func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, error) {
+	res, err := resources(vmi)
+	if err != nil {
+		return nil, err
+	}
+	dir := path.Join(VMsDir, string(vmi.UID))
+	vmVol, vmMount := hostDir("vm", dir, corev1.HostPathDirectoryOrCreate, false)
+	imgVol, imgMount := hostDir("images", ImagesDir, corev1.HostPathDirectoryOrCreate, true)
+	volumes, mounts := []corev1.Volume{vmVol, imgVol}, []corev1.VolumeMount{vmMount, imgMount}
+	for i, vol := range vmi.Spec.Volumes {
+		var claim string
+		readOnly := false
+		switch {
+		case vol.PersistentVolumeClaim != nil:
+			claim, readOnly = vol.PersistentVolumeClaim.ClaimName, vol.PersistentVolumeClaim.ReadOnly
+		case vol.DataVolume != nil:
+			claim = vol.DataVolume.Name
+		default:
+			continue
+		}
+		// Pod volume names come from the index: a VMI volume name may clash
+		// with the Pod's own.
+		name := fmt.Sprintf("volume-%d", i)
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path.Join(DisksDir, vol.Name), ReadOnly: readOnly})
+	}
+	labels := map[string]string{}
+	for k, v := range vmi.Labels {
+		labels[k] = v
+	}
+	labels[AppLabel], labels[CreatedByLabel], labels[VMNameLabel] = AppLauncher, string(vmi.UID), vmi.Name
+	grace := int64(180)
+	if g := vmi.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = *g
+	}
+	spec := vmi.Spec
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: vmi.Namespace, GenerateName: "virt-launcher-" + vmi.Name + "-", Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vmi, v1.VirtualMachineInstanceGroupVersionKind)},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			NodeSelector:                  spec.NodeSelector,
+			Affinity:                      spec.Affinity,
+			Tolerations:                   spec.Tolerations,
+			TopologySpreadConstraints:     spec.TopologySpreadConstraints,
+			PriorityClassName:             spec.PriorityClassName,
+			SchedulerName:                 spec.SchedulerName,
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To(grace + 15), // the guest's grace, then libvirtd's stop
+			Volumes:                       volumes,
+			Containers: []corev1.Container{{
+				Name:         ComputeContainer,
+				Image:        image,
+				Command:      []string{"/ko-app/tekvirt-launcher", "--dir", dir, "--libvirtd", libvirtRunDir},
+				Resources:    res,
+				VolumeMounts: mounts,
+			}},
+		},
+	}, nil
+}

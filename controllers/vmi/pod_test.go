@@ -1,0 +1,139 @@
+package vmi
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+func guestVMI() *v1.VirtualMachineInstance {
+	return &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm1", UID: "uid-1", Labels: map[string]string{"app": "web"}},
+		Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{
+			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}}}},
+	}
+}
+
+func qty(s string) resource.Quantity { return resource.MustParse(s) }
+
+func TestLauncherPodResources(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mod              func(*v1.VirtualMachineInstance)
+		requests, limits corev1.ResourceList
+	}{
+		"memory request, one vCPU": {func(*v1.VirtualMachineInstance) {},
+			// 256Mi + 200Mi + 256Mi/512 + 8Mi = 464.5Mi
+			corev1.ResourceList{corev1.ResourceMemory: qty("487063552"), corev1.ResourceCPU: qty("100m")}, nil},
+		"four vCPUs and a CPU request": {func(vmi *v1.VirtualMachineInstance) {
+			vmi.Spec.Domain.CPU = &v1.CPU{Sockets: 2, Cores: 2}
+			vmi.Spec.Domain.Resources.Requests[corev1.ResourceCPU] = qty("1500m")
+		}, corev1.ResourceList{corev1.ResourceMemory: qty("512229376"), corev1.ResourceCPU: qty("1500m")}, nil},
+		"overcommitted guest and a memory limit": {func(vmi *v1.VirtualMachineInstance) {
+			vmi.Spec.Domain.Memory = &v1.Memory{Guest: ptrQty("1Gi")}
+			vmi.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: qty("1Gi")}
+		}, corev1.ResourceList{corev1.ResourceMemory: qty("488636416"), corev1.ResourceCPU: qty("100m")}, // 256Mi + 200Mi + 2Mi + 8Mi
+			corev1.ResourceList{corev1.ResourceMemory: qty("1293942784")}}, // 1Gi + the same overhead
+		"host devices and an extended resource": {func(vmi *v1.VirtualMachineInstance) {
+			vmi.Spec.Domain.Devices.GPUs = []v1.GPU{{Name: "g1", DeviceName: "nvidia.com/GP102"}, {Name: "g2", DeviceName: "nvidia.com/GP102"}}
+			vmi.Spec.Domain.Devices.HostDevices = []v1.HostDevice{{Name: "h1", DeviceName: "intel.com/qat"}}
+			vmi.Spec.Domain.Resources.Requests["example.com/dongle"] = qty("1")
+		}, corev1.ResourceList{corev1.ResourceMemory: qty("487063552"), corev1.ResourceCPU: qty("100m"),
+			"nvidia.com/GP102": qty("2"), "intel.com/qat": qty("1"), "example.com/dongle": qty("1")},
+			corev1.ResourceList{"nvidia.com/GP102": qty("2"), "intel.com/qat": qty("1")}},
+	} {
+		vmi := guestVMI()
+		tc.mod(vmi)
+		pod, err := LauncherPod(vmi, "reg/launcher@sha256:1")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := pod.Spec.Containers[0].Resources
+		if !equalLists(got.Requests, tc.requests) || !equalLists(got.Limits, tc.limits) {
+			t.Errorf("%s: requests %v limits %v; want %v and %v", name, got.Requests, got.Limits, tc.requests, tc.limits)
+		}
+	}
+	vmi := guestVMI()
+	vmi.Spec.Domain.Resources.Requests = nil
+	if _, err := LauncherPod(vmi, "x"); err == nil || !strings.Contains(err.Error(), "requests.memory") {
+		t.Errorf("a VMI without memory: %v", err)
+	}
+}
+
+func ptrQty(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+
+func equalLists(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, q := range a {
+		if w, ok := b[k]; !ok || q.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestLauncherPodSchedulingLabelsAndVolumes(t *testing.T) {
+	vmi := guestVMI()
+	grace := int64(10)
+	vmi.Spec.TerminationGracePeriodSeconds = &grace
+	vmi.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "node2"}
+	vmi.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+	vmi.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{}}
+	vmi.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule}}
+	vmi.Spec.PriorityClassName, vmi.Spec.SchedulerName = "high", "my-scheduler"
+	vmi.Spec.Volumes = []v1.Volume{
+		{Name: "containerdisk", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "img"}}},
+		{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-pvc", ReadOnly: true}}}},
+		{Name: "root", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: "root-dv"}}},
+	}
+	pod, err := LauncherPod(vmi, "reg/launcher@sha256:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"app": "web", "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": "uid-1", "vm.kubevirt.io/name": "vm1"}
+	if !reflect.DeepEqual(pod.Labels, want) || pod.GenerateName != "virt-launcher-vm1-" || pod.Namespace != "ns" {
+		t.Errorf("meta %s/%s %v", pod.Namespace, pod.GenerateName, pod.Labels)
+	}
+	if o := pod.OwnerReferences; len(o) != 1 || o[0].Kind != "VirtualMachineInstance" || o[0].UID != "uid-1" || o[0].Controller == nil || !*o[0].Controller {
+		t.Errorf("owner %+v", o)
+	}
+	s := pod.Spec
+	if !reflect.DeepEqual(s.NodeSelector, vmi.Spec.NodeSelector) || !reflect.DeepEqual(s.Tolerations, vmi.Spec.Tolerations) ||
+		s.Affinity != vmi.Spec.Affinity || !reflect.DeepEqual(s.TopologySpreadConstraints, vmi.Spec.TopologySpreadConstraints) ||
+		s.PriorityClassName != "high" || s.SchedulerName != "my-scheduler" || *s.TerminationGracePeriodSeconds != 25 ||
+		s.RestartPolicy != corev1.RestartPolicyNever || *s.AutomountServiceAccountToken {
+		t.Errorf("spec %+v", s)
+	}
+	c := s.Containers[0]
+	if got := strings.Join(c.Command, " "); got != "/ko-app/tekvirt-launcher --dir /var/lib/tekvirt/vms/uid-1 --libvirtd /var/run/tekvirt-libvirt" || c.Image != "reg/launcher@sha256:1" {
+		t.Errorf("container %s: %s", c.Image, got)
+	}
+	claims := map[string]string{}
+	for _, v := range s.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			claims[v.Name] = v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	if !reflect.DeepEqual(claims, map[string]string{"volume-1": "data-pvc", "volume-2": "root-dv"}) {
+		t.Errorf("claims %v (a containerDisk is not a Pod volume)", claims)
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+		if m.Name == "volume-1" && !m.ReadOnly || m.Name == "images" && !m.ReadOnly {
+			t.Errorf("mount %s must be read-only", m.Name)
+		}
+	}
+	if mounts["vm"] != "/var/lib/tekvirt/vms/uid-1" || mounts["volume-1"] != "/var/run/kubevirt-private/vmi-disks/data" ||
+		mounts["volume-2"] != "/var/run/kubevirt-private/vmi-disks/root" || mounts["images"] != ImagesDir {
+		t.Errorf("mounts %v", mounts)
+	}
+}
