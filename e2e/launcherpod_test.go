@@ -26,9 +26,9 @@ import (
 
 // launcherPodVM prepares, in a directory of this machine (the node), what
 // the handler prepares for a VMI (a containerDisk overlay, a cloud-init
-// seed, the launcher spec) and returns the directory, the image cache the
-// overlay is backed by, and the VMI.
-func launcherPodVM(t *testing.T, ns string) (dir, cacheDir string, vmi *v1.VirtualMachineInstance) {
+// seed) and returns the directory, the image cache the overlay is backed
+// by, the VMI and the launcher's spec, which the test writes later.
+func launcherPodVM(t *testing.T, ns string) (dir, cacheDir string, vmi *v1.VirtualMachineInstance, spec *launcher.Spec) {
 	t.Helper()
 	ctx := context.Background()
 	base := t.TempDir()
@@ -59,17 +59,14 @@ func launcherPodVM(t *testing.T, ns string) (dir, cacheDir string, vmi *v1.Virtu
 	if err := seed.WriteImage(ctx, seedPath); err != nil {
 		t.Fatal(err)
 	}
-	spec := &launcher.Spec{VMI: vmi, Options: domain.Options{
+	spec = &launcher.Spec{VMI: vmi, Options: domain.Options{
 		Volumes: map[string]domain.Volume{
 			"containerdisk": {Path: overlay, Format: "qcow2"},
 			"cloudinitdisk": {Path: seedPath, Format: "raw"},
 		},
 		AgentSocket: filepath.Join(dir, "agent.sock"), SerialSocket: filepath.Join(dir, "serial.sock"), SerialLog: filepath.Join(dir, "serial.log"),
 	}}
-	if err := launcher.WriteSpec(dir, spec); err != nil {
-		t.Fatal(err)
-	}
-	return dir, cacheDir, vmi
+	return dir, cacheDir, vmi, spec
 }
 
 // hostPathAt mounts the node's path at the same path in the Pod, so the
@@ -81,15 +78,16 @@ func hostPathAt(name, path string, readOnly bool) (corev1.Volume, corev1.VolumeM
 }
 
 // TestVMRunsInsideItsLauncherPod: the launcher image (Debian's libvirt and
-// QEMU and tekvirt-launcher, built by `up`) runs a VM inside a Pod: libvirtd
-// and QEMU start there, the guest boots and its agent answers, QEMU lives
+// QEMU and tekvirt-launcher, built by `up`) runs a VM inside a Pod: the
+// launcher waits for the VM's spec (the handler's part, played here), then
+// libvirtd and QEMU start there, the guest boots and its agent answers, QEMU lives
 // in the Pod's cgroup and network namespace (not the node's), the guest's
 // user network leads to the Pod's loopback, where the node's etcd is not,
 // and deleting the Pod ends QEMU.
 func TestVMRunsInsideItsLauncherPod(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
-	dir, cacheDir, vmi := launcherPodVM(t, ns)
+	dir, cacheDir, vmi, spec := launcherPodVM(t, ns)
 	vmVol, vmMount := hostPathAt("vm", dir, false)
 	cacheVol, cacheMount := hostPathAt("images", cacheDir, true)
 	pod := &corev1.Pod{
@@ -111,7 +109,20 @@ func TestVMRunsInsideItsLauncherPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	framework.Eventually(t, 2*time.Minute, "the launcher Pod runs, waiting for its spec", func() error {
+		p, err := f.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("pod %s", p.Status.Phase)
+		}
+		return nil
+	})
 	start := time.Now()
+	if err := launcher.WriteSpec(dir, spec); err != nil {
+		t.Fatal(err)
+	}
 	client := launcher.NewClient(dir)
 	framework.Eventually(t, 3*time.Minute, "the guest agent in the launcher Pod answers", func() error {
 		if ex, err := launcher.ReadExit(dir); err == nil && ex != nil {
@@ -126,9 +137,10 @@ func TestVMRunsInsideItsLauncherPod(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("launcher Pod create -> guest agent connected: %.1fs", time.Since(start).Seconds())
+	t.Logf("spec written -> guest agent connected: %.1fs", time.Since(start).Seconds())
 
 	qemu := qemuOf(t, domain.Name(vmi))
+	logPodMemory(t, qemu)
 	cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", qemu))
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +176,33 @@ func TestVMRunsInsideItsLauncherPod(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// logPodMemory logs what the launcher container (launcher, libvirtd and
+// QEMU with a 256 MiB guest) uses: the figure the launcher Pod's memory
+// overhead is sized by.
+func logPodMemory(t *testing.T, qemu int) {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", qemu))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[1] == "memory" {
+			stat, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", f[2], "memory.stat"))
+			if err != nil {
+				t.Logf("memory of the launcher container: %v", err)
+				return
+			}
+			for _, l := range strings.Split(string(stat), "\n") {
+				if k, v, ok := strings.Cut(l, " "); ok && (k == "rss" || k == "cache") {
+					n, _ := strconv.ParseInt(v, 10, 64)
+					t.Logf("launcher container %s: %.1f MiB", k, float64(n)/(1<<20))
+				}
+			}
+			return
+		}
+	}
 }
 
 // kubernetesServiceIP is the cluster IP of the kubernetes Service.

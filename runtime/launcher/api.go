@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -65,6 +66,23 @@ func ReadSpec(dir string) (*Spec, error) {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, SpecFile), err)
 	}
 	return s, nil
+}
+
+// AwaitSpec waits until the handler has written the spec in dir (a
+// launcher Pod starts before its node's handler has prepared the VM) and
+// loads it; it returns ctx's error if the Pod is stopped first.
+func AwaitSpec(ctx context.Context, dir string, poll time.Duration) (*Spec, error) {
+	for {
+		s, err := ReadSpec(dir)
+		if !errors.Is(err, os.ErrNotExist) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for %s in %s: %w", SpecFile, dir, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
 }
 
 // Status is what a running launcher reports.

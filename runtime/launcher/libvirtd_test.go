@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -151,5 +152,31 @@ func TestRunAsInitReapsOrphansAndPassesSignals(t *testing.T) {
 	}()
 	if code := RunAsInit([]string{self}); code != 0 {
 		t.Errorf("the child did not get SIGTERM and exit 0: %d", code)
+	}
+}
+
+func TestAwaitSpec(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = WriteSpec(dir, &Spec{URI: "qemu:///system", Cgroup: "c1"})
+	}()
+	s, err := AwaitSpec(ctx, dir, 10*time.Millisecond)
+	if err != nil || s.Cgroup != "c1" {
+		t.Fatalf("spec written later: %+v, %v", s, err)
+	}
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	if _, err := AwaitSpec(stopped, t.TempDir(), 10*time.Millisecond); err == nil || !strings.Contains(err.Error(), "waiting for launch.json") {
+		t.Errorf("a stopped wait: %v", err)
+	}
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, SpecFile), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AwaitSpec(ctx, bad, 10*time.Millisecond); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a broken spec must fail at once: %v", err)
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"time"
 )
 
+// specPoll is how often a launcher Pod looks for its spec.
+const specPoll = 200 * time.Millisecond
+
 // defaultGrace is KubeVirt's terminationGracePeriodSeconds default.
 const defaultGrace = 180 * time.Second
 
@@ -17,11 +20,15 @@ const defaultGrace = 180 * time.Second
 // cgroup, starts the domain, answers the handler on dir/launcher.sock, and
 // writes dir/exit.json with how the domain ended. Cancelling ctx (SIGTERM)
 // shuts the guest down within its termination grace period. With
-// libvirtdDir set (in a launcher Pod) it runs the domain on a libvirtd of
-// its own, started there, instead of the spec's.
+// libvirtdDir set (in a launcher Pod) it first waits for the spec, then
+// runs the domain on a libvirtd of its own, started there, instead of the
+// spec's. A Pod stopped before its spec came ends without error.
 func Main(ctx context.Context, dir, libvirtdDir string, log *slog.Logger) error {
-	spec, err := ReadSpec(dir)
-	if err != nil {
+	spec, err := loadSpec(ctx, dir, libvirtdDir != "")
+	if spec == nil || err != nil {
+		if err == nil {
+			log.Info("stopped before the VM was prepared")
+		}
 		return err
 	}
 	uri, stopLibvirtd, err := startLibvirtd(ctx, libvirtdDir, log)
@@ -76,6 +83,19 @@ func Main(ctx context.Context, dir, libvirtdDir string, log *slog.Logger) error 
 	}
 	log.Info("domain ended", "reason", exit.Reason, "succeeded", exit.Succeeded)
 	return writeExit(dir, exit)
+}
+
+// loadSpec reads the spec, or in a Pod waits for it; it returns nil, nil
+// when ctx ends first.
+func loadSpec(ctx context.Context, dir string, await bool) (*Spec, error) {
+	if !await {
+		return ReadSpec(dir)
+	}
+	spec, err := AwaitSpec(ctx, dir, specPoll)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil
+	}
+	return spec, err
 }
 
 func grace(spec *Spec) time.Duration {
