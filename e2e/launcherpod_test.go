@@ -16,6 +16,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/runtime/cloudinit"
@@ -234,4 +235,68 @@ func qemuOf(t *testing.T, name string) int {
 	}
 	t.Fatalf("no QEMU runs domain %s", name)
 	return 0
+}
+
+// TestVMIInLauncherPod: a VMI opted into the launcher Pod runtime goes the
+// whole way through the controller and the node's handler: its launcher Pod
+// (KubeVirt's labels) is placed by kube-scheduler, the VMI follows it to
+// Scheduled on that node, the handler prepares the VM and the guest runs
+// with QEMU in the Pod's cgroup; deleting the VMI ends QEMU and its Pod. A
+// VMI no node can take stays Scheduling with kube-scheduler's message.
+func TestVMIInLauncherPod(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podvm",
+		Annotations: map[string]string{vmipod.LauncherPodAnnotation: "true"}}, Spec: framework.GuestVMI(framework.GuestImage, "podvm")}
+	if err := c.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got := framework.WaitVMI(t, c, ns, vmi.Name, 3*time.Minute, "runs in its launcher Pod", framework.AgentConnected)
+	t.Logf("VMI create -> agent connected in its launcher Pod: %.1fs", time.Since(start).Seconds())
+	pods, err := f.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io=virt-launcher,kubevirt.io/created-by=" + string(got.UID)})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("launcher Pods: %v, %v", pods, err)
+	}
+	pod := pods.Items[0]
+	if pod.Spec.NodeName != got.Status.NodeName || got.Labels[v1.NodeNameLabel] != pod.Spec.NodeName {
+		t.Errorf("VMI on %q (label %q), its Pod on %q", got.Status.NodeName, got.Labels[v1.NodeNameLabel], pod.Spec.NodeName)
+	}
+	qemu := qemuOf(t, domain.Name(got))
+	cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", qemu))
+	if err != nil || !strings.Contains(string(cgroup), "pod"+string(pod.UID)) {
+		t.Errorf("QEMU %d is not in the launcher Pod's cgroup: %s %v", qemu, cgroup, err)
+	}
+
+	if err := c.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitGone(t, c, got, 2*time.Minute)
+	framework.Eventually(t, time.Minute, "QEMU and the launcher Pod end with the VMI", func() error {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", qemu)); err == nil {
+			return fmt.Errorf("QEMU %d still runs", qemu)
+		}
+		if _, err := f.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}); err == nil {
+			return fmt.Errorf("pod %s still there", pod.Name)
+		}
+		return nil
+	})
+
+	nowhere := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nowhere",
+		Annotations: map[string]string{vmipod.LauncherPodAnnotation: "true"}}, Spec: framework.GuestVMI(framework.GuestImage, "nowhere")}
+	nowhere.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "no-such-node"}
+	if err := c.Create(ctx, nowhere); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitVMI(t, c, ns, nowhere.Name, time.Minute, "waits for a node with the scheduler's message", func(v *v1.VirtualMachineInstance) error {
+		for _, cond := range v.Status.Conditions {
+			if cond.Type == vmipod.PodScheduledCondition && cond.Status == corev1.ConditionFalse &&
+				strings.Contains(cond.Message, "0/1 nodes are available") && v.Status.Phase == v1.Scheduling {
+				return nil
+			}
+		}
+		return fmt.Errorf("phase %q, conditions %+v", v.Status.Phase, v.Status.Conditions)
+	})
 }

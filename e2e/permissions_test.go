@@ -24,6 +24,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -127,11 +128,12 @@ func refused(t *testing.T, what string, err error, want string) {
 	}
 }
 
-// TestAttackControllerRights: what the controller's rights to create runs
-// and RoleBindings in every namespace cannot be turned into (were the
-// controller compromised): a run as another ServiceAccount, with the
-// node's files or privileges, or a binding that hands a role to itself or
-// to a user. The shapes the controller does create are admitted.
+// TestAttackControllerRights: what the controller's rights to create runs,
+// RoleBindings and launcher Pods in every namespace cannot be turned into
+// (were the controller compromised): a run or Pod as another
+// ServiceAccount, with the node's files, network or privileges, or a
+// binding that hands a role to itself or to a user. The shapes the
+// controller does create are admitted.
 func TestAttackControllerRights(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
@@ -196,6 +198,32 @@ func TestAttackControllerRights(t *testing.T) {
 	if err := ctrl.Create(ctx, binding("admin", sa(ns, "default")), dry); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("admin bound by the controller: err = %v, want RBAC's refusal", err)
 	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm1", UID: "0b5c1b7e-0000-4000-8000-000000000001"},
+		Spec: framework.GuestVMI(framework.GuestImage, "vm1")}
+	launcherPod := func(change func(*corev1.Pod)) *corev1.Pod {
+		pod, err := vmipod.LauncherPod(vmi, framework.GuestImage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.OwnerReferences = nil // the VMI does not exist: a dry run
+		change(pod)
+		return pod
+	}
+	if err := ctrl.Create(ctx, launcherPod(func(*corev1.Pod) {}), dry); err != nil {
+		t.Errorf("a launcher Pod (what the controller creates): %v", err)
+	}
+	refused(t, "a Pod that is no launcher", ctrl.Create(ctx, launcherPod(func(p *corev1.Pod) { p.Labels = nil }), dry), "only launcher Pods")
+	refused(t, "a launcher Pod on the host network", ctrl.Create(ctx, launcherPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true }), dry), "only launcher Pods")
+	refused(t, "a launcher Pod mounting the node's root", ctrl.Create(ctx, launcherPod(func(p *corev1.Pod) {
+		p.Spec.Volumes[0].HostPath.Path = "/"
+	}), dry), "only its VM's directory")
+	refused(t, "a launcher Pod writing the image cache", ctrl.Create(ctx, launcherPod(func(p *corev1.Pod) {
+		p.Spec.Containers[0].VolumeMounts[1].ReadOnly = false
+	}), dry), "only its VM's directory")
+	if err := ctrl.Create(ctx, launcherPod(func(p *corev1.Pod) { p.Spec.Volumes[0].HostPath.Path = "/var/lib/tekvirt/vms/../../../etc" }), dry); err == nil {
+		t.Error("a launcher Pod escaping its VM's directory with .. was admitted")
+	}
+
 	// Nothing above was stored (dry runs), so nothing can have leaked.
 	if l, err := f.Kube.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
 		t.Errorf("RoleBindings left in %s: %v %v", ns, l, err)

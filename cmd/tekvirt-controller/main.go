@@ -32,13 +32,15 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
 	"github.com/tekvirt/tekvirt/controllers/uploadtoken"
 	"github.com/tekvirt/tekvirt/controllers/vm"
+	"github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/controllers/vmwebhook"
 )
 
 func main() {
-	var stepImage, probeAddr, metricsAddr, certDir string
+	var stepImage, launcherImage, probeAddr, metricsAddr, certDir string
 	var webhookPort, apiPort, uploadProxyPort int
 	flag.StringVar(&stepImage, "step-image", "", "image reference of tekvirt-step, run by every catalog task")
+	flag.StringVar(&launcherImage, "launcher-image", "", "image reference of tekvirt-launcher, run by every launcher Pod")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "address of /metrics; 0 disables")
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "directory with tls.crt and tls.key of the VM validating webhook; empty disables it")
@@ -49,7 +51,7 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	if err := run(stepImage, probeAddr, metricsAddr, certDir, ports{webhookPort, apiPort, uploadProxyPort}); err != nil {
+	if err := run(images{step: stepImage, launcher: launcherImage}, probeAddr, metricsAddr, certDir, ports{webhookPort, apiPort, uploadProxyPort}); err != nil {
 		fmt.Fprintln(os.Stderr, "tekvirt-controller:", err)
 		os.Exit(1)
 	}
@@ -57,10 +59,14 @@ func main() {
 
 type ports struct{ webhook, api, uploadProxy int }
 
-func run(stepImage, probeAddr, metricsAddr, certDir string, port ports) error {
-	if stepImage == "" {
-		return fmt.Errorf("--step-image is required")
+// images are the component images the controller runs.
+type images struct{ step, launcher string }
+
+func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
+	if img.step == "" || img.launcher == "" {
+		return fmt.Errorf("--step-image and --launcher-image are required")
 	}
+	stepImage := img.step
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
 		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme},
@@ -77,6 +83,9 @@ func run(stepImage, probeAddr, metricsAddr, certDir string, port ports) error {
 	}
 	if err := (&placement.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up VMI placement: %w", err)
+	}
+	if err := (&vmi.Reconciler{Client: mgr.GetClient(), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up launcher Pods: %w", err)
 	}
 	key, err := uploadKey(mgr)
 	if err != nil {

@@ -19,9 +19,11 @@ func main() {
 	if launcher.NeedsInit() {
 		os.Exit(launcher.RunAsInit(os.Args))
 	}
-	var dir, libvirtd string
+	var dir string
+	var pod launcher.Pod
 	flag.StringVar(&dir, "dir", "", "the VM's directory, holding "+launcher.SpecFile)
-	flag.StringVar(&libvirtd, "libvirtd", "", "start a libvirtd of the launcher's own with this run directory (in a launcher Pod) and run the VM there")
+	flag.StringVar(&pod.LibvirtdDir, "libvirtd", "", "in a launcher Pod: start a libvirtd of the launcher's own with this run directory and run the VM there")
+	flag.StringVar(&pod.DisksDir, "disks-dir", "", "in a launcher Pod: where each claim volume is mounted, as <dir>/<volume>")
 	flag.Parse()
 	if dir == "" {
 		fmt.Fprintln(os.Stderr, "tekvirt-launcher: --dir is required")
@@ -30,7 +32,11 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("vmDir", dir)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := launcher.Main(ctx, dir, libvirtd, log); err != nil {
+	var inPod *launcher.Pod
+	if pod.LibvirtdDir != "" {
+		inPod = &pod
+	}
+	if err := launcher.Main(ctx, dir, inPod, log); err != nil {
 		log.Error("launcher failed", "err", err)
 		os.Exit(1)
 	}

@@ -13,8 +13,8 @@ func TestRecordPhases(t *testing.T) {
 	created := metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	t1, t2 := metav1.NewTime(created.Add(time.Second)), metav1.NewTime(created.Add(time.Minute))
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: created}}
-	recordPhases(vmi, t1, v1.Pending, v1.Scheduling) // unschedulable at first
-	recordPhases(vmi, t2, v1.Pending, v1.Scheduling, v1.Scheduled)
+	RecordPhases(vmi, t1, v1.Pending, v1.Scheduling) // unschedulable at first
+	RecordPhases(vmi, t2, v1.Pending, v1.Scheduling, v1.Scheduled)
 	want := []struct {
 		p  v1.VirtualMachineInstancePhase
 		at metav1.Time

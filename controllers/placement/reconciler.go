@@ -16,6 +16,10 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 )
 
+// LauncherPodAnnotation ("true") opts a VMI into the launcher Pod runtime
+// (controllers/vmi) while the node runtime moves there; placement leaves it.
+const LauncherPodAnnotation = "tekvirt.io/launcher-pod"
+
 // NodeNameLabel marks a placed VMI with its node, as KubeVirt does.
 const NodeNameLabel = "kubevirt.io/nodeName"
 
@@ -67,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	now := metav1.Now()
 	if d.Node == "" {
-		recordPhases(vmi, now, v1.Pending, v1.Scheduling)
+		RecordPhases(vmi, now, v1.Pending, v1.Scheduling)
 		vmi.Status.Phase = v1.Scheduling
 		setScheduled(vmi, corev1.ConditionFalse, corev1.PodReasonUnschedulable, d.Message)
 		if err := r.Client.Status().Update(ctx, vmi); err != nil {
@@ -76,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: retryUnschedulable}, nil
 	}
 	vmi.Status.NodeName = d.Node
-	recordPhases(vmi, now, v1.Pending, v1.Scheduling, v1.Scheduled)
+	RecordPhases(vmi, now, v1.Pending, v1.Scheduling, v1.Scheduled)
 	vmi.Status.Phase = v1.Scheduled
 	setScheduled(vmi, corev1.ConditionTrue, "", "")
 	// An update, not a patch: its resourceVersion check keeps two placements
@@ -95,10 +99,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// recordPhases notes the phases a VMI went through in one placement, as
+// RecordPhases notes the phases a VMI went through in one placement, as
 // KubeVirt's phaseTransitionTimestamps do: Pending since its creation, the
 // others now. Phases already recorded keep their time.
-func recordPhases(vmi *v1.VirtualMachineInstance, now metav1.Time, phases ...v1.VirtualMachineInstancePhase) {
+func RecordPhases(vmi *v1.VirtualMachineInstance, now metav1.Time, phases ...v1.VirtualMachineInstancePhase) {
 	for _, p := range phases {
 		seen := false
 		for _, ts := range vmi.Status.PhaseTransitionTimestamps {
@@ -118,14 +122,21 @@ func recordPhases(vmi *v1.VirtualMachineInstance, now metav1.Time, phases ...v1.
 
 func waiting(vmi *v1.VirtualMachineInstance) bool {
 	p := vmi.Status.Phase
-	return vmi.DeletionTimestamp == nil && vmi.Status.NodeName == "" && (p == v1.VmPhaseUnset || p == v1.Pending || p == v1.Scheduling)
+	return vmi.DeletionTimestamp == nil && vmi.Status.NodeName == "" && vmi.Annotations[LauncherPodAnnotation] != "true" &&
+		(p == v1.VmPhaseUnset || p == v1.Pending || p == v1.Scheduling)
 }
 
 func finishedPhase(p v1.VirtualMachineInstancePhase) bool { return p == v1.Succeeded || p == v1.Failed }
 
 func setScheduled(vmi *v1.VirtualMachineInstance, status corev1.ConditionStatus, reason, msg string) {
+	SetCondition(vmi, v1.VirtualMachineInstanceConditionType(corev1.PodScheduled), status, reason, msg)
+}
+
+// SetCondition sets the VMI condition t, keeping its transition time when
+// its status stays.
+func SetCondition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType, status corev1.ConditionStatus, reason, msg string) {
 	c := v1.VirtualMachineInstanceCondition{
-		Type: v1.VirtualMachineInstanceConditionType(corev1.PodScheduled), Status: status,
+		Type: t, Status: status,
 		Reason: reason, Message: msg, LastTransitionTime: metav1.Now(),
 	}
 	for i, old := range vmi.Status.Conditions {

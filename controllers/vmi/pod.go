@@ -198,7 +198,7 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 			Containers: []corev1.Container{{
 				Name:         ComputeContainer,
 				Image:        image,
-				Command:      []string{"/ko-app/tekvirt-launcher", "--dir", dir, "--libvirtd", libvirtRunDir},
+				Command:      []string{"/ko-app/tekvirt-launcher", "--dir", dir, "--libvirtd", libvirtRunDir, "--disks-dir", DisksDir},
 				Resources:    res,
 				VolumeMounts: mounts,
 			}},

@@ -113,7 +113,7 @@ func TestLauncherPodSchedulingLabelsAndVolumes(t *testing.T) {
 		t.Errorf("spec %+v", s)
 	}
 	c := s.Containers[0]
-	if got := strings.Join(c.Command, " "); got != "/ko-app/tekvirt-launcher --dir /var/lib/tekvirt/vms/uid-1 --libvirtd /var/run/tekvirt-libvirt" || c.Image != "reg/launcher@sha256:1" {
+	if got := strings.Join(c.Command, " "); got != "/ko-app/tekvirt-launcher --dir /var/lib/tekvirt/vms/uid-1 --libvirtd /var/run/tekvirt-libvirt --disks-dir /var/run/kubevirt-private/vmi-disks" || c.Image != "reg/launcher@sha256:1" {
 		t.Errorf("container %s: %s", c.Image, got)
 	}
 	claims := map[string]string{}

@@ -187,6 +187,15 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	if err != nil {
 		return err
 	}
+	if InLauncherPod(vmi) {
+		// The launcher waits in its Pod for the spec; it runs QEMU on a
+		// libvirtd of its own, in the Pod's cgroup and network.
+		if err := launcher.WriteSpec(d.path, &launcher.Spec{VMI: vmi, Options: opts}); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("VM prepared for its launcher Pod", "vmi", klog.KObj(vmi), "dir", d.path)
+		return nil
+	}
 	// A domain of an earlier VMI of the same name (a VM restarted after its
 	// launcher was killed) would block this one's.
 	if err := launcher.DestroyDomain(h.LibvirtURI, domain.Name(vmi), ""); err != nil {
@@ -201,6 +210,16 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	}
 	ctrl.LoggerFrom(ctx).Info("launcher started", "vmi", klog.KObj(vmi), "dir", d.path)
 	return nil
+}
+
+// LauncherPodAnnotation ("true") marks a VMI whose launcher runs in a
+// launcher Pod (made by the controller) rather than as a process the
+// handler starts, while the runtime moves into Pods.
+const LauncherPodAnnotation = "tekvirt.io/launcher-pod"
+
+// InLauncherPod reports whether vmi's launcher runs in its Pod.
+func InLauncherPod(vmi *v1.VirtualMachineInstance) bool {
+	return vmi.Annotations[LauncherPodAnnotation] == "true"
 }
 
 // SSHAddressAnnotation on a VMI says where the node forwards to its guest's

@@ -123,7 +123,10 @@ func (h *Handler) startLauncher(d vmDir) error {
 // SIGTERM, then SIGKILL.
 func (d vmDir) stop(ctx context.Context, grace time.Duration) error {
 	pid := d.pid()
-	if pid == 0 || !d.alive(pid) {
+	if pid == 0 {
+		return d.stopInPod(ctx, grace)
+	}
+	if !d.alive(pid) {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -145,6 +148,38 @@ func (d vmDir) stop(ctx context.Context, grace time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// stopInPod asks a launcher that runs in its Pod (it records no PID on the
+// node) to shut its guest down and waits, up to grace and a margin, for it
+// to record how the VM ended; the Pod ends with it.
+func (d vmDir) stopInPod(ctx context.Context, grace time.Duration) error {
+	if _, err := os.Stat(d.file(launcher.SocketFile)); err != nil {
+		return nil // never started, or gone
+	}
+	if ex, _ := launcher.ReadExit(d.path); ex != nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := launcher.NewClient(d.path).Shutdown(cctx, grace)
+	cancel()
+	if err != nil {
+		return nil // nothing answers: its Pod is gone
+	}
+	deadline := time.Now().Add(grace + 15*time.Second)
+	for {
+		if ex, _ := launcher.ReadExit(d.path); ex != nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the launcher in %s did not stop within %s", d.path, grace+15*time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // remove deletes the directory and the launcher's cgroup.

@@ -123,13 +123,9 @@ func (l *Libvirtd) Stop() {
 	}
 }
 
-// startLibvirtd starts a daemon for this launcher when runDir is set (its
-// output on the launcher's stderr) and returns the URI to use instead of
-// the spec's; stop ends it.
+// startLibvirtd starts a daemon for this launcher in runDir (its output on
+// the launcher's stderr) and returns its URI; stop ends it.
 func startLibvirtd(ctx context.Context, runDir string, log *slog.Logger) (uri string, stop func(), err error) {
-	if runDir == "" {
-		return "", func() {}, nil
-	}
 	l := &Libvirtd{RunDir: runDir}
 	start := time.Now()
 	if err := l.Start(ctx, os.Stderr); err != nil {

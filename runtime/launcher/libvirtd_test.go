@@ -15,6 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/runtime/domain"
 )
 
 // fakeLibvirtdEnv makes the test binary act as libvirtd: it serves the
@@ -178,5 +182,30 @@ func TestAwaitSpec(t *testing.T) {
 	}
 	if _, err := AwaitSpec(ctx, bad, 10*time.Millisecond); err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a broken spec must fail at once: %v", err)
+	}
+}
+
+func TestPodClaimPaths(t *testing.T) {
+	vmi := &v1.VirtualMachineInstance{Spec: v1.VirtualMachineInstanceSpec{Volumes: []v1.Volume{
+		{Name: "root", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: "root-dv"}}},
+		{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{}}},
+		{Name: "containerdisk", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "img"}}},
+	}}}
+	spec := &Spec{VMI: vmi, Options: domain.Options{Volumes: map[string]domain.Volume{
+		"root":          {Path: "/var/lib/tekvirt/pool/pvc-1/disk.img", FDGroup: "volume-0"},
+		"data":          {Path: "/var/lib/tekvirt/pool/pvc-2/disk.img", FDGroup: "volume-1", ReadOnly: true},
+		"containerdisk": {Path: "/var/lib/tekvirt/vms/uid/disk-2.qcow2", Format: "qcow2"},
+	}}}
+	(&Pod{DisksDir: "/var/run/kubevirt-private/vmi-disks"}).claimPaths(spec)
+	for name, want := range map[string]string{
+		"root": "/var/run/kubevirt-private/vmi-disks/root/disk.img", "data": "/var/run/kubevirt-private/vmi-disks/data/disk.img",
+		"containerdisk": "/var/lib/tekvirt/vms/uid/disk-2.qcow2",
+	} {
+		if got := spec.Options.Volumes[name]; got.Path != want {
+			t.Errorf("%s: %s, want %s", name, got.Path, want)
+		}
+	}
+	if !spec.Options.Volumes["data"].ReadOnly || spec.Options.Volumes["root"].FDGroup != "volume-0" {
+		t.Errorf("remapping lost the volume's other fields: %+v", spec.Options.Volumes)
 	}
 }

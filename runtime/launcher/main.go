@@ -19,28 +19,28 @@ const defaultGrace = 180 * time.Second
 // Main runs the VM described in dir until its domain ends: it joins its own
 // cgroup, starts the domain, answers the handler on dir/launcher.sock, and
 // writes dir/exit.json with how the domain ended. Cancelling ctx (SIGTERM)
-// shuts the guest down within its termination grace period. With
-// libvirtdDir set (in a launcher Pod) it first waits for the spec, then
-// runs the domain on a libvirtd of its own, started there, instead of the
-// spec's. A Pod stopped before its spec came ends without error.
-func Main(ctx context.Context, dir, libvirtdDir string, log *slog.Logger) error {
-	spec, err := loadSpec(ctx, dir, libvirtdDir != "")
+// shuts the guest down within its termination grace period. With pod set
+// (in a launcher Pod) it first waits for the spec, then runs the domain on
+// a libvirtd of its own there; a Pod stopped before its spec came ends
+// without error.
+func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
+	spec, err := loadSpec(ctx, dir, pod != nil)
 	if spec == nil || err != nil {
 		if err == nil {
 			log.Info("stopped before the VM was prepared")
 		}
 		return err
 	}
-	uri, stopLibvirtd, err := startLibvirtd(ctx, libvirtdDir, log)
-	if err != nil {
-		return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
-	}
-	defer stopLibvirtd()
-	if uri != "" {
-		spec.URI = uri
-	}
-	if err := os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return err
+	if pod == nil {
+		if err := os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			return err
+		}
+	} else {
+		stop, err := pod.adopt(ctx, spec, log)
+		if err != nil {
+			return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
+		}
+		defer stop()
 	}
 	if spec.Cgroup != "" {
 		if err := JoinCgroup(spec.Cgroup); err != nil {
@@ -83,6 +83,42 @@ func Main(ctx context.Context, dir, libvirtdDir string, log *slog.Logger) error 
 	}
 	log.Info("domain ended", "reason", exit.Reason, "succeeded", exit.Succeeded)
 	return writeExit(dir, exit)
+}
+
+// Pod is how a launcher Pod is laid out.
+type Pod struct {
+	// LibvirtdDir is the run directory of the Pod's own libvirtd.
+	LibvirtdDir string
+	// DisksDir holds each claim volume's mount, DisksDir/<volume>; the spec
+	// names the files as the node sees them.
+	DisksDir string
+}
+
+// adopt makes spec run in the Pod: on its own libvirtd, with claims' disks
+// at their Pod paths (a PID in the Pod's namespace would mean nothing on
+// the node, so none is recorded). stop ends the libvirtd.
+func (p *Pod) adopt(ctx context.Context, spec *Spec, log *slog.Logger) (stop func(), err error) {
+	p.claimPaths(spec)
+	uri, stop, err := startLibvirtd(ctx, p.LibvirtdDir, log)
+	if err != nil {
+		return nil, err
+	}
+	spec.URI, spec.Cgroup, spec.SSHForward = uri, "", ""
+	return stop, nil
+}
+
+// claimPaths points the spec's claim volumes at their mounts in the Pod.
+func (p *Pod) claimPaths(spec *Spec) {
+	if p.DisksDir == "" {
+		return
+	}
+	for _, vol := range spec.VMI.Spec.Volumes {
+		v, ok := spec.Options.Volumes[vol.Name]
+		if ok && (vol.PersistentVolumeClaim != nil || vol.DataVolume != nil) {
+			v.Path = filepath.Join(p.DisksDir, vol.Name, filepath.Base(v.Path))
+			spec.Options.Volumes[vol.Name] = v
+		}
+	}
 }
 
 // loadSpec reads the spec, or in a Pod waits for it; it returns nil, nil

@@ -1,0 +1,138 @@
+package vmi
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/controllers/placement"
+)
+
+// LauncherPodAnnotation opts a VMI into the launcher Pod runtime while the
+// node runtime moves there; the placement controller leaves such VMIs to
+// this one.
+const LauncherPodAnnotation = placement.LauncherPodAnnotation
+
+// Reconciler gives each VMI its launcher Pod and mirrors the Pod's
+// scheduling into the VMI; the node's handler takes it from Scheduled.
+type Reconciler struct {
+	Client client.Client
+	// LauncherImage runs the launcher Pods.
+	LauncherImage string
+}
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances/status,verbs=get;update;patch
+
+// Reconcile creates the VMI's launcher Pod and reports where it runs.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	vmi := &v1.VirtualMachineInstance{}
+	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if vmi.Annotations[LauncherPodAnnotation] != "true" || vmi.DeletionTimestamp != nil ||
+		vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed {
+		return ctrl.Result{}, nil
+	}
+	pod, err := r.launcherPod(ctx, vmi)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if pod == nil && (vmi.Status.Phase == v1.VmPhaseUnset || vmi.Status.Phase == v1.Pending) {
+		if pod, err = r.createPod(ctx, vmi); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if pod != nil && pod.Status.Phase == corev1.PodSucceeded {
+		return ctrl.Result{}, nil // the guest stopped: the handler reports how
+	}
+	return ctrl.Result{}, r.mirror(ctx, vmi, pod)
+}
+
+// launcherPod is the VMI's Pod, or nil.
+func (r *Reconciler) launcherPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(vmi.Namespace), client.MatchingLabels{CreatedByLabel: string(vmi.UID)}); err != nil {
+		return nil, fmt.Errorf("listing the launcher Pods of %s: %w", klog.KObj(vmi), err)
+	}
+	if len(pods.Items) == 0 {
+		return nil, nil
+	}
+	return &pods.Items[0], nil
+}
+
+func (r *Reconciler) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
+	pod, err := LauncherPod(vmi, r.LauncherImage)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Client.Create(ctx, pod); err != nil {
+		return nil, fmt.Errorf("creating the launcher Pod of %s: %w", klog.KObj(vmi), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("launcher Pod created", "vmi", klog.KObj(vmi), "pod", pod.Name)
+	return pod, nil
+}
+
+// mirror writes the Pod's scheduling into the VMI: its phase up to
+// Scheduled (the handler's from there), its node, the scheduler's message,
+// or its failure when the Pod ended or went away.
+func (r *Reconciler) mirror(ctx context.Context, vmi *v1.VirtualMachineInstance, pod *corev1.Pod) error {
+	s := SchedulingOf(pod)
+	started := vmi.Status.Phase == v1.Scheduled || vmi.Status.Phase == v1.Running
+	base := vmi.DeepCopy()
+	now := metav1.Now()
+	switch {
+	case s.Phase == v1.Failed || started && pod == nil:
+		vmi.Status.Phase = v1.Failed
+		placement.SetCondition(vmi, v1.VirtualMachineInstanceReady, corev1.ConditionFalse, LauncherPodEndedReason, FailureMessage(pod))
+	case started:
+		return nil
+	case s.Phase == v1.Scheduled:
+		vmi.Status.NodeName = s.NodeName
+		placement.RecordPhases(vmi, now, v1.Pending, v1.Scheduling, v1.Scheduled)
+		vmi.Status.Phase = v1.Scheduled
+		placement.SetCondition(vmi, PodScheduledCondition, corev1.ConditionTrue, "", "")
+	case s.Phase == v1.Scheduling:
+		placement.RecordPhases(vmi, now, v1.Pending, v1.Scheduling)
+		vmi.Status.Phase = v1.Scheduling
+		if c := s.PodScheduled; c != nil {
+			placement.SetCondition(vmi, PodScheduledCondition, c.Status, c.Reason, c.Message)
+		}
+	default:
+		vmi.Status.Phase = v1.Pending
+	}
+	if err := r.Client.Status().Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("reporting the launcher Pod of %s: %w", klog.KObj(vmi), err)
+	}
+	if vmi.Status.Phase != v1.Scheduled || vmi.Labels[v1.NodeNameLabel] == s.NodeName {
+		return nil
+	}
+	// The label the node's handler selects its VMIs by comes second, so a
+	// handler never sees a VMI of its node without status.nodeName.
+	base = vmi.DeepCopy()
+	metav1.SetMetaDataLabel(&vmi.ObjectMeta, v1.NodeNameLabel, s.NodeName)
+	if err := r.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("labelling %s with its node %s: %w", klog.KObj(vmi), s.NodeName, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("VMI scheduled", "vmi", klog.KObj(vmi), "node", s.NodeName)
+	return nil
+}
+
+// SetupWithManager watches VMIs and their launcher Pods.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	launchers := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[AppLabel] == AppLauncher })
+	return ctrl.NewControllerManagedBy(mgr).Named("vmi-launcher-pod").
+		For(&v1.VirtualMachineInstance{}).
+		Owns(&corev1.Pod{}, builder.WithPredicates(launchers)).
+		Complete(r)
+}

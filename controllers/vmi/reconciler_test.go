@@ -1,0 +1,130 @@
+package vmi
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+type podFixture struct {
+	t *testing.T
+	c client.Client
+	r *Reconciler
+}
+
+func newPodFixture(t *testing.T, vmi *v1.VirtualMachineInstance) *podFixture {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(vmi).WithStatusSubresource(vmi, &corev1.Pod{}).Build()
+	return &podFixture{t: t, c: c, r: &Reconciler{Client: c, LauncherImage: "reg/launcher:1"}}
+}
+
+func (f *podFixture) reconcile() *v1.VirtualMachineInstance {
+	f.t.Helper()
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "vm1"}}); err != nil {
+		f.t.Fatal(err)
+	}
+	vmi := &v1.VirtualMachineInstance{}
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "vm1"}, vmi); err != nil {
+		f.t.Fatal(err)
+	}
+	return vmi
+}
+
+func (f *podFixture) pods() []corev1.Pod {
+	f.t.Helper()
+	list := &corev1.PodList{}
+	if err := f.c.List(context.Background(), list); err != nil {
+		f.t.Fatal(err)
+	}
+	return list.Items
+}
+
+func (f *podFixture) setPod(change func(*corev1.Pod)) {
+	f.t.Helper()
+	pod := f.pods()[0]
+	change(&pod)
+	status := pod.Status
+	if err := f.c.Update(context.Background(), &pod); err != nil {
+		f.t.Fatal(err)
+	}
+	pod.Status = status
+	if err := f.c.Status().Update(context.Background(), &pod); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func TestReconcilerLeavesVMIsWithoutTheAnnotation(t *testing.T) {
+	f := newPodFixture(t, guestVMI())
+	if vmi := f.reconcile(); len(f.pods()) != 0 || vmi.Status.Phase != "" {
+		t.Errorf("a VMI placed the old way got a Pod: %d pods, phase %q", len(f.pods()), vmi.Status.Phase)
+	}
+}
+
+func TestReconcilerFollowsTheLauncherPod(t *testing.T) {
+	vmi := guestVMI()
+	vmi.Annotations = map[string]string{LauncherPodAnnotation: "true"}
+	f := newPodFixture(t, vmi)
+	got := f.reconcile()
+	if pods := f.pods(); len(pods) != 1 || pods[0].Labels[CreatedByLabel] != "uid-1" || got.Status.Phase != v1.Scheduling {
+		t.Fatalf("first reconcile: %d pods, phase %q", len(pods), got.Status.Phase)
+	}
+	f.reconcile()
+	if n := len(f.pods()); n != 1 {
+		t.Fatalf("a second reconcile made another Pod: %d", n)
+	}
+
+	msg := "0/1 nodes are available: 1 Insufficient memory."
+	f.setPod(func(p *corev1.Pod) {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: msg}}
+	})
+	got = f.reconcile()
+	if c := condition(got, PodScheduledCondition); got.Status.Phase != v1.Scheduling || c == nil || c.Message != msg {
+		t.Errorf("unschedulable: phase %q, condition %+v", got.Status.Phase, c)
+	}
+
+	f.setPod(func(p *corev1.Pod) { p.Spec.NodeName, p.Status.Conditions = "node2", nil })
+	got = f.reconcile()
+	if got.Status.Phase != v1.Scheduled || got.Status.NodeName != "node2" || got.Labels[v1.NodeNameLabel] != "node2" {
+		t.Errorf("bound: phase %q node %q labels %v", got.Status.Phase, got.Status.NodeName, got.Labels)
+	}
+
+	// The handler runs it from here; the controller only notices a Pod that
+	// failed under it.
+	got.Status.Phase = v1.Running
+	if err := f.c.Status().Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	f.setPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })
+	if got = f.reconcile(); got.Status.Phase != v1.Running {
+		t.Errorf("a Pod that completed (the guest stopped) is the handler's to report: %q", got.Status.Phase)
+	}
+	f.setPod(func(p *corev1.Pod) {
+		p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
+	})
+	got = f.reconcile()
+	if c := condition(got, v1.VirtualMachineInstanceReady); got.Status.Phase != v1.Failed || c == nil || c.Reason != LauncherPodEndedReason {
+		t.Errorf("a failed Pod: phase %q, Ready %+v", got.Status.Phase, c)
+	}
+}
+
+func condition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) *v1.VirtualMachineInstanceCondition {
+	for i := range vmi.Status.Conditions {
+		if vmi.Status.Conditions[i].Type == t {
+			return &vmi.Status.Conditions[i]
+		}
+	}
+	return nil
+}
