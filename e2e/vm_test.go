@@ -19,6 +19,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -183,7 +184,8 @@ func TestUnsupportedVMFieldRejected(t *testing.T) {
 
 // TestVMBootsFromPVC copies the guest's bootable raw disk into a PVC as
 // disk.img (as CDI would) and boots VMs from it through a
-// persistentVolumeClaim volume and a dataVolume volume naming the same claim.
+// persistentVolumeClaim volume and a dataVolume volume naming the same
+// claim, each on the node and in a launcher Pod.
 func TestVMBootsFromPVC(t *testing.T) {
 	f := framework.New(t)
 	c := f.VMClient(t)
@@ -226,16 +228,22 @@ func TestVMBootsFromPVC(t *testing.T) {
 		{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}},
 		{DataVolume: &v1.DataVolumeSource{Name: pvc.Name}},
 	} {
-		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-pvc"}, Spec: framework.GuestVMI(framework.GuestImage, "from-pvc")}
-		vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: src}
-		if err := c.Create(ctx, vmi); err != nil {
-			t.Fatal(err)
+		// On the node and in a launcher Pod, which mounts the claim.
+		for _, inPod := range []bool{false, true} {
+			vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-pvc"}, Spec: framework.GuestVMI(framework.GuestImage, "from-pvc")}
+			if inPod {
+				vmi.Annotations = map[string]string{vmipod.LauncherPodAnnotation: "true"}
+			}
+			vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: src}
+			if err := c.Create(ctx, vmi); err != nil {
+				t.Fatal(err)
+			}
+			framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, fmt.Sprintf("running with its agent (in a launcher Pod: %v)", inPod), framework.AgentConnected)
+			if err := c.Delete(ctx, vmi); err != nil {
+				t.Fatal(err)
+			}
+			framework.WaitGone(t, c, vmi, time.Minute)
 		}
-		framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
-		if err := c.Delete(ctx, vmi); err != nil {
-			t.Fatal(err)
-		}
-		framework.WaitGone(t, c, vmi, time.Minute)
 	}
 }
 

@@ -7,4 +7,7 @@
 // node, so a restarted handler re-adopts running launchers without touching
 // their VMs. It also serves guest-agent exec over HTTPS for execute-in-vm,
 // authorized like any Kubernetes subresource, to tokens for its audience.
+// For a VMI whose launcher runs in a launcher Pod (annotation
+// tekvirt.io/launcher-pod) it prepares the same directory and writes the
+// spec the waiting launcher starts from, and stops it through its socket.
 package handler
