@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
 
@@ -298,5 +299,51 @@ func TestVMIInLauncherPod(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("phase %q, conditions %+v", v.Status.Phase, v.Status.Conditions)
+	})
+}
+
+// TestDeletedLauncherPodFailsVMIAndVMRestarts: deleting the launcher Pod
+// under a running VM fails its VMI with a reason naming the Pod (a stop
+// the VMI did not ask for), and the VM (runStrategy Always) starts a new
+// VMI in a new Pod.
+func TestDeletedLauncherPodFailsVMIAndVMRestarts(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	vm := framework.GuestVM(ns, "always", framework.GuestImage, v1.RunStrategyAlways)
+	vm.Spec.Template.ObjectMeta.Annotations = map[string]string{vmipod.LauncherPodAnnotation: "true"}
+	if err := c.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	first := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "runs in its launcher Pod", framework.AgentConnected)
+	pods, err := f.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/created-by=" + string(first.UID)})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("launcher Pods of %s: %v %v", first.UID, pods, err)
+	}
+	if err := f.Kube.CoreV1().Pods(ns).Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "the VMI fails naming its deleted Pod", func() error {
+		got := &v1.VirtualMachineInstance{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(first), got); err != nil {
+			return err
+		}
+		if got.UID != first.UID {
+			return fmt.Errorf("already replaced: the failure was not seen")
+		}
+		for _, cond := range got.Status.Conditions {
+			if got.Status.Phase == v1.Failed && cond.Type == v1.VirtualMachineInstanceReady && cond.Reason == vmipod.LauncherPodEndedReason &&
+				strings.Contains(cond.Message, pods.Items[0].Name+" was deleted") {
+				return nil
+			}
+		}
+		return fmt.Errorf("phase %q, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	})
+	framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "runs again as a new VMI", func(v *v1.VirtualMachineInstance) error {
+		if v.UID == first.UID {
+			return fmt.Errorf("still the first VMI (%s)", v.Status.Phase)
+		}
+		return framework.AgentConnected(v)
 	})
 }

@@ -53,7 +53,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	if pod != nil && pod.Status.Phase == corev1.PodSucceeded {
+	if pod != nil && pod.Status.Phase == corev1.PodSucceeded && pod.DeletionTimestamp == nil {
 		return ctrl.Result{}, nil // the guest stopped: the handler reports how
 	}
 	return ctrl.Result{}, r.mirror(ctx, vmi, pod)

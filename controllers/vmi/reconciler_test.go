@@ -128,3 +128,24 @@ func condition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceCondit
 	}
 	return nil
 }
+
+func TestReconcilerFailsAVMIWhosePodIsDeleted(t *testing.T) {
+	vmi := guestVMI()
+	vmi.Annotations = map[string]string{LauncherPodAnnotation: "true"}
+	f := newPodFixture(t, vmi)
+	f.reconcile()
+	f.setPod(func(p *corev1.Pod) { p.Spec.NodeName, p.Finalizers = "node2", []string{"test/keep"} })
+	got := f.reconcile()
+	got.Status.Phase = v1.Running
+	if err := f.c.Status().Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	pod := f.pods()[0]
+	if err := f.c.Delete(context.Background(), &pod); err != nil {
+		t.Fatal(err)
+	}
+	got = f.reconcile()
+	if c := condition(got, v1.VirtualMachineInstanceReady); got.Status.Phase != v1.Failed || c == nil || c.Message != "launcher Pod "+pod.Name+" was deleted" {
+		t.Errorf("a launcher Pod deleted under a running VMI: phase %q, Ready %+v", got.Status.Phase, c)
+	}
+}

@@ -35,10 +35,9 @@ func SchedulingOf(pod *corev1.Pod) Scheduling {
 	switch {
 	case pod == nil:
 		return Scheduling{Phase: v1.Pending}
-	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
+	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded || pod.DeletionTimestamp != nil:
+		// A Pod deleted under its VMI ends the VM: not a stop the VMI asked for.
 		return Scheduling{Phase: v1.Failed, NodeName: pod.Spec.NodeName, Reason: LauncherPodEndedReason}
-	case pod.DeletionTimestamp != nil && pod.Spec.NodeName == "":
-		return Scheduling{Phase: v1.Failed, Reason: LauncherPodEndedReason}
 	case pod.Spec.NodeName != "":
 		return Scheduling{Phase: v1.Scheduled, NodeName: pod.Spec.NodeName}
 	}

@@ -32,6 +32,8 @@ func TestSchedulingOf(t *testing.T) {
 			v1.Failed, "node2", "", LauncherPodEndedReason},
 		"deleted before it was bound": {&corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}},
 			v1.Failed, "", "", LauncherPodEndedReason},
+		"deleted while it runs": {&corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Spec: corev1.PodSpec{NodeName: "node2"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}, v1.Failed, "node2", "", LauncherPodEndedReason},
 	} {
 		got := SchedulingOf(tc.pod)
 		msg := ""
