@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -345,5 +346,44 @@ func TestDeletedLauncherPodFailsVMIAndVMRestarts(t *testing.T) {
 			return fmt.Errorf("still the first VMI (%s)", v.Status.Phase)
 		}
 		return framework.AgentConnected(v)
+	})
+}
+
+// TestHandlerRestartKeepsLauncherPods kills the node's handler while a VM
+// runs in its launcher Pod: the VM keeps running (same VMI, same QEMU), and
+// the restarted handler manages it again: deleting the VM stops QEMU and
+// removes the VM's files from the node.
+func TestHandlerRestartKeepsLauncherPods(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	vm := framework.GuestVM(ns, "survivor", framework.GuestImage, v1.RunStrategyAlways)
+	vm.Spec.Template.ObjectMeta.Annotations = map[string]string{vmipod.LauncherPodAnnotation: "true"}
+	if err := c.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	before := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "runs in its launcher Pod", framework.AgentConnected)
+	qemu := qemuOf(t, domain.Name(before))
+	if err := syscall.Kill(f.ComponentPID(t, "tekvirt-handler"), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	upAgain(t)
+	after := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "still running", framework.AgentConnected)
+	if after.UID != before.UID || qemuOf(t, domain.Name(after)) != qemu {
+		t.Errorf("the VM restarted with the handler: VMI %s -> %s, QEMU %d -> %d", before.UID, after.UID, qemu, qemuOf(t, domain.Name(after)))
+	}
+	if err := c.Delete(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitGone(t, c, after, 2*time.Minute)
+	framework.Eventually(t, time.Minute, "QEMU ends and the VM's files go", func() error {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", qemu)); err == nil {
+			return fmt.Errorf("QEMU %d still runs", qemu)
+		}
+		if _, err := os.Stat(filepath.Join(framework.VMRoot, string(after.UID))); !os.IsNotExist(err) {
+			return fmt.Errorf("the VM's directory is still there: %w", err)
+		}
+		return nil
 	})
 }
