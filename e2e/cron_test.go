@@ -155,12 +155,17 @@ func TestDataImportCron(t *testing.T) {
 		}
 		return nil
 	})
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cron), cron); err != nil {
-		t.Fatal(err)
-	}
-	if cron.Status.LastImportedPVC == nil || cron.Status.LastImportedPVC.Name != secondPVC {
-		t.Errorf("cron status lastImportedPVC %+v, want %s", cron.Status.LastImportedPVC, secondPVC)
-	}
+	// The status is patched after the old import is collected, in the same
+	// reconcile: it may trail the deletion by a moment.
+	framework.Eventually(t, 30*time.Second, "the cron's status names the new import", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cron), cron); err != nil {
+			return err
+		}
+		if cron.Status.LastImportedPVC == nil || cron.Status.LastImportedPVC.Name != secondPVC {
+			return fmt.Errorf("lastImportedPVC %+v, want %s", cron.Status.LastImportedPVC, secondPVC)
+		}
+		return nil
+	})
 
 	vm := framework.GuestVM(ns, "from-cron", framework.GuestImage, v1.RunStrategyAlways)
 	vm.Spec.DataVolumeTemplates = []v1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: "from-cron-disk"},
