@@ -12,8 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -21,91 +21,38 @@ import (
 	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
-	"github.com/tekvirt/tekvirt/runtime/cloudinit"
-	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
 
-// launcherPodVM prepares, in a directory of this machine (the node), what
-// the handler prepares for a VMI (a containerDisk overlay, a cloud-init
-// seed) and returns the directory, the image cache the overlay is backed
-// by, the VMI and the launcher's spec, which the test writes later.
-func launcherPodVM(t *testing.T, ns string) (dir, cacheDir string, vmi *v1.VirtualMachineInstance, spec *launcher.Spec) {
-	t.Helper()
-	ctx := context.Background()
-	base := t.TempDir()
-	dir, cacheDir = filepath.Join(base, "vm"), filepath.Join(base, "images")
-	for _, d := range []string{dir, cacheDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	vmi = &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "in-pod"}, Spec: framework.GuestVMI(framework.GuestImage, "in-pod")}
-	im, err := containerdisk.Cache{Dir: cacheDir}.Fetch(ctx, framework.GuestImage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	disk, err := im.Disk()
-	if err != nil {
-		t.Fatal(err)
-	}
-	overlay := filepath.Join(dir, "disk-0.qcow2")
-	if err := containerdisk.Overlay(ctx, disk, overlay); err != nil {
-		t.Fatal(err)
-	}
-	seed, err := cloudinit.FromVolume(vmi, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seedPath := filepath.Join(dir, "cloudinit-1.img")
-	if err := seed.WriteImage(ctx, seedPath); err != nil {
-		t.Fatal(err)
-	}
-	spec = &launcher.Spec{VMI: vmi, Options: domain.Options{
-		Volumes: map[string]domain.Volume{
-			"containerdisk": {Path: overlay, Format: "qcow2"},
-			"cloudinitdisk": {Path: seedPath, Format: "raw"},
-		},
-		AgentSocket: filepath.Join(dir, "agent.sock"), SerialSocket: filepath.Join(dir, "serial.sock"), SerialLog: filepath.Join(dir, "serial.log"),
-	}}
-	return dir, cacheDir, vmi, spec
-}
-
-// hostPathAt mounts the node's path at the same path in the Pod, so the
-// paths in the spec (and the overlay's backing file) hold in both.
-func hostPathAt(name, path string, readOnly bool) (corev1.Volume, corev1.VolumeMount) {
-	dirType := corev1.HostPathDirectory
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &dirType}}},
-		corev1.VolumeMount{Name: name, MountPath: path, ReadOnly: readOnly}
-}
-
 // TestVMRunsInsideItsLauncherPod: the launcher image (Debian's libvirt and
-// QEMU and tekvirt-launcher, built by `up`) runs a VM inside a Pod: the
-// launcher waits for the VM's spec (the handler's part, played here), then
-// libvirtd and QEMU start there, the guest boots and its agent answers, QEMU lives
-// in the Pod's cgroup and network namespace (not the node's), the guest's
-// user network leads to the Pod's loopback, where the node's etcd is not,
-// and deleting the Pod ends QEMU.
+// QEMU and tekvirt-launcher, built by `up`) runs a VM inside the Pod the
+// controller would make for it: the launcher waits for the VM's spec (the
+// handler's part, played here), then libvirtd and QEMU start there, the
+// guest boots and its agent answers, QEMU lives in the Pod's cgroup and
+// network namespace (not the node's), the guest's user network leads to the
+// Pod's loopback, where the node's etcd is not, and deleting the Pod ends
+// QEMU.
 func TestVMRunsInsideItsLauncherPod(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
-	dir, cacheDir, vmi, spec := launcherPodVM(t, ns)
-	vmVol, vmMount := hostPathAt("vm", dir, false)
-	cacheVol, cacheMount := hostPathAt("images", cacheDir, true)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "launcher"},
-		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
-			Volumes:       []corev1.Volume{vmVol, cacheVol},
-			Containers: []corev1.Container{{
-				Name: "compute", Image: cluster.RegistryAddr + "/tekvirt/tekvirt-launcher:latest", ImagePullPolicy: corev1.PullAlways,
-				Command:      []string{"/ko-app/tekvirt-launcher", "--dir", dir, "--libvirtd", "/run/tekvirt-libvirt"},
-				VolumeMounts: []corev1.VolumeMount{vmMount, cacheMount},
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceMemory: resource.MustParse("400Mi"), corev1.ResourceCPU: resource.MustParse("100m")}},
-			}},
-		},
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "in-pod", UID: uuid.NewUUID()},
+		Spec: framework.GuestVMI(framework.GuestImage, "in-pod")}
+	// Not under the handler's VM directories: it collects those of VMIs
+	// that do not exist.
+	dir := t.TempDir()
+	spec := &launcher.Spec{VMI: vmi, Options: framework.GuestFiles(t, vmi, dir)}
+	pod, err := vmipod.LauncherPod(vmi, cluster.RegistryAddr+"/tekvirt/tekvirt-launcher:latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.OwnerReferences = nil // no VMI object: the garbage collector would take the Pod
+	vmDir := pod.Spec.Volumes[0].HostPath.Path
+	pod.Spec.Volumes[0].HostPath.Path, pod.Spec.Containers[0].VolumeMounts[0].MountPath = dir, dir
+	for i, arg := range pod.Spec.Containers[0].Command {
+		if arg == vmDir {
+			pod.Spec.Containers[0].Command[i] = dir
+		}
 	}
 	ctx := context.Background()
 	created, err := f.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
@@ -113,7 +60,7 @@ func TestVMRunsInsideItsLauncherPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 2*time.Minute, "the launcher Pod runs, waiting for its spec", func() error {
-		p, err := f.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		p, err := f.Kube.CoreV1().Pods(ns).Get(ctx, created.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -170,7 +117,7 @@ func TestVMRunsInsideItsLauncherPod(t *testing.T) {
 		t.Errorf("from the guest, the node's etcd must be refused and the kubernetes Service reached: %q", out)
 	}
 
-	if err := f.Kube.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+	if err := f.Kube.CoreV1().Pods(ns).Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, time.Minute, "QEMU ends with its Pod", func() error {

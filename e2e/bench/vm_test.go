@@ -22,8 +22,6 @@ import (
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/runtime/agent"
-	"github.com/tekvirt/tekvirt/runtime/cloudinit"
-	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 )
 
@@ -67,7 +65,6 @@ func oursStart(t *testing.T, c client.Client, ns string, i int, inPod bool) time
 // the time from `virsh create` until the guest agent answers guest-ping.
 func virshStart(t *testing.T, f *framework.Framework, i int) time.Duration {
 	t.Helper()
-	ctx := context.Background()
 	dir := filepath.Join(cluster.NodeRoot, "bench", strconv.Itoa(i))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -76,32 +73,9 @@ func virshStart(t *testing.T, f *framework.Framework, i int) time.Duration {
 	if out, err := exec.Command("chown", "libvirt-qemu", dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
-	im, err := containerdisk.Cache{Dir: filepath.Join(cluster.NodeRoot, "images")}.Fetch(ctx, framework.GuestImage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := im.Disk()
-	if err != nil {
-		t.Fatal(err)
-	}
-	overlay := filepath.Join(dir, "disk.qcow2")
-	if err := containerdisk.Overlay(ctx, base, overlay); err != nil {
-		t.Fatal(err)
-	}
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("virsh-%d", i),
 		UID: types.UID(fmt.Sprintf("6f1d2c3b-0000-4000-8000-%012d", i))}, Spec: framework.GuestVMI(framework.GuestImage, "bench")}
-	seed, err := cloudinit.FromVolume(vmi, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seedPath := filepath.Join(dir, "seed.img")
-	if err := seed.WriteImage(ctx, seedPath); err != nil {
-		t.Fatal(err)
-	}
-	d, err := domain.Convert(vmi, domain.Options{
-		Volumes:     map[string]domain.Volume{"containerdisk": {Path: overlay, Format: "qcow2"}, "cloudinitdisk": {Path: seedPath, Format: "raw"}},
-		AgentSocket: filepath.Join(dir, "agent.sock"), SerialSocket: filepath.Join(dir, "serial.sock"), SerialLog: filepath.Join(dir, "serial.log"),
-	})
+	d, err := domain.Convert(vmi, framework.GuestFiles(t, vmi, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
