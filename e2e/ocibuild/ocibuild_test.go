@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
@@ -44,18 +45,7 @@ func TestBuildIsReproducibleAndHoldsFiles(t *testing.T) {
 	if got := cfg.Config.Entrypoint; len(got) != 1 || got[0] != "/ko-app/app" {
 		t.Fatalf("entrypoint = %v", got)
 	}
-	tr := tar.NewReader(mutate.Extract(a))
-	seen := map[string]*tar.Header{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen[h.Name] = h
-	}
+	seen := entries(t, a)
 	if h := seen["ko-app/app"]; h == nil || h.Mode != 0o755 || h.Size != 8 {
 		t.Fatalf("binary entry = %+v", h)
 	}
@@ -85,24 +75,30 @@ func TestBaseLayerUnderFiles(t *testing.T) {
 	if err != nil || len(layers) != 2 {
 		t.Fatalf("layers %d, %v; want the base and the files", len(layers), err)
 	}
-	tr := tar.NewReader(mutate.Extract(img))
-	seen := map[string]bool{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen[h.Name] = true
-	}
+	seen := entries(t, img)
 	for _, want := range []string{"usr/lib/lib.so", "lib", "ko-app/app"} {
-		if !seen[want] {
+		if seen[want] == nil {
 			t.Errorf("image has no %s: %v", want, seen)
 		}
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Errorf("WriteLayer left files beside the layer: %v", entries)
+	}
+}
+
+// entries are the image's flattened filesystem entries by name.
+func entries(t *testing.T, img v1.Image) map[string]*tar.Header {
+	t.Helper()
+	tr := tar.NewReader(mutate.Extract(img))
+	seen := map[string]*tar.Header{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return seen
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[h.Name] = h
 	}
 }
