@@ -22,6 +22,7 @@ import (
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/runtime/domain"
+	"github.com/tekvirt/tekvirt/runtime/handler"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
 
@@ -193,6 +194,9 @@ func qemuOf(t *testing.T, name string) int {
 // with QEMU in the Pod's cgroup; deleting the VMI ends QEMU and its Pod. A
 // VMI no node can take stays Scheduling with kube-scheduler's message.
 func TestVMIInLauncherPod(t *testing.T) {
+	if vmipod.LauncherPodAnnotation != handler.LauncherPodAnnotation {
+		t.Fatalf("the controller marks launcher Pod VMIs %q, the handler looks for %q", vmipod.LauncherPodAnnotation, handler.LauncherPodAnnotation)
+	}
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)

@@ -16,8 +16,8 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 )
 
-// LauncherPodAnnotation ("true") opts a VMI into the launcher Pod runtime
-// (controllers/vmi) while the node runtime moves there; placement leaves it.
+// LauncherPodAnnotation ("true") runs a VMI in a launcher Pod
+// (controllers/vmi); placement leaves such VMIs.
 const LauncherPodAnnotation = "tekvirt.io/launcher-pod"
 
 // NodeNameLabel marks a placed VMI with its node, as KubeVirt does.

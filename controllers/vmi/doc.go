@@ -5,6 +5,6 @@
 // (LauncherPod). The reconciler creates the Pod and mirrors its scheduling
 // into the VMI (SchedulingOf): Scheduling with the scheduler's message,
 // Scheduled on its node, Failed when the Pod fails; the node's handler takes
-// the VMI from Scheduled. While the runtime moves into Pods, only VMIs
-// annotated tekvirt.io/launcher-pod are handled here.
+// the VMI from Scheduled. Only VMIs annotated tekvirt.io/launcher-pod are
+// handled here; controllers/placement places the others.
 package vmi

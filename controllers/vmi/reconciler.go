@@ -17,9 +17,8 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/placement"
 )
 
-// LauncherPodAnnotation opts a VMI into the launcher Pod runtime while the
-// node runtime moves there; the placement controller leaves such VMIs to
-// this one.
+// LauncherPodAnnotation ("true") runs a VMI in a launcher Pod; the
+// placement controller leaves such VMIs to this one.
 const LauncherPodAnnotation = placement.LauncherPodAnnotation
 
 // Reconciler gives each VMI its launcher Pod and mirrors the Pod's

@@ -214,7 +214,9 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 
 // LauncherPodAnnotation ("true") marks a VMI whose launcher runs in a
 // launcher Pod (made by the controller) rather than as a process the
-// handler starts, while the runtime moves into Pods.
+// handler starts. The controller's name for it is
+// controllers/placement.LauncherPodAnnotation (runtime/ and controllers/
+// import neither the other); e2e checks the two agree.
 const LauncherPodAnnotation = "tekvirt.io/launcher-pod"
 
 // InLauncherPod reports whether vmi's launcher runs in its Pod.
