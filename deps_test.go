@@ -18,6 +18,7 @@ var layerRules = []struct {
 	{"github.com/tekvirt/tekvirt/runtime", []string{"github.com/tektoncd/", "github.com/tekvirt/tekvirt/e2e"}, "the node runtime knows no Tekton and no testbed"},
 	{"github.com/tekvirt/tekvirt/tasks", []string{"github.com/tekvirt/tekvirt/controllers", "github.com/tekvirt/tekvirt/e2e", "github.com/tekvirt/tekvirt/runtime"}, "task steps depend only on images/ and client libraries"},
 	{"github.com/tekvirt/tekvirt/controllers", []string{"github.com/tekvirt/tekvirt/e2e", "github.com/tekvirt/tekvirt/runtime", "libvirt.org/"}, "reconcilers create runs, they do no node or data work"},
+	{"github.com/tekvirt/tekvirt/contracts", []string{"github.com/tekvirt/tekvirt/", "sigs.k8s.io/", "k8s.io/client-go", "libvirt.org/", "github.com/tektoncd/"}, "a contract is a leaf both sides import"},
 	{"github.com/tekvirt/tekvirt/catalog", []string{"github.com/tekvirt/tekvirt/controllers", "github.com/tekvirt/tekvirt/e2e"}, "catalog is data"},
 	// The components a release ships; cmd/tekvirt, the CLI, also starts the
 	// local testbed (up, down).

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,121 +14,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
-	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/runtime/domain"
-	"github.com/tekvirt/tekvirt/runtime/handler"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
+	"github.com/tekvirt/tekvirt/runtime/podvolume"
 )
-
-// TestVMRunsInsideItsLauncherPod: the launcher image (Debian's libvirt and
-// QEMU and tekvirt-launcher, built by `up`) runs a VM inside the Pod the
-// controller would make for it: the launcher waits for the VM's spec (the
-// handler's part, played here), then libvirtd and QEMU start there, the
-// guest boots and its agent answers, QEMU lives in the Pod's cgroup and
-// network namespace (not the node's), the guest's user network leads to the
-// Pod's loopback, where the node's etcd is not, and deleting the Pod ends
-// QEMU.
-func TestVMRunsInsideItsLauncherPod(t *testing.T) {
-	f := framework.New(t)
-	ns := f.Namespace(t)
-	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "in-pod", UID: uuid.NewUUID()},
-		Spec: framework.GuestVMI(framework.GuestImage, "in-pod")}
-	// Not under the handler's VM directories: it collects those of VMIs
-	// that do not exist.
-	dir := t.TempDir()
-	spec := &launcher.Spec{VMI: vmi, Options: framework.GuestFiles(t, vmi, dir)}
-	pod, err := vmipod.LauncherPod(vmi, cluster.RegistryAddr+"/tekvirt/tekvirt-launcher:latest")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.OwnerReferences = nil // no VMI object: the garbage collector would take the Pod
-	vmDir := pod.Spec.Volumes[0].HostPath.Path
-	pod.Spec.Volumes[0].HostPath.Path, pod.Spec.Containers[0].VolumeMounts[0].MountPath = dir, dir
-	for i, arg := range pod.Spec.Containers[0].Command {
-		if arg == vmDir {
-			pod.Spec.Containers[0].Command[i] = dir
-		}
-	}
-	ctx := context.Background()
-	created, err := f.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 2*time.Minute, "the launcher Pod runs, waiting for its spec", func() error {
-		p, err := f.Kube.CoreV1().Pods(ns).Get(ctx, created.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != corev1.PodRunning {
-			return fmt.Errorf("pod %s", p.Status.Phase)
-		}
-		return nil
-	})
-	start := time.Now()
-	if err := launcher.WriteSpec(dir, spec); err != nil {
-		t.Fatal(err)
-	}
-	client := launcher.NewClient(dir)
-	framework.Eventually(t, 3*time.Minute, "the guest agent in the launcher Pod answers", func() error {
-		if ex, err := launcher.ReadExit(dir); err == nil && ex != nil {
-			return fmt.Errorf("the launcher ended: %+v", ex)
-		}
-		st, err := client.Status(ctx)
-		if err != nil {
-			return err
-		}
-		if !st.AgentConnected {
-			return fmt.Errorf("agent not connected yet (domain %s)", st.Domain)
-		}
-		return nil
-	})
-	t.Logf("spec written -> guest agent connected: %.1fs", time.Since(start).Seconds())
-
-	qemu := qemuOf(t, domain.Name(vmi))
-	logPodMemory(t, qemu)
-	cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", qemu))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if podDir := "pod" + string(created.UID); !strings.Contains(string(cgroup), podDir) {
-		t.Errorf("QEMU (pid %d) is not in the Pod's cgroup %s:\n%s", qemu, podDir, cgroup)
-	}
-	qemuNet, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", qemu))
-	nodeNet, _ := os.Readlink("/proc/self/ns/net")
-	if qemuNet == "" || qemuNet == nodeNet {
-		t.Errorf("QEMU's network namespace %q is the node's %q", qemuNet, nodeNet)
-	}
-
-	// 10.0.2.2 is the host side of the guest's user network: here, the
-	// Pod's loopback, where nothing listens; on the node, 127.0.0.1:2379 is
-	// etcd. The kubernetes Service is reachable, as from any pod.
-	res, err := client.Exec(ctx, launcher.ExecRequest{Command: "/bin/sh", Args: []string{"-c",
-		"nc -w 3 10.0.2.2 2379 </dev/null; echo etcd=$?; nc -w 3 " + kubernetesServiceIP(t, f) + " 443 </dev/null; echo service=$?"}, TimeoutSeconds: 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := string(res.Stdout) + string(res.Stderr)
-	if !strings.Contains(out, "etcd=1") || !strings.Contains(out, "service=0") {
-		t.Errorf("from the guest, the node's etcd must be refused and the kubernetes Service reached: %q", out)
-	}
-
-	if err := f.Kube.CoreV1().Pods(ns).Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, time.Minute, "QEMU ends with its Pod", func() error {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", qemu)); err == nil {
-			return fmt.Errorf("QEMU %d still runs", qemu)
-		}
-		return nil
-	})
-}
 
 // logPodMemory logs what the launcher container (launcher, libvirtd and
 // QEMU with a 256 MiB guest) uses: the figure the launcher Pod's memory
@@ -154,6 +51,18 @@ func logPodMemory(t *testing.T, qemu int) {
 			return
 		}
 	}
+}
+
+// podLauncher is a client of the launcher in pod, through the Pod's volume
+// on the node, as the handler reaches it.
+func podLauncher(t *testing.T, f *framework.Framework, pod *corev1.Pod) *launcher.Client {
+	t.Helper()
+	dir, err := launcherpod.EmptyDirOnNode(f.KubeletRoot(), pod.UID, launcherpod.VMVolume)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol := podvolume.Dir{Path: dir}
+	return launcher.NewClientDial(func(ctx context.Context) (net.Conn, error) { return vol.DialUnix(ctx, launcher.SocketFile) })
 }
 
 // kubernetesServiceIP is the cluster IP of the kubernetes Service.
@@ -194,15 +103,12 @@ func qemuOf(t *testing.T, name string) int {
 // with QEMU in the Pod's cgroup; deleting the VMI ends QEMU and its Pod. A
 // VMI no node can take stays Scheduling with kube-scheduler's message.
 func TestVMIInLauncherPod(t *testing.T) {
-	if vmipod.LauncherPodAnnotation != handler.LauncherPodAnnotation {
-		t.Fatalf("the controller marks launcher Pod VMIs %q, the handler looks for %q", vmipod.LauncherPodAnnotation, handler.LauncherPodAnnotation)
-	}
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)
 	ctx := context.Background()
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podvm",
-		Annotations: map[string]string{vmipod.LauncherPodAnnotation: "true"}}, Spec: framework.GuestVMI(framework.GuestImage, "podvm")}
+		Annotations: map[string]string{launcherpod.Annotation: "true"}}, Spec: framework.GuestVMI(framework.GuestImage, "podvm")}
 	if err := c.Create(ctx, vmi); err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +128,23 @@ func TestVMIInLauncherPod(t *testing.T) {
 	if err != nil || !strings.Contains(string(cgroup), "pod"+string(pod.UID)) {
 		t.Errorf("QEMU %d is not in the launcher Pod's cgroup: %s %v", qemu, cgroup, err)
 	}
+	logPodMemory(t, qemu)
+	qemuNet, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", qemu))
+	nodeNet, _ := os.Readlink("/proc/self/ns/net")
+	if qemuNet == "" || qemuNet == nodeNet {
+		t.Errorf("QEMU's network namespace %q is the node's %q", qemuNet, nodeNet)
+	}
+	// 10.0.2.2 is the host side of the guest's user network: here, the
+	// Pod's loopback, where nothing listens; on the node, 127.0.0.1:2379 is
+	// etcd. The kubernetes Service is reachable, as from any pod.
+	res, err := podLauncher(t, f, &pod).Exec(ctx, launcher.ExecRequest{Command: "/bin/sh", Args: []string{"-c",
+		"nc -w 3 10.0.2.2 2379 </dev/null; echo etcd=$?; nc -w 3 " + kubernetesServiceIP(t, f) + " 443 </dev/null; echo service=$?"}, TimeoutSeconds: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(res.Stdout) + string(res.Stderr); !strings.Contains(out, "etcd=1") || !strings.Contains(out, "service=0") {
+		t.Errorf("from the guest, the node's etcd must be refused and the kubernetes Service reached: %q", out)
+	}
 
 	if err := c.Delete(ctx, got); err != nil {
 		t.Fatal(err)
@@ -238,7 +161,7 @@ func TestVMIInLauncherPod(t *testing.T) {
 	})
 
 	nowhere := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nowhere",
-		Annotations: map[string]string{vmipod.LauncherPodAnnotation: "true"}}, Spec: framework.GuestVMI(framework.GuestImage, "nowhere")}
+		Annotations: map[string]string{launcherpod.Annotation: "true"}}, Spec: framework.GuestVMI(framework.GuestImage, "nowhere")}
 	nowhere.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "no-such-node"}
 	if err := c.Create(ctx, nowhere); err != nil {
 		t.Fatal(err)
@@ -264,7 +187,7 @@ func TestDeletedLauncherPodFailsVMIAndVMRestarts(t *testing.T) {
 	c := f.VMClient(t)
 	ctx := context.Background()
 	vm := framework.GuestVM(ns, "always", framework.GuestImage, v1.RunStrategyAlways)
-	vm.Spec.Template.ObjectMeta.Annotations = map[string]string{vmipod.LauncherPodAnnotation: "true"}
+	vm.Spec.Template.ObjectMeta.Annotations = map[string]string{launcherpod.Annotation: "true"}
 	if err := c.Create(ctx, vm); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +233,7 @@ func TestHandlerRestartKeepsLauncherPods(t *testing.T) {
 	c := f.VMClient(t)
 	ctx := context.Background()
 	vm := framework.GuestVM(ns, "survivor", framework.GuestImage, v1.RunStrategyAlways)
-	vm.Spec.Template.ObjectMeta.Annotations = map[string]string{vmipod.LauncherPodAnnotation: "true"}
+	vm.Spec.Template.ObjectMeta.Annotations = map[string]string{launcherpod.Annotation: "true"}
 	if err := c.Create(ctx, vm); err != nil {
 		t.Fatal(err)
 	}

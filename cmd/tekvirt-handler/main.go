@@ -25,6 +25,7 @@ func main() {
 	var probeAddr string
 	flag.StringVar(&h.Node, "node", "", "name of this node")
 	flag.StringVar(&h.Root, "root", "/var/lib/tekvirt", "directory for VM files and the containerDisk cache (must be reachable by the QEMU user)")
+	flag.StringVar(&h.KubeletRoot, "kubelet-root", "/var/lib/kubelet", "the kubelet's --root-dir, where it keeps launcher Pods' volumes")
 	flag.StringVar(&h.LauncherBinary, "launcher", "", "tekvirt-launcher executable (default: next to this one)")
 	flag.StringVar(&h.LibvirtURI, "libvirt-uri", "qemu:///system", "libvirt daemon the launchers use")
 	flag.BoolVar(&h.KVM, "kvm", false, "run guests with KVM instead of TCG")

@@ -14,11 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 )
 
 // LauncherPodAnnotation ("true") runs a VMI in a launcher Pod
 // (controllers/vmi); placement leaves such VMIs.
-const LauncherPodAnnotation = "tekvirt.io/launcher-pod"
+const LauncherPodAnnotation = launcherpod.Annotation
 
 // NodeNameLabel marks a placed VMI with its node, as KubeVirt does.
 const NodeNameLabel = "kubevirt.io/nodeName"

@@ -10,6 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 )
 
 // Labels of a launcher Pod, as KubeVirt's; the VMI's own labels are copied
@@ -19,18 +21,6 @@ const (
 	AppLauncher    = "virt-launcher"
 	CreatedByLabel = "kubevirt.io/created-by"
 	VMNameLabel    = "vm.kubevirt.io/name"
-)
-
-// Where the launcher Pod meets the node's handler: the VM's directory and
-// the containerDisk cache (read-only), at the same paths as on the node so
-// that the paths the handler writes (and a qcow2 overlay's backing file)
-// hold in both; claims are mounted under DisksDir/<volume>.
-const (
-	VMsDir           = "/var/lib/tekvirt/vms"
-	ImagesDir        = "/var/lib/tekvirt/images"
-	DisksDir         = "/var/run/kubevirt-private/vmi-disks"
-	ComputeContainer = "compute"
-	libvirtRunDir    = "/var/run/tekvirt-libvirt"
 )
 
 // The launcher's memory overhead, beyond the guest's memory: the launcher
@@ -134,10 +124,10 @@ func resources(vmi *v1.VirtualMachineInstance) (corev1.ResourceRequirements, err
 	return out, nil
 }
 
-// hostDir is a node directory mounted at the same path.
-func hostDir(name, dir string, t corev1.HostPathType, readOnly bool) (corev1.Volume, corev1.VolumeMount) {
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &t}}},
-		corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: readOnly}
+// emptyDir is a Pod-local volume and its mount in the compute container.
+func emptyDir(name, at string, readOnly bool, propagation *corev1.MountPropagationMode) (corev1.Volume, corev1.VolumeMount) {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.VolumeMount{Name: name, MountPath: at, ReadOnly: readOnly, MountPropagation: propagation}
 }
 
 // LauncherPod is the Pod that runs vmi with the launcher image.
@@ -146,9 +136,10 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 	if err != nil {
 		return nil, err
 	}
-	dir := path.Join(VMsDir, string(vmi.UID))
-	vmVol, vmMount := hostDir("vm", dir, corev1.HostPathDirectoryOrCreate, false)
-	imgVol, imgMount := hostDir("images", ImagesDir, corev1.HostPathDirectoryOrCreate, true)
+	// The Pod mounts nothing of the node: the handler reaches these two
+	// volumes where the kubelet keeps them (launcherpod.EmptyDirOnNode).
+	vmVol, vmMount := emptyDir(launcherpod.VMVolume, launcherpod.VMDir, false, nil)
+	imgVol, imgMount := emptyDir(launcherpod.ImagesVolume, launcherpod.ImagesDir, true, ptr.To(corev1.MountPropagationHostToContainer))
 	volumes, mounts := []corev1.Volume{vmVol, imgVol}, []corev1.VolumeMount{vmMount, imgMount}
 	for i, vol := range vmi.Spec.Volumes {
 		var claim string
@@ -166,7 +157,7 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 		name := fmt.Sprintf("volume-%d", i)
 		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path.Join(DisksDir, vol.Name), ReadOnly: readOnly})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path.Join(launcherpod.DisksDir, vol.Name), ReadOnly: readOnly})
 	}
 	labels := map[string]string{}
 	for k, v := range vmi.Labels {
@@ -196,9 +187,9 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 			TerminationGracePeriodSeconds: ptr.To(grace + 15), // the guest's grace, then libvirtd's stop
 			Volumes:                       volumes,
 			Containers: []corev1.Container{{
-				Name:         ComputeContainer,
+				Name:         launcherpod.ComputeContainer,
 				Image:        image,
-				Command:      []string{"/ko-app/tekvirt-launcher", "--dir", dir, "--libvirtd", libvirtRunDir, "--disks-dir", DisksDir},
+				Command:      []string{"/ko-app/tekvirt-launcher", "--dir", launcherpod.VMDir, "--libvirtd", launcherpod.LibvirtdDir, "--disks-dir", launcherpod.DisksDir},
 				Resources:    res,
 				VolumeMounts: mounts,
 			}},

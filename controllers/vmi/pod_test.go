@@ -113,13 +113,19 @@ func TestLauncherPodSchedulingLabelsAndVolumes(t *testing.T) {
 		t.Errorf("spec %+v", s)
 	}
 	c := s.Containers[0]
-	if got := strings.Join(c.Command, " "); got != "/ko-app/tekvirt-launcher --dir /var/lib/tekvirt/vms/uid-1 --libvirtd /var/run/tekvirt-libvirt --disks-dir /var/run/kubevirt-private/vmi-disks" || c.Image != "reg/launcher@sha256:1" {
+	if got := strings.Join(c.Command, " "); got != "/ko-app/tekvirt-launcher --dir /var/run/tekvirt/vm --libvirtd /var/run/tekvirt/libvirt --disks-dir /var/run/kubevirt-private/vmi-disks" || c.Image != "reg/launcher@sha256:1" {
 		t.Errorf("container %s: %s", c.Image, got)
 	}
 	claims := map[string]string{}
 	for _, v := range s.Volumes {
 		if v.PersistentVolumeClaim != nil {
 			claims[v.Name] = v.PersistentVolumeClaim.ClaimName
+		}
+		if v.HostPath != nil {
+			t.Errorf("volume %s mounts the node's %s: a launcher Pod mounts nothing of the node", v.Name, v.HostPath.Path)
+		}
+		if (v.Name == "vm" || v.Name == "images") && v.EmptyDir == nil {
+			t.Errorf("volume %s is not an emptyDir", v.Name)
 		}
 	}
 	if !reflect.DeepEqual(claims, map[string]string{"volume-1": "data-pvc", "volume-2": "root-dv"}) {
@@ -131,9 +137,13 @@ func TestLauncherPodSchedulingLabelsAndVolumes(t *testing.T) {
 		if m.Name == "volume-1" && !m.ReadOnly || m.Name == "images" && !m.ReadOnly {
 			t.Errorf("mount %s must be read-only", m.Name)
 		}
+		// The handler mounts the VM's images after the Pod started.
+		if m.Name == "images" && (m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationHostToContainer) {
+			t.Errorf("images mount propagation %v, want HostToContainer", m.MountPropagation)
+		}
 	}
-	if mounts["vm"] != "/var/lib/tekvirt/vms/uid-1" || mounts["volume-1"] != "/var/run/kubevirt-private/vmi-disks/data" ||
-		mounts["volume-2"] != "/var/run/kubevirt-private/vmi-disks/root" || mounts["images"] != ImagesDir {
+	if mounts["vm"] != "/var/run/tekvirt/vm" || mounts["volume-1"] != "/var/run/kubevirt-private/vmi-disks/data" ||
+		mounts["volume-2"] != "/var/run/kubevirt-private/vmi-disks/root" || mounts["images"] != "/var/lib/tekvirt/images" {
 		t.Errorf("mounts %v", mounts)
 	}
 }

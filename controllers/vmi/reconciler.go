@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -14,12 +15,13 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	"github.com/tekvirt/tekvirt/controllers/placement"
 )
 
 // LauncherPodAnnotation ("true") runs a VMI in a launcher Pod; the
 // placement controller leaves such VMIs to this one.
-const LauncherPodAnnotation = placement.LauncherPodAnnotation
+const LauncherPodAnnotation = launcherpod.Annotation
 
 // Reconciler gives each VMI its launcher Pod and mirrors the Pod's
 // scheduling into the VMI; the node's handler takes it from Scheduled.
@@ -98,6 +100,8 @@ func (r *Reconciler) mirror(ctx context.Context, vmi *v1.VirtualMachineInstance,
 		return nil
 	case s.Phase == v1.Scheduled:
 		vmi.Status.NodeName = s.NodeName
+		// As KubeVirt's: the node's handler finds the Pod's volumes by its UID.
+		vmi.Status.ActivePods = map[types.UID]string{pod.UID: s.NodeName}
 		placement.RecordPhases(vmi, now, v1.Pending, v1.Scheduling, v1.Scheduled)
 		vmi.Status.Phase = v1.Scheduled
 		placement.SetCondition(vmi, PodScheduledCondition, corev1.ConditionTrue, "", "")

@@ -95,10 +95,13 @@ func TestReconcilerFollowsTheLauncherPod(t *testing.T) {
 		t.Errorf("unschedulable: phase %q, condition %+v", got.Status.Phase, c)
 	}
 
-	f.setPod(func(p *corev1.Pod) { p.Spec.NodeName, p.Status.Conditions = "node2", nil })
+	f.setPod(func(p *corev1.Pod) { p.UID, p.Spec.NodeName, p.Status.Conditions = "pod-uid-1", "node2", nil }) // the fake client gives no UID
 	got = f.reconcile()
 	if got.Status.Phase != v1.Scheduled || got.Status.NodeName != "node2" || got.Labels[v1.NodeNameLabel] != "node2" {
 		t.Errorf("bound: phase %q node %q labels %v", got.Status.Phase, got.Status.NodeName, got.Labels)
+	}
+	if pod := f.pods()[0]; pod.UID == "" || len(got.Status.ActivePods) != 1 || got.Status.ActivePods[pod.UID] != "node2" {
+		t.Errorf("activePods %v, want the Pod's UID %s on node2", got.Status.ActivePods, pod.UID)
 	}
 
 	// The handler runs it from here; the controller only notices a Pod that

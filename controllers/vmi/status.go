@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 )
 
 // Scheduling is what a VMI's launcher Pod says of the VMI's placement.
@@ -61,7 +63,7 @@ func FailureMessage(pod *corev1.Pod) string {
 		msg = fmt.Sprintf("launcher Pod %s was deleted", pod.Name)
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil && cs.Name == ComputeContainer {
+		if t := cs.State.Terminated; t != nil && cs.Name == launcherpod.ComputeContainer {
 			msg += fmt.Sprintf(": container %s exited %d (%s)", cs.Name, t.ExitCode, t.Reason)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 )
 
 func TestSchedulingOf(t *testing.T) {
@@ -57,7 +59,7 @@ func TestFailureMessage(t *testing.T) {
 	}{
 		"gone": {nil, "the launcher Pod is gone"},
 		"killed": {&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-vm1-x"}, Status: corev1.PodStatus{Phase: corev1.PodFailed,
-			ContainerStatuses: []corev1.ContainerStatus{{Name: ComputeContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}}}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: launcherpod.ComputeContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}}}},
 			"launcher Pod virt-launcher-vm1-x ended (Failed): container compute exited 137 (Error)"},
 		"evicted": {&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."}},
 			"launcher Pod p ended (Failed): Evicted, The node was low on resource: memory."},

@@ -69,6 +69,10 @@ func (c *Cluster) Kubeconfig() string { return filepath.Join(c.Home, "kubeconfig
 func (c *Cluster) BinDir() string { return filepath.Join(c.Home, "bin") }
 
 func (c *Cluster) pkiDir() string { return filepath.Join(c.Home, "pki") }
+
+// KubeletRoot is the kubelet's --root-dir, where it keeps Pods' volumes.
+func (c *Cluster) KubeletRoot() string { return c.path("data", "kubelet") }
+
 func (c *Cluster) path(parts ...string) string {
 	return filepath.Join(append([]string{c.Home}, parts...)...)
 }

@@ -74,7 +74,7 @@ func (c *Cluster) processes(b binaries) []*process {
 		{
 			name: "kubelet", binary: b.k("kubelet"),
 			args: []string{"--config", etc("kubelet.yaml"), "--kubeconfig", etc("kubelet.kubeconfig"),
-				"--hostname-override", c.NodeName, "--node-ip", c.NodeIP.String(), "--root-dir", c.path("data", "kubelet")},
+				"--hostname-override", c.NodeName, "--node-ip", c.NodeIP.String(), "--root-dir", c.KubeletRoot()},
 			ports: []string{"0.0.0.0:10250", "127.0.0.1:10248"}, ready: httpReady(nil, "http://127.0.0.1:10248/healthz"),
 		},
 		{
@@ -111,6 +111,7 @@ const ContainerDiskMaxBytes = 1 << 30
 func (c *Cluster) handlerProcess(b binaries) *process {
 	execAddr := net.JoinHostPort(c.NodeIP.String(), strconv.Itoa(HandlerExecPort))
 	args := []string{"--kubeconfig", c.path("etc", "handler.kubeconfig"), "--node", c.NodeName, "--root", NodeRoot,
+		"--kubelet-root", c.KubeletRoot(),
 		"--libvirt-uri", c.LibvirtURI(), "--exec-addr", execAddr,
 		"--tls-cert-file", filepath.Join(c.pkiDir(), "handler-serving.crt"), "--tls-private-key-file", filepath.Join(c.pkiDir(), "handler-serving.key"),
 		"--health-probe-bind-address", handlerProbeAddr,

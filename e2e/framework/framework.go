@@ -134,3 +134,6 @@ func (f *Framework) WaitPodSucceeded(t testing.TB, ns, name string, timeout time
 // GuestDir is where `up` left the guest's disk images as files
 // (cluster.Cluster.GuestDir).
 func (f *Framework) GuestDir() string { return (&cluster.Cluster{Home: f.Home}).GuestDir() }
+
+// KubeletRoot is the node's kubelet root directory, where Pods' volumes are.
+func (f *Framework) KubeletRoot() string { return (&cluster.Cluster{Home: f.Home}).KubeletRoot() }

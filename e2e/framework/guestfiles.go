@@ -29,7 +29,7 @@ func GuestFiles(t testing.TB, vmi *v1.VirtualMachineInstance, dir string) domain
 		t.Fatal(err)
 	}
 	overlay := filepath.Join(dir, "disk-0.qcow2")
-	if err := containerdisk.Overlay(ctx, base, overlay); err != nil {
+	if err := containerdisk.Overlay(ctx, base, overlay, ""); err != nil {
 		t.Fatal(err)
 	}
 	seed, err := cloudinit.FromVolume(vmi, 1)

@@ -282,8 +282,10 @@ func Format(file string) (string, error) {
 var ErrNotSelfContained = errors.New("containerDisk is not self-contained")
 
 // Overlay creates a qcow2 file at dst whose backing file is base, so the
-// VM writes to its own file and the cached image stays pristine.
-func Overlay(ctx context.Context, base, dst string) error {
+// VM writes to its own file and the cached image stays pristine; the
+// overlay names it backingAs when the launcher sees it at another path
+// (empty: base).
+func Overlay(ctx context.Context, base, dst, backingAs string) error {
 	if err := images.SelfContained(base); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotSelfContained, err)
 	}
@@ -294,6 +296,14 @@ func Overlay(ctx context.Context, base, dst string) error {
 	out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", format, "-b", base, dst).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("qemu-img create overlay on %s: %w: %s", base, err, strings.TrimSpace(string(out)))
+	}
+	if backingAs == "" || backingAs == base {
+		return nil
+	}
+	// -u only rewrites the name: the data is the same file.
+	out, err = exec.CommandContext(ctx, "qemu-img", "rebase", "-q", "-u", "-f", "qcow2", "-F", format, "-b", backingAs, dst).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("qemu-img rebase overlay %s onto %s: %w: %s", dst, backingAs, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

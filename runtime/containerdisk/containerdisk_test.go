@@ -96,14 +96,23 @@ func TestOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	over := filepath.Join(dir, "overlay.qcow2")
-	if err := Overlay(context.Background(), base, over); err != nil {
+	if err := Overlay(context.Background(), base, over, ""); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("qemu-img", "info", over).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "backing file: "+base) || !strings.Contains(string(out), "backing file format: raw") {
 		t.Fatalf("qemu-img info: %v\n%s", err, out)
 	}
-	if err := Overlay(context.Background(), filepath.Join(dir, "absent"), over+"2"); err == nil {
+	// Seen by a launcher Pod at another path: the overlay names that one.
+	inPod := "/var/lib/tekvirt/images/sha256-x/disk.img"
+	if err := Overlay(context.Background(), base, over+"-pod", inPod); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command("qemu-img", "info", "-U", over+"-pod").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "backing file: "+inPod) || !strings.Contains(string(out), "virtual size: 1 MiB") {
+		t.Fatalf("qemu-img info of the Pod's overlay: %v\n%s", err, out)
+	}
+	if err := Overlay(context.Background(), filepath.Join(dir, "absent"), over+"2", ""); err == nil {
 		t.Error("overlay on a missing base succeeded")
 	}
 	// A qcow2 in the image that names a host file as its backing file: the
@@ -112,7 +121,7 @@ func TestOverlay(t *testing.T) {
 	if out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", "/etc/shadow", shadow).CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	err = Overlay(context.Background(), shadow, over+"3")
+	err = Overlay(context.Background(), shadow, over+"3", "")
 	if !errors.Is(err, ErrNotSelfContained) || !strings.Contains(err.Error(), `backing file "/etc/shadow"`) {
 		t.Errorf("overlay on a base backed by /etc/shadow: %v", err)
 	}

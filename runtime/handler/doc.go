@@ -8,6 +8,10 @@
 // their VMs. It also serves guest-agent exec over HTTPS for execute-in-vm,
 // authorized like any Kubernetes subresource, to tokens for its audience.
 // For a VMI whose launcher runs in a launcher Pod (annotation
-// tekvirt.io/launcher-pod) it prepares the same directory and writes the
-// spec the waiting launcher starts from, and stops it through its socket.
+// tekvirt.io/launcher-pod) it prepares the VM's files in the Pod's own
+// volumes, which it finds on the node by the Pod's UID and reaches only
+// through runtime/podvolume (their tenant can write them too), writes the
+// spec the waiting launcher starts from, mounts the VM's cached images
+// read-only into the Pod, and stops the launcher through its socket; its
+// own directory keeps a copy of the spec and the images the VM uses.
 package handler

@@ -118,7 +118,12 @@ func (s ExecServer) serveExec(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s is %s on node %q, not Running on %s", ns, name, vmi.Status.Phase, vmi.Status.NodeName, s.Node), http.StatusConflict)
 		return
 	}
-	res, err := launcher.NewClient(s.dirOf(vmi.UID).path).Exec(ctx, req)
+	d, err := s.dirFor(vmi)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: %v", ns, name, err), http.StatusInternalServerError)
+		return
+	}
+	res, err := d.client().Exec(ctx, req)
 	if err != nil {
 		code := http.StatusBadGateway
 		if strings.Contains(err.Error(), "did not finish in time") || errors.Is(err, context.DeadlineExceeded) {

@@ -77,10 +77,14 @@ const DefaultContainerDiskIdle = 24 * time.Hour
 func (c Collector) collectVMs(ctx context.Context, entries []os.DirEntry) {
 	log := ctrl.LoggerFrom(ctx).WithName("collector")
 	for _, e := range entries {
-		d := c.dirOf(types.UID(e.Name()))
-		spec, err := launcher.ReadSpec(d.path)
+		spec, err := launcher.ReadSpec(c.dirOf(types.UID(e.Name())).path)
 		if err != nil {
 			continue // being written, or from a failed preparation the reconciler owns
+		}
+		d, err := c.dirFor(spec.VMI)
+		if err != nil {
+			log.Error(err, "finding the launcher Pod of a VM directory", "dir", e.Name())
+			continue
 		}
 		vmi := &v1.VirtualMachineInstance{}
 		err = c.Client.Get(ctx, client.ObjectKeyFromObject(spec.VMI), vmi)

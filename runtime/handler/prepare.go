@@ -37,9 +37,9 @@ func (h *Handler) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 	opts := domain.Options{
 		KVM:          h.KVM,
 		Volumes:      map[string]domain.Volume{},
-		AgentSocket:  d.file("agent.sock"),
-		SerialSocket: d.file("serial.sock"),
-		SerialLog:    d.file("serial.log"),
+		AgentSocket:  d.launcherFile("agent.sock"),
+		SerialSocket: d.launcherFile("serial.sock"),
+		SerialLog:    d.launcherFile("serial.log"),
 	}
 	cache := h.images()
 	if err := os.MkdirAll(cache.Dir, 0o755); err != nil {
@@ -62,15 +62,15 @@ func (h *Handler) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 				paths = append(paths, p)
 			}
 		}
-		im, err := fetch(ctx, c.Image, cache, d, "spec.domain.firmware.kernelBoot.container", paths...)
+		im, view, err := fetch(ctx, c.Image, cache, d, "spec.domain.firmware.kernelBoot.container", paths...)
 		if err != nil {
 			return opts, err
 		}
 		if c.KernelPath != "" {
-			opts.Kernel = im.Path(c.KernelPath)
+			opts.Kernel = view(im.Path(c.KernelPath))
 		}
 		if c.InitrdPath != "" {
-			opts.Initrd = im.Path(c.InitrdPath)
+			opts.Initrd = view(im.Path(c.InitrdPath))
 		}
 	}
 	return opts, nil
@@ -81,7 +81,7 @@ func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInsta
 	field := fmt.Sprintf("spec.volumes[%d]", i)
 	switch {
 	case vol.ContainerDisk != nil:
-		im, err := fetch(ctx, vol.ContainerDisk.Image, cache, d, field+".containerDisk", pathOrNone(vol.ContainerDisk.Path)...)
+		im, view, err := fetch(ctx, vol.ContainerDisk.Image, cache, d, field+".containerDisk", pathOrNone(vol.ContainerDisk.Path)...)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +95,7 @@ func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInsta
 		// user input and must not become a path.
 		overlay := d.file(fmt.Sprintf("disk-%d.qcow2", i))
 		if _, err := os.Stat(overlay); os.IsNotExist(err) {
-			err := containerdisk.Overlay(ctx, base, overlay)
+			err := containerdisk.Overlay(ctx, base, overlay, view(base))
 			if errors.Is(err, containerdisk.ErrNotSelfContained) {
 				return nil, &permanentError{reason: "ContainerDiskInvalid", err: fmt.Errorf("%s (volume %q) image %s: %w", field, vol.Name, vol.ContainerDisk.Image, err)}
 			}
@@ -103,7 +103,11 @@ func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInsta
 				return nil, err
 			}
 		}
-		return &domain.Volume{Path: overlay, Format: "qcow2"}, nil
+		published, err := d.publish(overlay)
+		if err != nil {
+			return nil, err
+		}
+		return &domain.Volume{Path: published, Format: "qcow2"}, nil
 	case vol.PersistentVolumeClaim != nil:
 		return h.claimDisk(ctx, vmi.Namespace, vol.PersistentVolumeClaim.ClaimName, field+".persistentVolumeClaim", vol.PersistentVolumeClaim.ReadOnly, i)
 	case vol.DataVolume != nil:
@@ -117,7 +121,11 @@ func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInsta
 		if err := seed.WriteImage(ctx, path); err != nil {
 			return nil, fmt.Errorf("%s (volume %q): %w", field, vol.Name, err)
 		}
-		return &domain.Volume{Path: path, Format: "raw"}, nil
+		published, err := d.publish(path)
+		if err != nil {
+			return nil, err
+		}
+		return &domain.Volume{Path: published, Format: "raw"}, nil
 	}
 	return nil, nil // unsupported sources are named by domain.Convert
 }
@@ -130,18 +138,26 @@ func pathOrNone(p string) []string {
 }
 
 // fetch pulls a container image for the VM of d, notes in d that the VM
-// uses it (so the cache keeps it), and classifies its failures.
-func fetch(ctx context.Context, ref string, cache containerdisk.Cache, d vmDir, field string, paths ...string) (*containerdisk.Image, error) {
-	im, err := cache.Fetch(ctx, ref, paths...)
+// uses it (so the cache keeps it), makes it visible to the launcher (view
+// maps a path in the cache to the launcher's) and classifies its failures.
+func fetch(ctx context.Context, ref string, cache containerdisk.Cache, d vmDir, field string, paths ...string) (im *containerdisk.Image, view func(string) string, err error) {
+	im, err = cache.Fetch(ctx, ref, paths...)
 	switch {
 	case errors.Is(err, containerdisk.ErrNotFound):
-		return nil, &permanentError{reason: "ContainerDiskNotFound", err: fmt.Errorf("%s: %w", field, err)}
+		return nil, nil, &permanentError{reason: "ContainerDiskNotFound", err: fmt.Errorf("%s: %w", field, err)}
 	case errors.Is(err, containerdisk.ErrTooLarge):
-		return nil, &permanentError{reason: "ContainerDiskTooLarge", err: fmt.Errorf("%s: %w", field, err)}
+		return nil, nil, &permanentError{reason: "ContainerDiskTooLarge", err: fmt.Errorf("%s: %w", field, err)}
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", field, err)
+		return nil, nil, fmt.Errorf("%s: %w", field, err)
 	}
-	return im, d.useImage(im)
+	if err := d.useImage(im); err != nil {
+		return nil, nil, err
+	}
+	view, err = d.imageView(im)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", field, err)
+	}
+	return im, view, nil
 }
 
 // claimDisk finds disk.img on the bound PersistentVolume of a claim (volume

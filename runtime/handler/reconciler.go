@@ -49,6 +49,9 @@ type Handler struct {
 	Root string
 	// LauncherBinary is the tekvirt-launcher executable.
 	LauncherBinary string
+	// KubeletRoot is the kubelet's root directory (--root-dir), where it
+	// keeps launcher Pods' volumes; empty means /var/lib/kubelet.
+	KubeletRoot string
 	// LibvirtURI is the libvirt daemon the launchers use.
 	LibvirtURI string
 	// KVM runs guests with hardware virtualization instead of TCG.
@@ -82,7 +85,10 @@ func (h *Handler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if vmi.Status.NodeName != h.Node {
 		return ctrl.Result{}, nil
 	}
-	d := h.dirOf(vmi.UID)
+	d, err := h.dirFor(vmi)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if vmi.DeletionTimestamp != nil {
 		return ctrl.Result{}, h.teardown(ctx, vmi, d)
 	}
@@ -147,7 +153,7 @@ func (h *Handler) observe(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 	case Running:
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		st, err := launcher.NewClient(d.path).Status(cctx)
+		st, err := d.client().Status(cctx)
 		if err != nil {
 			return obs, pollStarting, nil // still starting
 		}
@@ -180,6 +186,11 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	if err := h.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(vmi), err)
 	}
+	if InLauncherPod(vmi) {
+		if err := d.pod.ready(); err != nil {
+			return err
+		}
+	}
 	if err := d.create(h.QEMUUser); err != nil {
 		return err
 	}
@@ -190,10 +201,10 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	if InLauncherPod(vmi) {
 		// The launcher waits in its Pod for the spec; it runs QEMU on a
 		// libvirtd of its own, in the Pod's cgroup and network.
-		if err := launcher.WriteSpec(d.path, &launcher.Spec{VMI: vmi, Options: opts}); err != nil {
+		if err := d.writeSpec(&launcher.Spec{VMI: vmi, Options: opts}); err != nil {
 			return err
 		}
-		ctrl.LoggerFrom(ctx).Info("VM prepared for its launcher Pod", "vmi", klog.KObj(vmi), "dir", d.path)
+		ctrl.LoggerFrom(ctx).Info("VM prepared for its launcher Pod", "vmi", klog.KObj(vmi), "pod volume", d.pod.vm.Path)
 		return nil
 	}
 	// A domain of an earlier VMI of the same name (a VM restarted after its
@@ -210,18 +221,6 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	}
 	ctrl.LoggerFrom(ctx).Info("launcher started", "vmi", klog.KObj(vmi), "dir", d.path)
 	return nil
-}
-
-// LauncherPodAnnotation ("true") marks a VMI whose launcher runs in a
-// launcher Pod (made by the controller) rather than as a process the
-// handler starts. The controller's name for it is
-// controllers/placement.LauncherPodAnnotation (runtime/ and controllers/
-// import neither the other); e2e checks the two agree.
-const LauncherPodAnnotation = "tekvirt.io/launcher-pod"
-
-// InLauncherPod reports whether vmi's launcher runs in its Pod.
-func InLauncherPod(vmi *v1.VirtualMachineInstance) bool {
-	return vmi.Annotations[LauncherPodAnnotation] == "true"
 }
 
 // SSHAddressAnnotation on a VMI says where the node forwards to its guest's
@@ -281,6 +280,10 @@ func (h *Handler) release(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 		if err := d.stop(ctx, 0); err != nil {
 			return err
 		}
+	}
+	// The kubelet cannot remove the Pod's volumes while images are mounted there.
+	if err := d.unmountImages(); err != nil {
+		return err
 	}
 	return launcher.DestroyDomain(h.LibvirtURI, domain.Name(vmi), domain.UUID(vmi))
 }

@@ -17,6 +17,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	v1 "kubevirt.io/api/core/v1"
+
 	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
@@ -39,13 +41,30 @@ func (s LauncherState) String() string {
 	return [...]string{"NotStarted", "Running", "Exited", "Lost"}[s]
 }
 
-// vmDir is the node directory of one VMI, named by its UID.
+// vmDir is the handler's node directory of one VMI, named by its UID, and,
+// for a VMI in a launcher Pod, that Pod's volumes (nil until the
+// controller noted the Pod on this node).
 type vmDir struct {
 	path string
+	pod  *podVolumes
 }
 
 func (h *Handler) dirOf(uid types.UID) vmDir {
 	return vmDir{path: filepath.Join(h.Root, "vms", string(uid))}
+}
+
+// dirFor is vmi's directory, with its launcher Pod's volumes if it has one.
+func (h *Handler) dirFor(vmi *v1.VirtualMachineInstance) (vmDir, error) {
+	d := h.dirOf(vmi.UID)
+	if !InLauncherPod(vmi) {
+		return d, nil
+	}
+	var err error
+	d.pod, err = h.podVolumesOf(vmi)
+	if d.pod == nil && err == nil {
+		d.pod = &podVolumes{} // not here yet: ready() says so
+	}
+	return d, err
 }
 
 func (d vmDir) file(name string) string { return filepath.Join(d.path, name) }
@@ -65,7 +84,7 @@ func (d vmDir) state() (LauncherState, *launcher.Exited, error) {
 	if _, err := os.Stat(d.file(launcher.SpecFile)); os.IsNotExist(err) {
 		return NotStarted, nil, nil
 	}
-	exit, err := launcher.ReadExit(d.path)
+	exit, err := d.readExit()
 	if err != nil {
 		return Lost, nil, err
 	}
@@ -74,7 +93,8 @@ func (d vmDir) state() (LauncherState, *launcher.Exited, error) {
 	}
 	pid := d.pid()
 	if pid == 0 {
-		// Written, not yet started by the launcher: it is starting.
+		// Written, not yet started by the launcher (or in its Pod, where
+		// no PID is noted): it is starting or running.
 		return Running, nil, nil
 	}
 	if d.alive(pid) {
@@ -130,7 +150,7 @@ func (d vmDir) stop(ctx context.Context, grace time.Duration) error {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	err := launcher.NewClient(d.path).Shutdown(cctx, grace)
+	err := d.client().Shutdown(cctx, grace)
 	cancel()
 	if err != nil {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
@@ -154,25 +174,25 @@ func (d vmDir) stop(ctx context.Context, grace time.Duration) error {
 // node) to shut its guest down and waits, up to grace and a margin, for it
 // to record how the VM ended; the Pod ends with it.
 func (d vmDir) stopInPod(ctx context.Context, grace time.Duration) error {
-	if _, err := os.Stat(d.file(launcher.SocketFile)); err != nil {
+	if d.pod == nil || d.pod.ready() != nil {
 		return nil // never started, or gone
 	}
-	if ex, _ := launcher.ReadExit(d.path); ex != nil {
+	if ex, _ := d.readExit(); ex != nil {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	err := launcher.NewClient(d.path).Shutdown(cctx, grace)
+	err := d.client().Shutdown(cctx, grace)
 	cancel()
 	if err != nil {
 		return nil // nothing answers: its Pod is gone
 	}
 	deadline := time.Now().Add(grace + 15*time.Second)
 	for {
-		if ex, _ := launcher.ReadExit(d.path); ex != nil {
+		if ex, _ := d.readExit(); ex != nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the launcher in %s did not stop within %s", d.path, grace+15*time.Second)
+			return fmt.Errorf("the launcher of %s did not stop within %s", d.path, grace+15*time.Second)
 		}
 		select {
 		case <-ctx.Done():
@@ -182,8 +202,12 @@ func (d vmDir) stopInPod(ctx context.Context, grace time.Duration) error {
 	}
 }
 
-// remove deletes the directory and the launcher's cgroup.
+// remove deletes the directory, the launcher's cgroup and the image
+// mounts in its Pod.
 func (d vmDir) remove() error {
+	if err := d.unmountImages(); err != nil {
+		return err
+	}
 	launcher.RemoveCgroup(filepath.Base(d.path))
 	if err := os.RemoveAll(d.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing %s: %w", d.path, err)

@@ -48,12 +48,15 @@ type Spec struct {
 
 // WriteSpec stores s in dir.
 func WriteSpec(dir string, s *Spec) error {
-	data, err := json.MarshalIndent(s, "", "  ")
+	data, err := EncodeSpec(s)
 	if err != nil {
 		return err
 	}
 	return writeAtomic(filepath.Join(dir, SpecFile), data)
 }
+
+// EncodeSpec is the content of SpecFile for s.
+func EncodeSpec(s *Spec) ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
 
 // ReadSpec loads the spec in dir.
 func ReadSpec(dir string) (*Spec, error) {
@@ -123,7 +126,13 @@ type Exited struct {
 // ReadExit returns the exit record in dir, or nil while there is none.
 func ReadExit(dir string) (*Exited, error) {
 	data, err := os.ReadFile(filepath.Join(dir, ExitFile))
-	if os.IsNotExist(err) {
+	return DecodeExit(data, err, filepath.Join(dir, ExitFile))
+}
+
+// DecodeExit turns what reading the exit record at file gave (its data or
+// the read's error) into the record, nil while there is none.
+func DecodeExit(data []byte, err error, file string) (*Exited, error) {
+	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -131,7 +140,7 @@ func ReadExit(dir string) (*Exited, error) {
 	}
 	e := &Exited{}
 	if err := json.Unmarshal(data, e); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, ExitFile), err)
+		return nil, fmt.Errorf("reading %s: %w", file, err)
 	}
 	return e, nil
 }
@@ -154,11 +163,16 @@ type Client struct {
 // NewClient returns a client of the launcher listening in dir.
 func NewClient(dir string) *Client {
 	sock := filepath.Join(dir, SocketFile)
+	return NewClientDial(func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	})
+}
+
+// NewClientDial returns a client of the launcher that dial reaches.
+func NewClientDial(dial func(ctx context.Context) (net.Conn, error)) *Client {
 	return &Client{http: &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
 	}}}
 }
 

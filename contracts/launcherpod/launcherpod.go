@@ -1,0 +1,43 @@
+package launcherpod
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Annotation ("true") on a VMI runs it in a launcher Pod.
+const Annotation = "tekvirt.io/launcher-pod"
+
+// The Pod's emptyDir volumes. VMVolume holds the VM's files, written by
+// the handler (spec, qcow2 overlays, cloud-init seeds) and by the launcher
+// and QEMU (sockets, exit record, console log); it is mounted read-write
+// at VMDir. ImagesVolume holds, read-only at ImagesDir, one read-only bind
+// mount per containerDisk the VM uses, which the handler makes after the
+// Pod started (so it is mounted with HostToContainer propagation): the Pod
+// sees its own images and no other of the node's cache.
+const (
+	VMVolume     = "vm"
+	VMDir        = "/var/run/tekvirt/vm"
+	ImagesVolume = "images"
+	ImagesDir    = "/var/lib/tekvirt/images"
+	// DisksDir holds each claim volume's mount, DisksDir/<volume name>.
+	DisksDir = "/var/run/kubevirt-private/vmi-disks"
+	// LibvirtdDir is the run directory of the Pod's own libvirtd.
+	LibvirtdDir = "/var/run/tekvirt/libvirt"
+	// ComputeContainer runs the launcher, libvirtd and QEMU.
+	ComputeContainer = "compute"
+)
+
+// EmptyDirOnNode is where the kubelet rooted at kubeletRoot keeps emptyDir
+// volume of the Pod podUID. The UID comes from an API object: it is
+// checked to be a UUID so that it cannot walk out of the kubelet's
+// directory.
+func EmptyDirOnNode(kubeletRoot string, podUID types.UID, volume string) (string, error) {
+	if _, err := uuid.Parse(string(podUID)); err != nil {
+		return "", fmt.Errorf("pod UID %q: %w", podUID, err)
+	}
+	return filepath.Join(kubeletRoot, "pods", string(podUID), "volumes", "kubernetes.io~empty-dir", volume), nil
+}

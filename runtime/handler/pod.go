@@ -1,0 +1,166 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
+	"github.com/tekvirt/tekvirt/runtime/containerdisk"
+	"github.com/tekvirt/tekvirt/runtime/launcher"
+	"github.com/tekvirt/tekvirt/runtime/podvolume"
+)
+
+// maxRecordBytes bounds what the handler reads of a file its launcher
+// Pod's tenant can write (the exit record).
+const maxRecordBytes = 1 << 20
+
+// podVolumes are a launcher Pod's volumes on this node. Its tenant can
+// write them too, so the handler reaches them only through podvolume.
+type podVolumes struct {
+	vm, images podvolume.Dir
+}
+
+// InLauncherPod reports whether vmi's launcher runs in its Pod.
+func InLauncherPod(vmi *v1.VirtualMachineInstance) bool {
+	return vmi.Annotations[launcherpod.Annotation] == "true"
+}
+
+// podVolumesOf finds the volumes of vmi's launcher Pod on this node, by the
+// Pod UID the controller noted in status.activePods; nil if it noted none
+// here.
+func (h *Handler) podVolumesOf(vmi *v1.VirtualMachineInstance) (*podVolumes, error) {
+	for uid, node := range vmi.Status.ActivePods {
+		if node != h.Node {
+			continue
+		}
+		vm, err := launcherpod.EmptyDirOnNode(h.kubeletRoot(), uid, launcherpod.VMVolume)
+		if err != nil {
+			return nil, err
+		}
+		images, _ := launcherpod.EmptyDirOnNode(h.kubeletRoot(), uid, launcherpod.ImagesVolume)
+		return &podVolumes{vm: podvolume.Dir{Path: vm}, images: podvolume.Dir{Path: images}}, nil
+	}
+	return nil, nil
+}
+
+func (h *Handler) kubeletRoot() string {
+	if h.KubeletRoot == "" {
+		return "/var/lib/kubelet"
+	}
+	return h.KubeletRoot
+}
+
+// errPodNotHere: the launcher Pod's volumes are not (yet) set up on this
+// node; the kubelet makes them before it starts the Pod's container.
+var errPodNotHere = errors.New("the launcher Pod's volumes are not on this node yet")
+
+// ready checks that the Pod's volumes exist.
+func (p *podVolumes) ready() error {
+	if p == nil {
+		return errPodNotHere
+	}
+	for _, d := range []podvolume.Dir{p.vm, p.images} {
+		if fi, err := os.Lstat(d.Path); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%w (%s)", errPodNotHere, d.Path)
+		}
+	}
+	return nil
+}
+
+// publish makes a file the handler wrote in its own VM directory visible
+// to the launcher and returns the launcher's path for it: the same file on
+// the node, a copy in the Pod's vm volume in a launcher Pod.
+func (d vmDir) publish(local string) (string, error) {
+	if d.pod == nil {
+		return local, nil
+	}
+	name := filepath.Base(local)
+	if err := d.pod.vm.Install(local, name); err != nil {
+		return "", err
+	}
+	return path.Join(launcherpod.VMDir, name), nil
+}
+
+// launcherFile is the launcher's path for a file it makes in the VM
+// directory (a socket, the console log).
+func (d vmDir) launcherFile(name string) string {
+	if d.pod == nil {
+		return d.file(name)
+	}
+	return path.Join(launcherpod.VMDir, name)
+}
+
+// imageView makes a cached image visible to the launcher and returns a
+// function from a path in the cache to the launcher's path for it. In a
+// launcher Pod, the image's directory is mounted read-only into the Pod's
+// images volume: the Pod sees the images its VM uses and no others.
+func (d vmDir) imageView(im *containerdisk.Image) (func(string) string, error) {
+	if d.pod == nil {
+		return func(p string) string { return p }, nil
+	}
+	name := filepath.Base(im.Dir)
+	if err := d.pod.images.MountReadOnly(im.Dir, name); err != nil {
+		return nil, err
+	}
+	return func(p string) string {
+		rel, err := filepath.Rel(im.Dir, p)
+		if err != nil {
+			return p
+		}
+		return path.Join(launcherpod.ImagesDir, name, filepath.ToSlash(rel))
+	}, nil
+}
+
+// readExit is the launcher's exit record, nil while there is none.
+func (d vmDir) readExit() (*launcher.Exited, error) {
+	if d.pod == nil {
+		return launcher.ReadExit(d.path)
+	}
+	data, err := d.pod.vm.ReadFile(launcher.ExitFile, maxRecordBytes)
+	return launcher.DecodeExit(data, err, filepath.Join(d.pod.vm.Path, launcher.ExitFile))
+}
+
+// client talks to the VM's launcher.
+func (d vmDir) client() *launcher.Client {
+	if d.pod == nil {
+		return launcher.NewClient(d.path)
+	}
+	vm := d.pod.vm
+	return launcher.NewClientDial(func(ctx context.Context) (net.Conn, error) {
+		return vm.DialUnix(ctx, launcher.SocketFile)
+	})
+}
+
+// writeSpec hands spec to the launcher and keeps a copy in the handler's
+// own directory, which says the VM was launched and whose VM it is.
+func (d vmDir) writeSpec(spec *launcher.Spec) error {
+	if d.pod != nil {
+		data, err := launcher.EncodeSpec(spec)
+		if err != nil {
+			return err
+		}
+		if err := d.pod.vm.WriteFile(launcher.SpecFile, data); err != nil {
+			return err
+		}
+	}
+	return launcher.WriteSpec(d.path, spec)
+}
+
+// unmountImages undoes imageView's mounts in the Pod's images volume.
+func (d vmDir) unmountImages() error {
+	if d.pod == nil || d.pod.images.Path == "" {
+		return nil
+	}
+	var errs []error
+	for _, name := range d.images() {
+		errs = append(errs, d.pod.images.Unmount(name))
+	}
+	return errors.Join(errs...)
+}
