@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,22 +77,11 @@ func kubernetesServiceIP(t *testing.T, f *framework.Framework) string {
 // qemuOf is the pid of the QEMU running domain name on this machine.
 func qemuOf(t *testing.T, name string) int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
+	pid := framework.QEMUPid(name)
+	if pid == 0 {
+		t.Fatalf("no QEMU runs domain %s", name)
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.HasPrefix(string(cmdline), "/usr/bin/qemu-system") && strings.Contains(string(cmdline), "guest="+name+",") {
-			return pid
-		}
-	}
-	t.Fatalf("no QEMU runs domain %s", name)
-	return 0
+	return pid
 }
 
 // TestVMIInLauncherPod: a VMI opted into the launcher Pod runtime goes the
@@ -102,13 +90,17 @@ func qemuOf(t *testing.T, name string) int {
 // Scheduled on that node, the handler prepares the VM and the guest runs
 // with QEMU in the Pod's cgroup; deleting the VMI ends QEMU and its Pod. A
 // VMI no node can take stays Scheduling with kube-scheduler's message.
+// The VMI names no network and gets the pod network, reported at the
+// Pod's address; from the guest the node's loopback (etcd) is not
+// reachable, the kubernetes Service is.
 func TestVMIInLauncherPod(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)
 	ctx := context.Background()
-	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podvm",
-		Annotations: map[string]string{launcherpod.Annotation: "true"}}, Spec: framework.GuestVMI(framework.GuestImage, "podvm")}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podvm"}, Spec: framework.GuestVMI(framework.GuestImage, "podvm")}
+	// Naming no network, it gets the pod network (masquerade), as in KubeVirt.
+	vmi.Spec.Domain.Devices.Interfaces, vmi.Spec.Networks = nil, nil
 	if err := c.Create(ctx, vmi); err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +114,9 @@ func TestVMIInLauncherPod(t *testing.T) {
 	pod := pods.Items[0]
 	if pod.Spec.NodeName != got.Status.NodeName || got.Labels[v1.NodeNameLabel] != pod.Spec.NodeName {
 		t.Errorf("VMI on %q (label %q), its Pod on %q", got.Status.NodeName, got.Labels[v1.NodeNameLabel], pod.Spec.NodeName)
+	}
+	if ifs := got.Status.Interfaces; len(ifs) != 1 || ifs[0].Name != "default" || ifs[0].IP != pod.Status.PodIP {
+		t.Errorf("VMI interfaces %+v, want the default interface at the Pod's address %s", ifs, pod.Status.PodIP)
 	}
 	qemu := qemuOf(t, domain.Name(got))
 	cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", qemu))
@@ -160,8 +155,7 @@ func TestVMIInLauncherPod(t *testing.T) {
 		return nil
 	})
 
-	nowhere := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nowhere",
-		Annotations: map[string]string{launcherpod.Annotation: "true"}}, Spec: framework.GuestVMI(framework.GuestImage, "nowhere")}
+	nowhere := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nowhere"}, Spec: framework.GuestVMI(framework.GuestImage, "nowhere")}
 	nowhere.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "no-such-node"}
 	if err := c.Create(ctx, nowhere); err != nil {
 		t.Fatal(err)
@@ -187,7 +181,6 @@ func TestDeletedLauncherPodFailsVMIAndVMRestarts(t *testing.T) {
 	c := f.VMClient(t)
 	ctx := context.Background()
 	vm := framework.GuestVM(ns, "always", framework.GuestImage, v1.RunStrategyAlways)
-	vm.Spec.Template.ObjectMeta.Annotations = map[string]string{launcherpod.Annotation: "true"}
 	if err := c.Create(ctx, vm); err != nil {
 		t.Fatal(err)
 	}
@@ -220,44 +213,5 @@ func TestDeletedLauncherPodFailsVMIAndVMRestarts(t *testing.T) {
 			return fmt.Errorf("still the first VMI (%s)", v.Status.Phase)
 		}
 		return framework.AgentConnected(v)
-	})
-}
-
-// TestHandlerRestartKeepsLauncherPods kills the node's handler while a VM
-// runs in its launcher Pod: the VM keeps running (same VMI, same QEMU), and
-// the restarted handler manages it again: deleting the VM stops QEMU and
-// removes the VM's files from the node.
-func TestHandlerRestartKeepsLauncherPods(t *testing.T) {
-	f := framework.New(t)
-	ns := f.Namespace(t)
-	c := f.VMClient(t)
-	ctx := context.Background()
-	vm := framework.GuestVM(ns, "survivor", framework.GuestImage, v1.RunStrategyAlways)
-	vm.Spec.Template.ObjectMeta.Annotations = map[string]string{launcherpod.Annotation: "true"}
-	if err := c.Create(ctx, vm); err != nil {
-		t.Fatal(err)
-	}
-	before := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "runs in its launcher Pod", framework.AgentConnected)
-	qemu := qemuOf(t, domain.Name(before))
-	if err := syscall.Kill(f.ComponentPID(t, "tekvirt-handler"), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	upAgain(t)
-	after := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "still running", framework.AgentConnected)
-	if after.UID != before.UID || qemuOf(t, domain.Name(after)) != qemu {
-		t.Errorf("the VM restarted with the handler: VMI %s -> %s, QEMU %d -> %d", before.UID, after.UID, qemu, qemuOf(t, domain.Name(after)))
-	}
-	if err := c.Delete(ctx, vm); err != nil {
-		t.Fatal(err)
-	}
-	framework.WaitGone(t, c, after, 2*time.Minute)
-	framework.Eventually(t, time.Minute, "QEMU ends and the VM's files go", func() error {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", qemu)); err == nil {
-			return fmt.Errorf("QEMU %d still runs", qemu)
-		}
-		if _, err := os.Stat(filepath.Join(framework.VMRoot, string(after.UID))); !os.IsNotExist(err) {
-			return fmt.Errorf("the VM's directory is still there: %w", err)
-		}
-		return nil
 	})
 }

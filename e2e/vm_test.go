@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +18,9 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
-	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	"github.com/tekvirt/tekvirt/e2e/framework"
+	"github.com/tekvirt/tekvirt/runtime/handler"
 )
 
 // TestVMLifecycle boots the guest containerDisk from a KubeVirt manifest,
@@ -52,11 +52,11 @@ func TestVMLifecycle(t *testing.T) {
 		return nil
 	})
 	domain := ns + "_" + vm.Name
-	if !slices.Contains(f.Domains(t), domain) {
-		t.Fatalf("domain %s not running; domains: %v", domain, f.Domains(t))
-	}
+	checkInItsPod(t, f, vmi)
 	dir := filepath.Join(framework.VMRoot, string(vmi.UID))
-	checkOwnCgroup(t, dir, string(vmi.UID))
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("the handler keeps no directory for the VM: %v", err)
+	}
 
 	f.BindTaskRole(t, ns, "execute-in-vm")
 	r := framework.NewTaskRunRunner(t, f, framework.ExecuteInVMTaskRun(ns, vm.Name, "hostname; echo to-stderr >&2; exit 3", "2m")).
@@ -79,8 +79,8 @@ func TestVMLifecycle(t *testing.T) {
 	}
 	tekvirt(t, f, "stop", vm.Name, "-n", ns)
 	framework.WaitGone(t, c, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vm.Name}}, time.Minute)
-	if slices.Contains(f.Domains(t), domain) {
-		t.Errorf("domain %s still runs after the VM stopped", domain)
+	if pid := framework.QEMUPid(domain); pid != 0 {
+		t.Errorf("QEMU %d of domain %s still runs after the VM stopped", pid, domain)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("VM directory %s left behind: %v", dir, err)
@@ -108,20 +108,14 @@ func tekvirt(t *testing.T, f *framework.Framework, args ...string) string {
 	return string(out)
 }
 
-// checkOwnCgroup finds the launcher of dir in its own cgroup.
-func checkOwnCgroup(t *testing.T, dir, uid string) {
+// checkInItsPod finds vmi's QEMU in the cgroup of its launcher Pod.
+func checkInItsPod(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineInstance) {
 	t.Helper()
-	pid, err := os.ReadFile(filepath.Join(dir, "launcher.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	procs := "/sys/fs/cgroup/pids/tekvirt/" + uid + "/cgroup.procs"
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		procs = "/sys/fs/cgroup/tekvirt/" + uid + "/cgroup.procs"
-	}
-	data, err := os.ReadFile(procs)
-	if err != nil || !slices.Contains(strings.Fields(string(data)), strings.TrimSpace(string(pid))) {
-		t.Errorf("launcher %s not in its own cgroup %s: %v %q", pid, procs, err, data)
+	pod := f.LauncherPod(t, vmi)
+	pid := framework.QEMUPid(vmi.Namespace + "_" + vmi.Name)
+	cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if pid == 0 || err != nil || !strings.Contains(string(cgroup), "pod"+string(pod.UID)) {
+		t.Errorf("QEMU %d of %s/%s is not in its launcher Pod's cgroup: %v %s", pid, vmi.Namespace, vmi.Name, err, cgroup)
 	}
 }
 
@@ -231,8 +225,8 @@ func TestVMBootsFromPVC(t *testing.T) {
 		// On the node and in a launcher Pod, which mounts the claim.
 		for _, inPod := range []bool{false, true} {
 			vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-pvc"}, Spec: framework.GuestVMI(framework.GuestImage, "from-pvc")}
-			if inPod {
-				vmi.Annotations = map[string]string{vmipod.LauncherPodAnnotation: "true"}
+			if !inPod {
+				vmi.Annotations = map[string]string{launcherpod.Annotation: "false"}
 			}
 			vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: src}
 			if err := c.Create(ctx, vmi); err != nil {
@@ -277,12 +271,29 @@ func TestExecuteInVMOverSSH(t *testing.T) {
 	for _, v := range pub.Data {
 		authorized = append(authorized, "  - "+strings.TrimSpace(string(v)))
 	}
-	vm := framework.GuestVM(ns, "ssh-target", framework.GuestImage, v1.RunStrategyAlways)
-	vm.Spec.Template.Spec.Volumes[1].CloudInitNoCloud.UserData = "#cloud-config\nhostname: ssh-target\nssh_authorized_keys:\n" + strings.Join(authorized, "\n") + "\n"
-	if err := c.Create(ctx, vm); err != nil {
+	// On the node (through the node's forward) and in a launcher Pod
+	// (port 22 of the Pod's address, which the VMI reports).
+	for name, inPod := range map[string]bool{"ssh-target": false, "ssh-pod": true} {
+		vm := framework.GuestVM(ns, name, framework.GuestImage, v1.RunStrategyAlways)
+		vm.Spec.Template.Spec.Volumes[1].CloudInitNoCloud.UserData = "#cloud-config\nhostname: " + name + "\nssh_authorized_keys:\n" + strings.Join(authorized, "\n") + "\n"
+		if !inPod {
+			vm.Spec.Template.ObjectMeta.Annotations = map[string]string{launcherpod.Annotation: "false"}
+		}
+		if err := c.Create(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"ssh-target", "ssh-pod"} {
+		tr := framework.ExecuteInVMTaskRun(ns, name, "hostname; echo via-ssh; exit 4", "3m")
+		tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: "secretName", Value: *pipelinev1.NewStructuredValues(keys["privateKeySecretName"])})
+		framework.NewTaskRunRunner(t, f, tr).CreateTaskRun().ExpectFailure("exited with code 4").ExpectLogs(name, "via-ssh")
+	}
+	pod := &v1.VirtualMachineInstance{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ssh-pod"}, pod); err != nil {
 		t.Fatal(err)
 	}
-	tr := framework.ExecuteInVMTaskRun(ns, vm.Name, "hostname; echo via-ssh; exit 4", "3m")
-	tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: "secretName", Value: *pipelinev1.NewStructuredValues(keys["privateKeySecretName"])})
-	framework.NewTaskRunRunner(t, f, tr).CreateTaskRun().ExpectFailure("exited with code 4").ExpectLogs("ssh-target", "via-ssh")
+	if pod.Annotations[handler.SSHAddressAnnotation] != "" || len(pod.Status.Interfaces) == 0 || strings.HasPrefix(pod.Status.Interfaces[0].IP, "10.0.2.") {
+		t.Errorf("the launcher Pod VMI reports SSH forward %q, interfaces %+v: want none and the Pod's address",
+			pod.Annotations[handler.SSHAddressAnnotation], pod.Status.Interfaces)
+	}
 }

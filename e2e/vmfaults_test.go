@@ -6,18 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
 
+	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/e2e/ocibuild"
@@ -37,6 +38,19 @@ func failVMI(t *testing.T, creator, c client.Client, vmi *v1.VirtualMachineInsta
 		return nil
 	})
 	failed.DeepCopyInto(vmi)
+	// Its launcher Pod, waiting for a VM that will not come, ends too.
+	framework.Eventually(t, time.Minute, "the failed VMI's launcher Pod ends", func() error {
+		pods := &corev1.PodList{}
+		if err := c.List(context.Background(), pods, client.InNamespace(vmi.Namespace), client.MatchingLabels{"kubevirt.io/created-by": string(vmi.UID)}); err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodPending || p.Status.Phase == corev1.PodRunning {
+				return fmt.Errorf("pod %s is %s", p.Name, p.Status.Phase)
+			}
+		}
+		return nil
+	})
 	return readyCondition(vmi)
 }
 
@@ -86,9 +100,10 @@ func TestMissingContainerDiskFailsTheVMI(t *testing.T) {
 	})
 }
 
-// TestHandlerRestartReadoptsVMs kills the handler while two VMs run: both
-// keep running (same launcher and domain), and the restarted handler
-// manages them again (stopping one works).
+// TestHandlerRestartReadoptsVMs kills the handler while two VMs run in
+// their launcher Pods: both keep running (same VMI, same QEMU), and the
+// restarted handler manages them again: deleting one stops its QEMU, ends
+// its Pod and removes its files from the node; the other runs on.
 func TestHandlerRestartReadoptsVMs(t *testing.T) {
 	f := framework.New(t)
 	c := f.VMClient(t)
@@ -102,15 +117,15 @@ func TestHandlerRestartReadoptsVMs(t *testing.T) {
 		}
 		vms = append(vms, vm)
 	}
-	type running struct{ uid, launcher, domid string }
+	type running struct {
+		uid  types.UID
+		qemu int
+		pod  string
+	}
 	before := map[string]running{}
 	for _, vm := range vms {
 		vmi := framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
-		pid, err := os.ReadFile(filepath.Join(framework.VMRoot, string(vmi.UID), "launcher.pid"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		before[vm.Name] = running{string(vmi.UID), string(pid), f.DomainID(t, ns+"_"+vm.Name)}
+		before[vm.Name] = running{vmi.UID, framework.QEMUPid(ns + "_" + vm.Name), f.LauncherPod(t, vmi).Name}
 	}
 	if err := syscall.Kill(f.ComponentPID(t, "tekvirt-handler"), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -119,25 +134,29 @@ func TestHandlerRestartReadoptsVMs(t *testing.T) {
 	for _, vm := range vms {
 		b := before[vm.Name]
 		vmi := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "still running", framework.AgentConnected)
-		pid, _ := os.ReadFile(filepath.Join(framework.VMRoot, b.uid, "launcher.pid"))
-		if string(vmi.UID) != b.uid || string(pid) != b.launcher || f.DomainID(t, ns+"_"+vm.Name) != b.domid {
-			t.Errorf("VM %s restarted: uid %s->%s launcher %s->%s domain id %s->%s", vm.Name,
-				b.uid, vmi.UID, b.launcher, pid, b.domid, f.DomainID(t, ns+"_"+vm.Name))
+		if qemu := framework.QEMUPid(ns + "_" + vm.Name); vmi.UID != b.uid || qemu != b.qemu || b.qemu == 0 {
+			t.Errorf("VM %s restarted with the handler: VMI %s -> %s, QEMU %d -> %d", vm.Name, b.uid, vmi.UID, b.qemu, qemu)
 		}
 	}
 	// The new handler owns them: deleting one stops it and removes its files.
 	if err := c.Delete(ctx, vms[0]); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitGone(t, c, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vms[0].Name}}, time.Minute)
-	if slices.Contains(f.Domains(t), ns+"_"+vms[0].Name) {
-		t.Errorf("domain of the deleted VM %s still runs", vms[0].Name)
-	}
-	if _, err := os.Stat(filepath.Join(framework.VMRoot, before[vms[0].Name].uid)); !os.IsNotExist(err) {
-		t.Errorf("files of the deleted VM %s left behind: %v", vms[0].Name, err)
-	}
-	if !slices.Contains(f.Domains(t), ns+"_"+vms[1].Name) {
-		t.Errorf("the other VM %s stopped too", vms[1].Name)
+	framework.WaitGone(t, c, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vms[0].Name}}, 2*time.Minute)
+	framework.Eventually(t, time.Minute, "the deleted VM's QEMU, Pod and files go", func() error {
+		if pid := framework.QEMUPid(ns + "_" + vms[0].Name); pid != 0 {
+			return fmt.Errorf("QEMU %d still runs", pid)
+		}
+		if _, err := f.Kube.CoreV1().Pods(ns).Get(ctx, before[vms[0].Name].pod, metav1.GetOptions{}); err == nil {
+			return fmt.Errorf("pod %s still there", before[vms[0].Name].pod)
+		}
+		if _, err := os.Stat(filepath.Join(framework.VMRoot, string(before[vms[0].Name].uid))); !os.IsNotExist(err) {
+			return fmt.Errorf("its directory is still there: %w", err)
+		}
+		return nil
+	})
+	if pid := framework.QEMUPid(ns + "_" + vms[1].Name); pid != before[vms[1].Name].qemu {
+		t.Errorf("the other VM %s stopped too: QEMU %d -> %d", vms[1].Name, before[vms[1].Name].qemu, pid)
 	}
 }
 
@@ -160,8 +179,9 @@ func upAgain(t *testing.T) {
 	}
 }
 
-// TestKilledLauncherFailsVMIAndVMRestarts: a killed launcher marks its VMI
-// Failed (its domain destroyed), and runStrategy Always starts a new VMI.
+// TestKilledLauncherFailsVMIAndVMRestarts: a killed launcher ends its Pod
+// (and QEMU with it) and fails its VMI naming the Pod, and runStrategy
+// Always starts a new VMI.
 func TestKilledLauncherFailsVMIAndVMRestarts(t *testing.T) {
 	f := framework.New(t)
 	c := f.VMClient(t)
@@ -173,12 +193,9 @@ func TestKilledLauncherFailsVMIAndVMRestarts(t *testing.T) {
 	}
 	vmi := framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
 	oldUID := vmi.UID
-	oldDomID := f.DomainID(t, ns+"_"+vm.Name)
-	data, err := os.ReadFile(filepath.Join(framework.VMRoot, string(oldUID), "launcher.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	oldQEMU := framework.QEMUPid(ns + "_" + vm.Name)
+	// QEMU's parent is the launcher, the init of its Pod's container.
+	pid := framework.ParentPID(t, oldQEMU)
 	// Watch from the VMI's current version on: the VM controller replaces a
 	// Failed VMI at once, so a poll could miss it.
 	w, err := c.Watch(ctx, &v1.VirtualMachineInstanceList{}, client.InNamespace(ns),
@@ -218,8 +235,8 @@ func TestKilledLauncherFailsVMIAndVMRestarts(t *testing.T) {
 	})
 	select {
 	case ready := <-failed:
-		if ready.Reason != "LauncherLost" {
-			t.Errorf("Failed VMI's Ready condition = %+v, want reason LauncherLost", ready)
+		if ready.Reason != vmipod.LauncherPodEndedReason {
+			t.Errorf("Failed VMI's Ready condition = %+v, want reason %s", ready, vmipod.LauncherPodEndedReason)
 		}
 	case <-time.After(5 * time.Second):
 		if !recorded {
@@ -227,11 +244,8 @@ func TestKilledLauncherFailsVMIAndVMRestarts(t *testing.T) {
 		}
 		t.Log("the watch missed the Failed VMI; the VM recorded it as a failed start")
 	}
-	if slices.Contains(f.Domains(t), ns+"_"+vm.Name) && f.DomainID(t, ns+"_"+vm.Name) == oldDomID {
-		t.Errorf("the killed launcher's domain still runs")
-	}
-	if !slices.Contains(f.Domains(t), ns+"_"+vm.Name) {
-		t.Errorf("restarted VM %s has no domain", vm.Name)
+	if pid := framework.QEMUPid(ns + "_" + vm.Name); pid == oldQEMU || pid == 0 {
+		t.Errorf("QEMU of the restarted VM %s: %d, the killed launcher's was %d", vm.Name, pid, oldQEMU)
 	}
 }
 

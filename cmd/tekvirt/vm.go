@@ -19,6 +19,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 )
 
@@ -111,7 +112,7 @@ func vmCmds(g *globalFlags) []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printConsole(cmd.Context(), c, ns, args[0], follow, cmd.OutOrStdout())
+			return printConsole(cmd.Context(), c, &cluster.Cluster{Home: g.home}, ns, args[0], follow, cmd.OutOrStdout())
 		}}
 	console.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing while the VMI runs")
 	cmds := []*cobra.Command{start, stop, restart, console}
@@ -121,14 +122,22 @@ func vmCmds(g *globalFlags) []*cobra.Command {
 	return cmds
 }
 
-// printConsole copies the VMI's serial log, kept by the node handler.
-func printConsole(ctx context.Context, c client.Client, ns, name string, follow bool, out io.Writer) error {
+// printConsole copies the VMI's serial log from this node: from its
+// launcher Pod's volume, or the node handler's directory of a VMI run there.
+func printConsole(ctx context.Context, c client.Client, node *cluster.Cluster, ns, name string, follow bool, out io.Writer) error {
 	vmi := &v1.VirtualMachineInstance{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
 		return err
 	}
-	path := filepath.Join(cluster.NodeRoot, "vms", string(vmi.UID), "serial.log")
-	f, err := os.Open(path)
+	dir := filepath.Join(cluster.NodeRoot, "vms", string(vmi.UID))
+	for uid := range vmi.Status.ActivePods {
+		var err error
+		if dir, err = launcherpod.EmptyDirOnNode(node.KubeletRoot(), uid, launcherpod.VMVolume); err != nil {
+			return err
+		}
+	}
+	// The Pod's tenant can write there: no link out of it is followed.
+	f, err := os.OpenInRoot(dir, "serial.log")
 	if err != nil {
 		return fmt.Errorf("VMI %s/%s: no console log on this node (%w)", ns, name, err)
 	}

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 )
 
 func node(name string, mut ...func(*corev1.Node)) *corev1.Node {
@@ -29,7 +31,8 @@ func node(name string, mut ...func(*corev1.Node)) *corev1.Node {
 
 func vmi(name, mem string, mut ...func(*v1.VirtualMachineInstance)) *v1.VirtualMachineInstance {
 	v := &v1.VirtualMachineInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{"app": "web"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{"app": "web"},
+			Annotations: map[string]string{launcherpod.Annotation: "false"}}, // placed the old way
 		Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{
 			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(mem)}},
 		}},

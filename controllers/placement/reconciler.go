@@ -18,10 +18,6 @@ import (
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 )
 
-// LauncherPodAnnotation ("true") runs a VMI in a launcher Pod
-// (controllers/vmi); placement leaves such VMIs.
-const LauncherPodAnnotation = launcherpod.Annotation
-
 // NodeNameLabel marks a placed VMI with its node, as KubeVirt does.
 const NodeNameLabel = "kubevirt.io/nodeName"
 
@@ -124,7 +120,7 @@ func RecordPhases(vmi *v1.VirtualMachineInstance, now metav1.Time, phases ...v1.
 
 func waiting(vmi *v1.VirtualMachineInstance) bool {
 	p := vmi.Status.Phase
-	return vmi.DeletionTimestamp == nil && vmi.Status.NodeName == "" && vmi.Annotations[LauncherPodAnnotation] != "true" &&
+	return vmi.DeletionTimestamp == nil && vmi.Status.NodeName == "" && !launcherpod.InPod(vmi.Annotations) &&
 		(p == v1.VmPhaseUnset || p == v1.Pending || p == v1.Scheduling)
 }
 

@@ -19,10 +19,6 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/placement"
 )
 
-// LauncherPodAnnotation ("true") runs a VMI in a launcher Pod; the
-// placement controller leaves such VMIs to this one.
-const LauncherPodAnnotation = launcherpod.Annotation
-
 // Reconciler gives each VMI its launcher Pod and mirrors the Pod's
 // scheduling into the VMI; the node's handler takes it from Scheduled.
 type Reconciler struct {
@@ -41,7 +37,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if vmi.Annotations[LauncherPodAnnotation] != "true" || vmi.DeletionTimestamp != nil ||
+	if !launcherpod.InPod(vmi.Annotations) || vmi.DeletionTimestamp != nil ||
 		vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed {
 		return ctrl.Result{}, nil
 	}

@@ -18,7 +18,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
-	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/runtime/agent"
@@ -36,8 +36,8 @@ func oursStart(t *testing.T, c client.Client, ns string, i int, inPod bool) time
 	t.Helper()
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("bench-%d-%v", i, inPod)},
 		Spec: framework.GuestVMI(framework.GuestImage, "bench")}
-	if inPod {
-		vmi.Annotations = map[string]string{vmipod.LauncherPodAnnotation: "true"}
+	if !inPod {
+		vmi.Annotations = map[string]string{launcherpod.Annotation: "false"}
 	}
 	start := time.Now()
 	if err := c.Create(context.Background(), vmi); err != nil {
@@ -170,6 +170,35 @@ func qemuPID(t *testing.T, name string) int {
 	return 0
 }
 
+// podProcs are the processes in pid's container (its pids cgroup).
+func podProcs(t *testing.T, pid int) []int {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.SplitN(line, ":", 3); len(f) == 3 && (f[1] == "pids" || f[0] == "0") {
+			dir := filepath.Join("/sys/fs/cgroup", f[2])
+			if f[1] == "pids" {
+				dir = filepath.Join("/sys/fs/cgroup/pids", f[2])
+			}
+			procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []int
+			for _, p := range strings.Fields(string(procs)) {
+				n, _ := strconv.Atoi(p)
+				out = append(out, n)
+			}
+			return out
+		}
+	}
+	t.Fatalf("no pids cgroup of %d", pid)
+	return nil
+}
+
 // TestExecuteInVMOverhead compares an execute-in-vm TaskRun (create ->
 // Succeeded) with a guest-exec of the same command straight from Go through
 // libvirt, interleaved, median of 5 each; and reports the memory of the
@@ -184,7 +213,11 @@ func TestExecuteInVMOverhead(t *testing.T) {
 	}
 	vmi := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "running with its agent", framework.AgentConnected)
 	f.BindTaskRole(t, ns, "execute-in-vm")
-	conn, err := libvirt.NewConnect(libvirtURI(f))
+	// The baseline talks to the launcher Pod's own libvirtd, through the
+	// root of QEMU's parent (the launcher, its container's init).
+	qemu := qemuPID(t, domain.Name(vmi))
+	launcher := framework.ParentPID(t, qemu)
+	conn, err := libvirt.NewConnect("qemu:///system?socket=" + fmt.Sprintf("/proc/%d/root", launcher) + launcherpod.LibvirtdDir + "/libvirt-sock")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,12 +248,13 @@ func TestExecuteInVMOverhead(t *testing.T) {
 	t.Logf("execute-in-vm TaskRun create->Succeeded: median %s of %v", mo, ours)
 	t.Logf("execute-in-vm / direct guest-exec: %.1f; execute-in-vm / trivial TaskRun: %.2f (the pod start dominates)", float64(mo)/float64(mb), float64(mo)/float64(mt))
 
-	launcherPID, err := os.ReadFile(filepath.Join(framework.VMRoot, string(vmi.UID), "launcher.pid"))
-	if err != nil {
-		t.Fatal(err)
+	var l float64 // the launcher Pod's processes but QEMU: launcher, its init and libvirtd
+	for _, pid := range podProcs(t, qemu) {
+		if pid != qemu {
+			l += rssMiB(t, pid)
+		}
 	}
-	lp, _ := strconv.Atoi(strings.TrimSpace(string(launcherPID)))
-	l, h, q := rssMiB(t, lp), rssMiB(t, f.ComponentPID(t, "tekvirt-handler")), rssMiB(t, qemuPID(t, domain.Name(vmi)))
-	t.Logf("RSS per VM: launcher %.1f MiB, QEMU %.1f MiB (256Mi guest); handler %.1f MiB per node", l, q, h)
+	h, q := rssMiB(t, f.ComponentPID(t, "tekvirt-handler")), rssMiB(t, qemu)
+	t.Logf("RSS per VM: launcher Pod but QEMU %.1f MiB, QEMU %.1f MiB (256Mi guest); handler %.1f MiB per node", l, q, h)
 	t.Logf("launcher / QEMU: %.2f; (launcher + handler) / QEMU with one VM: %.2f", l/q, (l+h)/q)
 }

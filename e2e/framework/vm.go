@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,26 +136,56 @@ func WaitGone(t testing.TB, c client.Client, obj client.Object, timeout time.Dur
 	})
 }
 
-// Domains lists the running libvirt domains of the cluster's libvirtd.
-func (f *Framework) Domains(t testing.TB) []string {
-	t.Helper()
-	uri := "qemu:///system?socket=" + filepath.Join(f.Home, "run", "libvirt", "libvirt-sock")
-	out, err := exec.Command("virsh", "-c", uri, "list", "--name").CombinedOutput()
+// QEMUPid is the pid of the QEMU running libvirt domain name on this
+// machine (on the node's libvirtd or in a launcher Pod), 0 if none. A VM
+// that restarts gets a new one.
+func QEMUPid(name string) int {
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		t.Fatalf("virsh list: %v: %s", err, out)
+		return 0
 	}
-	return strings.Fields(string(out))
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(cmdline), "/usr/bin/qemu-system") && strings.Contains(string(cmdline), "guest="+name+",") {
+			return pid
+		}
+	}
+	return 0
 }
 
-// DomainID is the libvirt id of a running domain (changes when it restarts).
-func (f *Framework) DomainID(t testing.TB, name string) string {
+// ParentPID is the parent of pid (the launcher, its container's init, for
+// a QEMU in a launcher Pod).
+func ParentPID(t testing.TB, pid int) int {
 	t.Helper()
-	uri := "qemu:///system?socket=" + filepath.Join(f.Home, "run", "libvirt", "libvirt-sock")
-	out, err := exec.Command("virsh", "-c", uri, "domid", name).CombinedOutput()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatalf("virsh domid %s: %v: %s", name, err, out)
+		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out))
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			ppid, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ppid
+		}
+	}
+	t.Fatalf("no parent of %d", pid)
+	return 0
+}
+
+// LauncherPod is the launcher Pod of vmi.
+func (f *Framework) LauncherPod(t testing.TB, vmi *v1.VirtualMachineInstance) *corev1.Pod {
+	t.Helper()
+	pods, err := f.Kube.CoreV1().Pods(vmi.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "kubevirt.io/created-by=" + string(vmi.UID)})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("launcher Pods of %s/%s: %v, %v", vmi.Namespace, vmi.Name, pods, err)
+	}
+	return &pods.Items[0]
 }
 
 // ComponentPID reads the PID file `tekvirt up` keeps for a component.

@@ -70,6 +70,7 @@ func kernelBoot() (*v1.VirtualMachineInstance, Options) {
 				}},
 				Devices: v1.Devices{
 					AutoattachSerialConsole: ptr(false),
+					AutoattachPodInterface:  ptr(false),
 					Disks: []v1.Disk{{Name: "root", BootOrder: ptr(uint(1)), Cache: v1.CacheNone,
 						DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{}}}},
 				},
@@ -181,6 +182,33 @@ func TestConvertNamesUnsupportedFields(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestDefaultPodInterface: a VMI that names no interface and no network
+// gets one on the pod network, as KubeVirt's defaulting gives it, unless
+// autoattachPodInterface is false.
+func TestDefaultPodInterface(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		auto *bool
+		nics int
+	}{{"unset", nil, 1}, {"true", ptr(true), 1}, {"false", ptr(false), 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			vmi := cirros()
+			vmi.Spec.Domain.Devices.Interfaces, vmi.Spec.Networks = nil, nil
+			vmi.Spec.Domain.Devices.AutoattachPodInterface = tc.auto
+			d, err := Convert(vmi, cirrosOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(d.Devices.Interfaces); got != tc.nics {
+				t.Fatalf("%d interfaces, want %d", got, tc.nics)
+			}
+			if tc.nics == 1 && (d.Devices.Interfaces[0].Source.User == nil || d.Devices.Interfaces[0].Alias.Name != "ua-default") {
+				t.Errorf("interface %+v, want the user network named default", d.Devices.Interfaces[0])
 			}
 		})
 	}

@@ -12,11 +12,19 @@ import (
 // libvirt's automatic placement clashed with other devices here.
 const nicSlot = 0x1f
 
+// DefaultInterface names the interface a VMI without any gets.
+const DefaultInterface = "default"
+
 // ConfigureNetwork gives the guest pod-like user-mode networking for its one
 // interface (masquerade or bridge binding to the pod network); other
 // bindings, models and more interfaces are errors naming the field.
 func ConfigureNetwork(vmi *v1.VirtualMachineInstance, _ *Options, d *libvirtxml.Domain) error {
 	ifaces := vmi.Spec.Domain.Devices.Interfaces
+	if auto := vmi.Spec.Domain.Devices.AutoattachPodInterface; len(ifaces) == 0 && len(vmi.Spec.Networks) == 0 && (auto == nil || *auto) {
+		// KubeVirt's default: a VMI that names no network gets the pod
+		// network, masquerade.
+		ifaces = []v1.Interface{{Name: DefaultInterface, InterfaceBindingMethod: v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}}}
+	}
 	if len(ifaces) > 1 {
 		return fmt.Errorf("spec.domain.devices.interfaces: %d interfaces given; one is supported", len(ifaces))
 	}

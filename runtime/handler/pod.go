@@ -29,7 +29,7 @@ type podVolumes struct {
 
 // InLauncherPod reports whether vmi's launcher runs in its Pod.
 func InLauncherPod(vmi *v1.VirtualMachineInstance) bool {
-	return vmi.Annotations[launcherpod.Annotation] == "true"
+	return launcherpod.InPod(vmi.Annotations)
 }
 
 // podVolumesOf finds the volumes of vmi's launcher Pod on this node, by the

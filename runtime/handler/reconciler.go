@@ -175,13 +175,18 @@ func (h *Handler) observe(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) error {
 	base := vmi.DeepCopy()
 	controllerutil.AddFinalizer(vmi, Finalizer)
-	sshForward, err := h.sshForward(vmi)
-	if err != nil {
-		return err
+	var sshForward string
+	if !InLauncherPod(vmi) { // in its Pod, the guest's SSH port is the Pod's
+		var err error
+		if sshForward, err = h.sshForward(vmi); err != nil {
+			return err
+		}
 	}
 	if h.ExecAddress != "" {
 		metav1.SetMetaDataAnnotation(&vmi.ObjectMeta, AddressAnnotation, h.ExecAddress)
-		metav1.SetMetaDataAnnotation(&vmi.ObjectMeta, SSHAddressAnnotation, sshForward)
+		if sshForward != "" {
+			metav1.SetMetaDataAnnotation(&vmi.ObjectMeta, SSHAddressAnnotation, sshForward)
+		}
 	}
 	if err := h.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(vmi), err)
@@ -276,8 +281,16 @@ func ignoreProbeTimes(st v1.VirtualMachineInstanceStatus) v1.VirtualMachineInsta
 // release frees a finished VMI's node resources; its directory (with the
 // serial console log) stays until the VMI is deleted.
 func (h *Handler) release(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) error {
-	if state, _, _ := d.state(); state == Running {
+	state, _, _ := d.state()
+	if state == Running {
 		if err := d.stop(ctx, 0); err != nil {
+			return err
+		}
+	}
+	// A launcher Pod still waiting for the spec of a VMI that failed
+	// before it was prepared ends, instead of holding its node's memory.
+	if state == NotStarted && d.pod != nil && d.pod.ready() == nil {
+		if err := d.pod.vm.WriteFile(launcher.CancelFile, nil); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/runtime/domain"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
 
@@ -73,6 +74,9 @@ func running(st *v1.VirtualMachineInstanceStatus, vmi *v1.VirtualMachineInstance
 	}
 	if !ls.AgentConnected {
 		dropCond(st, v1.VirtualMachineInstanceAgentConnected)
+		if len(ls.PodIPs) > 0 {
+			st.Interfaces = interfaces(vmi, ls)
+		}
 		return
 	}
 	setCond(st, v1.VirtualMachineInstanceAgentConnected, corev1.ConditionTrue, "", "", now)
@@ -102,8 +106,20 @@ func interfaces(vmi *v1.VirtualMachineInstance, ls *launcher.Status) []v1.Virtua
 		}
 		out = append(out, ni)
 	}
-	if ifs := vmi.Spec.Domain.Devices.Interfaces; len(out) > 0 && len(ifs) > 0 {
-		out[0].Name = ifs[0].Name
+	name := domain.DefaultInterface // a VMI that names none gets it
+	if ifs := vmi.Spec.Domain.Devices.Interfaces; len(ifs) > 0 {
+		name = ifs[0].Name
+	}
+	// In a launcher Pod the first interface is reached at the Pod's
+	// addresses (masquerade), which KubeVirt reports for it.
+	if len(out) == 0 && len(ls.PodIPs) > 0 {
+		out = append(out, v1.VirtualMachineInstanceNetworkInterface{InfoSource: "domain"})
+	}
+	if len(out) > 0 {
+		out[0].Name = name
+	}
+	if len(ls.PodIPs) > 0 {
+		out[0].IP, out[0].IPs = ls.PodIPs[0], ls.PodIPs
 	}
 	return out
 }

@@ -51,6 +51,21 @@ func TestNextStatus(t *testing.T) {
 					t.Errorf("guest info %+v interfaces %+v", st.GuestOSInfo, st.Interfaces)
 				}
 			}},
+		{name: "in a launcher Pod, the Pod's address", obs: observation{state: Running, status: &launcher.Status{Domain: "running", AgentConnected: true,
+			Interfaces: withAgent.Interfaces, PodIPs: []string{"10.244.0.7"}}}, phase: v1.Running, ready: corev1.ConditionTrue, agent: true,
+			checkExtra: func(t *testing.T, st v1.VirtualMachineInstanceStatus) {
+				if len(st.Interfaces) != 1 || st.Interfaces[0].Name != "default" || st.Interfaces[0].IP != "10.244.0.7" ||
+					st.Interfaces[0].InterfaceName != "eth0" || len(st.Interfaces[0].IPs) != 1 {
+					t.Errorf("interfaces %+v", st.Interfaces)
+				}
+			}},
+		{name: "in a launcher Pod, before the agent", obs: observation{state: Running, status: &launcher.Status{Domain: "running", PodIPs: []string{"10.244.0.7"}}},
+			phase: v1.Running, ready: corev1.ConditionTrue,
+			checkExtra: func(t *testing.T, st v1.VirtualMachineInstanceStatus) {
+				if len(st.Interfaces) != 1 || st.Interfaces[0].Name != "default" || st.Interfaces[0].IP != "10.244.0.7" {
+					t.Errorf("interfaces %+v", st.Interfaces)
+				}
+			}},
 		{name: "paused", obs: observation{state: Running, status: &launcher.Status{Domain: "paused"}}, phase: v1.Running, ready: corev1.ConditionFalse, reason: "Paused",
 			checkExtra: func(t *testing.T, st v1.VirtualMachineInstanceStatus) {
 				if c := cond(st, v1.VirtualMachineInstancePaused); c == nil || c.Status != corev1.ConditionTrue {

@@ -28,6 +28,10 @@ const (
 	ExitFile   = "exit.json"
 	LogFile    = "launcher.log"
 	SerialLog  = "serial.log"
+	// CancelFile, written by the handler in a launcher Pod's directory,
+	// tells a launcher waiting for its spec that none will come (the VMI
+	// failed before it was prepared): it ends, and its Pod with it.
+	CancelFile = "cancel"
 )
 
 // Spec is everything a launcher needs to run one VMI.
@@ -73,12 +77,16 @@ func ReadSpec(dir string) (*Spec, error) {
 
 // AwaitSpec waits until the handler has written the spec in dir (a
 // launcher Pod starts before its node's handler has prepared the VM) and
-// loads it; it returns ctx's error if the Pod is stopped first.
+// loads it; it returns ctx's error if the Pod is stopped first, and nil,
+// nil if the handler cancelled the launch.
 func AwaitSpec(ctx context.Context, dir string, poll time.Duration) (*Spec, error) {
 	for {
 		s, err := ReadSpec(dir)
 		if !errors.Is(err, os.ErrNotExist) {
 			return s, err
+		}
+		if _, err := os.Stat(filepath.Join(dir, CancelFile)); err == nil {
+			return nil, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -99,6 +107,9 @@ type Status struct {
 	OSInfo         *agent.OSInfo     `json:"osInfo,omitempty"`
 	Hostname       string            `json:"hostname,omitempty"`
 	Interfaces     []agent.Interface `json:"interfaces,omitempty"`
+	// PodIPs are the launcher Pod's addresses, whose port 22 reaches the
+	// guest's (empty outside a Pod).
+	PodIPs []string `json:"podIPs,omitempty"`
 }
 
 // ExecRequest runs a program in the guest through its agent.

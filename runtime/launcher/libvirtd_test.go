@@ -176,6 +176,14 @@ func TestAwaitSpec(t *testing.T) {
 	if _, err := AwaitSpec(stopped, t.TempDir(), 10*time.Millisecond); err == nil || !strings.Contains(err.Error(), "waiting for launch.json") {
 		t.Errorf("a stopped wait: %v", err)
 	}
+	cancelled := t.TempDir()
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = os.WriteFile(filepath.Join(cancelled, CancelFile), nil, 0o644)
+	}()
+	if s, err := AwaitSpec(ctx, cancelled, 10*time.Millisecond); s != nil || err != nil {
+		t.Errorf("a cancelled launch: %+v, %v; want nil, nil", s, err)
+	}
 	bad := t.TempDir()
 	if err := os.WriteFile(filepath.Join(bad, SpecFile), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)

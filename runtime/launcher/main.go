@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,14 +55,8 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	}
 	defer vm.Close()
 	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "took", time.Since(start).Round(time.Millisecond).String())
-	if spec.SSHForward != "" {
-		if err := vm.Forward(spec.SSHForward, 22); err != nil {
-			log.Error("no SSH forward", "err", err)
-		} else {
-			log.Info("SSH forwarded", "from", spec.SSHForward)
-		}
-	}
 	srv := newServer(vm, log)
+	srv.podIPs = expose(vm, spec, pod, log)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	go func() {
@@ -83,6 +78,47 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	}
 	log.Info("domain ended", "reason", exit.Reason, "succeeded", exit.Succeeded)
 	return writeExit(dir, exit)
+}
+
+// expose forwards to the guest's SSH port: from the node address the
+// spec names (a launcher on the node), or from the Pod's addresses, as
+// KubeVirt's masquerade binding does (QEMU's user network forwards one port
+// per rule), which it returns.
+func expose(vm *VM, spec *Spec, pod *Pod, log *slog.Logger) []string {
+	if pod == nil {
+		if spec.SSHForward != "" {
+			if err := vm.Forward(spec.SSHForward, 22); err != nil {
+				log.Error("no SSH forward", "err", err)
+			} else {
+				log.Info("SSH forwarded", "from", spec.SSHForward)
+			}
+		}
+		return nil
+	}
+	if err := vm.Forward(net.JoinHostPort("", "22"), 22); err != nil {
+		log.Error("no SSH forward from the Pod's address", "err", err)
+	}
+	ips := podIPs()
+	log.Info("guest port 22 forwarded from the Pod", "podIPs", ips)
+	return ips
+}
+
+// podIPs are the addresses of this network namespace's interfaces, but
+// loopback and link-local ones: in a launcher Pod, the Pod's IPs.
+func podIPs() []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		out = append(out, ipn.IP.String())
+	}
+	return out
 }
 
 // Pod is how a launcher Pod is laid out.

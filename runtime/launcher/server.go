@@ -27,6 +27,8 @@ type server struct {
 	vm      *VM
 	started time.Time
 	log     *slog.Logger
+	// podIPs are reported with every status.
+	podIPs []string
 
 	mu     sync.Mutex
 	status Status
@@ -103,6 +105,7 @@ func (s *server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Unlock()
 	st.Domain = s.vm.State()
 	st.StartedAt = s.started
+	st.PodIPs = s.podIPs
 	writeJSON(w, st)
 }
 

@@ -19,7 +19,9 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 )
 
-// SSHAddressAnnotation is where the node forwards to the guest's SSH port.
+// SSHAddressAnnotation is where the node forwards to the guest's SSH port
+// (a VMI run on the node); without it, port 22 of the VMI's first
+// interface address is (a VMI in a launcher Pod reports the Pod's).
 const SSHAddressAnnotation = "tekvirt.io/ssh-address"
 
 // SSHConfig is the connection a secret in the execute-in-vm format (as
@@ -126,13 +128,26 @@ func runSSH(ctx context.Context, c client.Client, p Params, req Request, stdout,
 	}
 }
 
+// sshAddress is where vmi's guest takes SSH: the node's forward, else
+// port 22 of its first interface's address (a VMI in a launcher Pod
+// reports the Pod's); empty while it has neither.
+func sshAddress(vmi *v1.VirtualMachineInstance) string {
+	if a := vmi.Annotations[SSHAddressAnnotation]; a != "" {
+		return a
+	}
+	if ifs := vmi.Status.Interfaces; len(ifs) > 0 && ifs[0].IP != "" {
+		return net.JoinHostPort(ifs[0].IP, "22")
+	}
+	return ""
+}
+
 func waitForSSHAddress(ctx context.Context, c client.Client, p Params) (string, error) {
 	vmi := &v1.VirtualMachineInstance{}
 	for {
 		err := c.Get(ctx, client.ObjectKey{Namespace: p.VMNamespace, Name: p.VMName}, vmi)
 		switch {
-		case err == nil && vmi.Status.Phase == v1.Running && vmi.Annotations[SSHAddressAnnotation] != "":
-			return vmi.Annotations[SSHAddressAnnotation], nil
+		case err == nil && vmi.Status.Phase == v1.Running && sshAddress(vmi) != "":
+			return sshAddress(vmi), nil
 		case err == nil && (vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed):
 			return "", fmt.Errorf("VirtualMachineInstance %s/%s is %s: it will not run the command", p.VMNamespace, p.VMName, vmi.Status.Phase)
 		case err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil:
