@@ -101,8 +101,7 @@ func TestAttackLauncherPodFromItsTenant(t *testing.T) {
 	if err := tc.Create(ctx, pvc); err != nil {
 		t.Fatal(err)
 	}
-	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target",
-		Annotations: map[string]string{launcherpod.Annotation: "true"}}, Spec: framework.GuestVMI(framework.GuestImage, "target")}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"}, Spec: framework.GuestVMI(framework.GuestImage, "target")}
 	vmi.Spec.Volumes = append([]v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
 		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}}}, vmi.Spec.Volumes...)
 	vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks, v1.Disk{Name: "data", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}})

@@ -18,9 +18,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
-	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	"github.com/tekvirt/tekvirt/e2e/framework"
-	"github.com/tekvirt/tekvirt/runtime/handler"
 )
 
 // TestVMLifecycle boots the guest containerDisk from a KubeVirt manifest,
@@ -222,28 +220,23 @@ func TestVMBootsFromPVC(t *testing.T) {
 		{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}},
 		{DataVolume: &v1.DataVolumeSource{Name: pvc.Name}},
 	} {
-		// On the node and in a launcher Pod, which mounts the claim.
-		for _, inPod := range []bool{false, true} {
-			vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-pvc"}, Spec: framework.GuestVMI(framework.GuestImage, "from-pvc")}
-			if !inPod {
-				vmi.Annotations = map[string]string{launcherpod.Annotation: "false"}
-			}
-			vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: src}
-			if err := c.Create(ctx, vmi); err != nil {
-				t.Fatal(err)
-			}
-			framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, fmt.Sprintf("running with its agent (in a launcher Pod: %v)", inPod), framework.AgentConnected)
-			if err := c.Delete(ctx, vmi); err != nil {
-				t.Fatal(err)
-			}
-			framework.WaitGone(t, c, vmi, time.Minute)
+		// The launcher Pod mounts the claim.
+		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-pvc"}, Spec: framework.GuestVMI(framework.GuestImage, "from-pvc")}
+		vmi.Spec.Volumes[0] = v1.Volume{Name: "containerdisk", VolumeSource: src}
+		if err := c.Create(ctx, vmi); err != nil {
+			t.Fatal(err)
 		}
+		framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
+		if err := c.Delete(ctx, vmi); err != nil {
+			t.Fatal(err)
+		}
+		framework.WaitGone(t, c, vmi, time.Minute)
 	}
 }
 
 // TestExecuteInVMOverSSH: generate-ssh-keys makes the key pair, the VM's
 // cloud-init installs the public key, and execute-in-vm runs a script over
-// SSH (dropbear in the guest, reached through the node's forward).
+// SSH (dropbear in the guest, reached at its launcher Pod's address).
 func TestExecuteInVMOverSSH(t *testing.T) {
 	f := framework.New(t)
 	c := f.VMClient(t)
@@ -271,29 +264,20 @@ func TestExecuteInVMOverSSH(t *testing.T) {
 	for _, v := range pub.Data {
 		authorized = append(authorized, "  - "+strings.TrimSpace(string(v)))
 	}
-	// On the node (through the node's forward) and in a launcher Pod
-	// (port 22 of the Pod's address, which the VMI reports).
-	for name, inPod := range map[string]bool{"ssh-target": false, "ssh-pod": true} {
-		vm := framework.GuestVM(ns, name, framework.GuestImage, v1.RunStrategyAlways)
-		vm.Spec.Template.Spec.Volumes[1].CloudInitNoCloud.UserData = "#cloud-config\nhostname: " + name + "\nssh_authorized_keys:\n" + strings.Join(authorized, "\n") + "\n"
-		if !inPod {
-			vm.Spec.Template.ObjectMeta.Annotations = map[string]string{launcherpod.Annotation: "false"}
-		}
-		if err := c.Create(ctx, vm); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, name := range []string{"ssh-target", "ssh-pod"} {
-		tr := framework.ExecuteInVMTaskRun(ns, name, "hostname; echo via-ssh; exit 4", "3m")
-		tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: "secretName", Value: *pipelinev1.NewStructuredValues(keys["privateKeySecretName"])})
-		framework.NewTaskRunRunner(t, f, tr).CreateTaskRun().ExpectFailure("exited with code 4").ExpectLogs(name, "via-ssh")
-	}
-	pod := &v1.VirtualMachineInstance{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ssh-pod"}, pod); err != nil {
+	// Port 22 of the launcher Pod's address, which the VMI reports, is the guest's.
+	vm := framework.GuestVM(ns, "ssh-target", framework.GuestImage, v1.RunStrategyAlways)
+	vm.Spec.Template.Spec.Volumes[1].CloudInitNoCloud.UserData = "#cloud-config\nhostname: ssh-target\nssh_authorized_keys:\n" + strings.Join(authorized, "\n") + "\n"
+	if err := c.Create(ctx, vm); err != nil {
 		t.Fatal(err)
 	}
-	if pod.Annotations[handler.SSHAddressAnnotation] != "" || len(pod.Status.Interfaces) == 0 || strings.HasPrefix(pod.Status.Interfaces[0].IP, "10.0.2.") {
-		t.Errorf("the launcher Pod VMI reports SSH forward %q, interfaces %+v: want none and the Pod's address",
-			pod.Annotations[handler.SSHAddressAnnotation], pod.Status.Interfaces)
+	tr := framework.ExecuteInVMTaskRun(ns, vm.Name, "hostname; echo via-ssh; exit 4", "3m")
+	tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: "secretName", Value: *pipelinev1.NewStructuredValues(keys["privateKeySecretName"])})
+	framework.NewTaskRunRunner(t, f, tr).CreateTaskRun().ExpectFailure("exited with code 4").ExpectLogs("ssh-target", "via-ssh")
+	vmi := &v1.VirtualMachineInstance{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vmi); err != nil {
+		t.Fatal(err)
+	}
+	if pod := f.LauncherPod(t, vmi); len(vmi.Status.Interfaces) == 0 || vmi.Status.Interfaces[0].IP != pod.Status.PodIP {
+		t.Errorf("VMI interfaces %+v, want the launcher Pod's address %s", vmi.Status.Interfaces, pod.Status.PodIP)
 	}
 }

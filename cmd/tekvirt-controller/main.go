@@ -27,7 +27,6 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/controllers/hyperconverged"
 	"github.com/tekvirt/tekvirt/controllers/manager"
-	"github.com/tekvirt/tekvirt/controllers/placement"
 	"github.com/tekvirt/tekvirt/controllers/requester"
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
 	"github.com/tekvirt/tekvirt/controllers/uploadtoken"
@@ -80,9 +79,6 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	}
 	if err := (&vm.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the VirtualMachine controller: %w", err)
-	}
-	if err := (&placement.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up VMI placement: %w", err)
 	}
 	if err := (&vmi.Reconciler{Client: mgr.GetClient(), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up launcher Pods: %w", err)

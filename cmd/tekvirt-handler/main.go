@@ -24,12 +24,9 @@ func main() {
 	ex := &handler.ExecServer{Handler: h}
 	var probeAddr string
 	flag.StringVar(&h.Node, "node", "", "name of this node")
-	flag.StringVar(&h.Root, "root", "/var/lib/tekvirt", "directory for VM files and the containerDisk cache (must be reachable by the QEMU user)")
+	flag.StringVar(&h.Root, "root", "/var/lib/tekvirt", "directory for the handler's VM files and the containerDisk cache")
 	flag.StringVar(&h.KubeletRoot, "kubelet-root", "/var/lib/kubelet", "the kubelet's --root-dir, where it keeps launcher Pods' volumes")
-	flag.StringVar(&h.LauncherBinary, "launcher", "", "tekvirt-launcher executable (default: next to this one)")
-	flag.StringVar(&h.LibvirtURI, "libvirt-uri", "qemu:///system", "libvirt daemon the launchers use")
 	flag.BoolVar(&h.KVM, "kvm", false, "run guests with KVM instead of TCG")
-	flag.StringVar(&h.QEMUUser, "qemu-user", "libvirt-qemu", "user QEMU runs as; owns the VM directories")
 	flag.StringVar(&ex.Addr, "exec-addr", "", "host:port of the guest exec HTTPS endpoint; empty disables it")
 	flag.StringVar(&ex.Advertise, "exec-advertise", "", "address announced on the Node for exec (default: --exec-addr)")
 	flag.StringVar(&ex.CertFile, "tls-cert-file", "", "serving certificate of the exec endpoint")
@@ -51,14 +48,7 @@ func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string) error {
 	if h.Node == "" {
 		return fmt.Errorf("--node is required")
 	}
-	if h.LauncherBinary == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		h.LauncherBinary = filepath.Join(filepath.Dir(self), "tekvirt-launcher")
-	}
-	if err := os.MkdirAll(filepath.Join(h.Root, "vms"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(h.Root, "vms"), 0o700); err != nil {
 		return err
 	}
 	mgr, err := manager.New(manager.Options{

@@ -21,22 +21,18 @@ func main() {
 	}
 	var dir string
 	var pod launcher.Pod
-	flag.StringVar(&dir, "dir", "", "the VM's directory, holding "+launcher.SpecFile)
-	flag.StringVar(&pod.LibvirtdDir, "libvirtd", "", "in a launcher Pod: start a libvirtd of the launcher's own with this run directory and run the VM there")
-	flag.StringVar(&pod.DisksDir, "disks-dir", "", "in a launcher Pod: where each claim volume is mounted, as <dir>/<volume>")
+	flag.StringVar(&dir, "dir", "", "the VM's directory, where the handler writes "+launcher.SpecFile)
+	flag.StringVar(&pod.LibvirtdDir, "libvirtd", "", "run directory of the launcher's own libvirtd, which runs the VM")
+	flag.StringVar(&pod.DisksDir, "disks-dir", "", "where each claim volume is mounted, as <dir>/<volume>")
 	flag.Parse()
-	if dir == "" {
-		fmt.Fprintln(os.Stderr, "tekvirt-launcher: --dir is required")
+	if dir == "" || pod.LibvirtdDir == "" {
+		fmt.Fprintln(os.Stderr, "tekvirt-launcher: --dir and --libvirtd are required")
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("vmDir", dir)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	var inPod *launcher.Pod
-	if pod.LibvirtdDir != "" {
-		inPod = &pod
-	}
-	if err := launcher.Main(ctx, dir, inPod, log); err != nil {
+	if err := launcher.Main(ctx, dir, &pod, log); err != nil {
 		log.Error("launcher failed", "err", err)
 		os.Exit(1)
 	}

@@ -122,19 +122,22 @@ func vmCmds(g *globalFlags) []*cobra.Command {
 	return cmds
 }
 
-// printConsole copies the VMI's serial log from this node: from its
-// launcher Pod's volume, or the node handler's directory of a VMI run there.
+// printConsole copies the VMI's serial log from its launcher Pod's volume
+// on this node.
 func printConsole(ctx context.Context, c client.Client, node *cluster.Cluster, ns, name string, follow bool, out io.Writer) error {
 	vmi := &v1.VirtualMachineInstance{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
 		return err
 	}
-	dir := filepath.Join(cluster.NodeRoot, "vms", string(vmi.UID))
+	dir := ""
 	for uid := range vmi.Status.ActivePods {
 		var err error
 		if dir, err = launcherpod.EmptyDirOnNode(node.KubeletRoot(), uid, launcherpod.VMVolume); err != nil {
 			return err
 		}
+	}
+	if dir == "" {
+		return fmt.Errorf("VMI %s/%s has no launcher Pod on a node yet", ns, name)
 	}
 	// The Pod's tenant can write there: no link out of it is followed.
 	f, err := os.OpenInRoot(dir, "serial.log")

@@ -8,14 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Annotation "false" on a VMI runs it the earlier way, as a process the
-// node's handler starts, placed by tekvirt's own scheduler; every other VMI
-// runs in a launcher Pod. The node runtime is being removed.
-const Annotation = "tekvirt.io/launcher-pod"
-
-// InPod reports whether a VMI with these annotations runs in a launcher Pod.
-func InPod(annotations map[string]string) bool { return annotations[Annotation] != "false" }
-
 // The Pod's emptyDir volumes. VMVolume holds the VM's files, written by
 // the handler (spec, qcow2 overlays, cloud-init seeds) and by the launcher
 // and QEMU (sockets, exit record, console log); it is mounted read-write

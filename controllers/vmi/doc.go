@@ -5,6 +5,5 @@
 // (LauncherPod). The reconciler creates the Pod and mirrors its scheduling
 // into the VMI (SchedulingOf): Scheduling with the scheduler's message,
 // Scheduled on its node, Failed when the Pod fails; the node's handler takes
-// the VMI from Scheduled. Only VMIs annotated tekvirt.io/launcher-pod are
-// handled here; controllers/placement places the others.
+// the VMI from Scheduled.
 package vmi

@@ -14,9 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "kubevirt.io/api/core/v1"
-
-	"github.com/tekvirt/tekvirt/contracts/launcherpod"
-	"github.com/tekvirt/tekvirt/controllers/placement"
 )
 
 // Reconciler gives each VMI its launcher Pod and mirrors the Pod's
@@ -37,7 +34,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !launcherpod.InPod(vmi.Annotations) || vmi.DeletionTimestamp != nil ||
+	if vmi.DeletionTimestamp != nil ||
 		vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed {
 		return ctrl.Result{}, nil
 	}
@@ -91,21 +88,21 @@ func (r *Reconciler) mirror(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	switch {
 	case s.Phase == v1.Failed || started && pod == nil:
 		vmi.Status.Phase = v1.Failed
-		placement.SetCondition(vmi, v1.VirtualMachineInstanceReady, corev1.ConditionFalse, LauncherPodEndedReason, FailureMessage(pod))
+		SetCondition(vmi, v1.VirtualMachineInstanceReady, corev1.ConditionFalse, LauncherPodEndedReason, FailureMessage(pod))
 	case started:
 		return nil
 	case s.Phase == v1.Scheduled:
 		vmi.Status.NodeName = s.NodeName
 		// As KubeVirt's: the node's handler finds the Pod's volumes by its UID.
 		vmi.Status.ActivePods = map[types.UID]string{pod.UID: s.NodeName}
-		placement.RecordPhases(vmi, now, v1.Pending, v1.Scheduling, v1.Scheduled)
+		RecordPhases(vmi, now, v1.Pending, v1.Scheduling, v1.Scheduled)
 		vmi.Status.Phase = v1.Scheduled
-		placement.SetCondition(vmi, PodScheduledCondition, corev1.ConditionTrue, "", "")
+		SetCondition(vmi, PodScheduledCondition, corev1.ConditionTrue, "", "")
 	case s.Phase == v1.Scheduling:
-		placement.RecordPhases(vmi, now, v1.Pending, v1.Scheduling)
+		RecordPhases(vmi, now, v1.Pending, v1.Scheduling)
 		vmi.Status.Phase = v1.Scheduling
 		if c := s.PodScheduled; c != nil {
-			placement.SetCondition(vmi, PodScheduledCondition, c.Status, c.Reason, c.Message)
+			SetCondition(vmi, PodScheduledCondition, c.Status, c.Reason, c.Message)
 		}
 	default:
 		vmi.Status.Phase = v1.Pending

@@ -12,8 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "kubevirt.io/api/core/v1"
-
-	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 )
 
 type podFixture struct {
@@ -68,17 +66,8 @@ func (f *podFixture) setPod(change func(*corev1.Pod)) {
 	}
 }
 
-func TestReconcilerLeavesVMIsOptedOut(t *testing.T) {
-	vmi := guestVMI()
-	vmi.Annotations = map[string]string{launcherpod.Annotation: "false"}
-	f := newPodFixture(t, vmi)
-	if vmi := f.reconcile(); len(f.pods()) != 0 || vmi.Status.Phase != "" {
-		t.Errorf("a VMI placed the old way got a Pod: %d pods, phase %q", len(f.pods()), vmi.Status.Phase)
-	}
-}
-
 func TestReconcilerFollowsTheLauncherPod(t *testing.T) {
-	vmi := guestVMI() // launcher Pods are the default
+	vmi := guestVMI()
 	f := newPodFixture(t, vmi)
 	got := f.reconcile()
 	if pods := f.pods(); len(pods) != 1 || pods[0].Labels[CreatedByLabel] != "uid-1" || got.Status.Phase != v1.Scheduling {
@@ -136,7 +125,7 @@ func condition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceCondit
 }
 
 func TestReconcilerFailsAVMIWhosePodIsDeleted(t *testing.T) {
-	vmi := guestVMI() // launcher Pods are the default
+	vmi := guestVMI()
 	f := newPodFixture(t, vmi)
 	f.reconcile()
 	f.setPod(func(p *corev1.Pod) { p.Spec.NodeName, p.Finalizers = "node2", []string{"test/keep"} })

@@ -106,19 +106,15 @@ func (c *Cluster) processes(b binaries) []*process {
 // well above its guests', low enough that a test can cross it quickly.
 const ContainerDiskMaxBytes = 1 << 30
 
-// handlerProcess is the VM runtime's node daemon; TEKVIRT_KVM=1 runs guests
-// with KVM (off by default: /dev/kvm on these machines hangs guests).
+// handlerProcess is the VM runtime's node daemon.
 func (c *Cluster) handlerProcess(b binaries) *process {
 	execAddr := net.JoinHostPort(c.NodeIP.String(), strconv.Itoa(HandlerExecPort))
 	args := []string{"--kubeconfig", c.path("etc", "handler.kubeconfig"), "--node", c.NodeName, "--root", NodeRoot,
 		"--kubelet-root", c.KubeletRoot(),
-		"--libvirt-uri", c.LibvirtURI(), "--exec-addr", execAddr,
+		"--exec-addr", execAddr,
 		"--tls-cert-file", filepath.Join(c.pkiDir(), "handler-serving.crt"), "--tls-private-key-file", filepath.Join(c.pkiDir(), "handler-serving.key"),
 		"--health-probe-bind-address", handlerProbeAddr,
 		"--container-disk-max-bytes", strconv.FormatInt(ContainerDiskMaxBytes, 10)}
-	if os.Getenv("TEKVIRT_KVM") == "1" {
-		args = append(args, "--kvm")
-	}
 	return &process{
 		name: "tekvirt-handler", binary: filepath.Join(b.tekvirt, "tekvirt-handler"), args: args,
 		ports: []string{handlerProbeAddr, execAddr}, ready: httpReady(nil, "http://"+handlerProbeAddr+"/readyz"),

@@ -12,7 +12,6 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
-	"github.com/tekvirt/tekvirt/runtime/domain"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
 
@@ -98,10 +97,6 @@ func (c Collector) collectVMs(ctx context.Context, entries []os.DirEntry) {
 		log.Info("removing the VM of a deleted VMI", "vmi", spec.VMI.Namespace+"/"+spec.VMI.Name, "uid", spec.VMI.UID)
 		if err := d.stop(ctx, 0); err != nil {
 			log.Error(err, "stopping an orphaned launcher", "dir", d.path)
-		}
-		if err := launcher.DestroyDomain(c.LibvirtURI, domain.Name(spec.VMI), domain.UUID(spec.VMI)); err != nil {
-			log.Error(err, "destroying an orphaned domain", "dir", d.path)
-			continue
 		}
 		if err := d.remove(); err != nil {
 			log.Error(err, "removing an orphaned VM directory")

@@ -27,11 +27,6 @@ type podVolumes struct {
 	vm, images podvolume.Dir
 }
 
-// InLauncherPod reports whether vmi's launcher runs in its Pod.
-func InLauncherPod(vmi *v1.VirtualMachineInstance) bool {
-	return launcherpod.InPod(vmi.Annotations)
-}
-
 // podVolumesOf finds the volumes of vmi's launcher Pod on this node, by the
 // Pod UID the controller noted in status.activePods; nil if it noted none
 // here.
@@ -63,9 +58,6 @@ var errPodNotHere = errors.New("the launcher Pod's volumes are not on this node 
 
 // ready checks that the Pod's volumes exist.
 func (p *podVolumes) ready() error {
-	if p == nil {
-		return errPodNotHere
-	}
 	for _, d := range []podvolume.Dir{p.vm, p.images} {
 		if fi, err := os.Lstat(d.Path); err != nil || !fi.IsDir() {
 			return fmt.Errorf("%w (%s)", errPodNotHere, d.Path)
@@ -74,13 +66,9 @@ func (p *podVolumes) ready() error {
 	return nil
 }
 
-// publish makes a file the handler wrote in its own VM directory visible
-// to the launcher and returns the launcher's path for it: the same file on
-// the node, a copy in the Pod's vm volume in a launcher Pod.
+// publish copies a file the handler wrote in its own VM directory into
+// the Pod's vm volume and returns the launcher's path for it.
 func (d vmDir) publish(local string) (string, error) {
-	if d.pod == nil {
-		return local, nil
-	}
 	name := filepath.Base(local)
 	if err := d.pod.vm.Install(local, name); err != nil {
 		return "", err
@@ -91,20 +79,13 @@ func (d vmDir) publish(local string) (string, error) {
 // launcherFile is the launcher's path for a file it makes in the VM
 // directory (a socket, the console log).
 func (d vmDir) launcherFile(name string) string {
-	if d.pod == nil {
-		return d.file(name)
-	}
 	return path.Join(launcherpod.VMDir, name)
 }
 
-// imageView makes a cached image visible to the launcher and returns a
-// function from a path in the cache to the launcher's path for it. In a
-// launcher Pod, the image's directory is mounted read-only into the Pod's
-// images volume: the Pod sees the images its VM uses and no others.
+// imageView mounts a cached image's directory read-only into the Pod's
+// images volume (the Pod sees the images its VM uses and no others) and
+// returns a function from a path in the cache to the launcher's path for it.
 func (d vmDir) imageView(im *containerdisk.Image) (func(string) string, error) {
-	if d.pod == nil {
-		return func(p string) string { return p }, nil
-	}
 	name := filepath.Base(im.Dir)
 	if err := d.pod.images.MountReadOnly(im.Dir, name); err != nil {
 		return nil, err
@@ -120,18 +101,12 @@ func (d vmDir) imageView(im *containerdisk.Image) (func(string) string, error) {
 
 // readExit is the launcher's exit record, nil while there is none.
 func (d vmDir) readExit() (*launcher.Exited, error) {
-	if d.pod == nil {
-		return launcher.ReadExit(d.path)
-	}
 	data, err := d.pod.vm.ReadFile(launcher.ExitFile, maxRecordBytes)
 	return launcher.DecodeExit(data, err, filepath.Join(d.pod.vm.Path, launcher.ExitFile))
 }
 
 // client talks to the VM's launcher.
 func (d vmDir) client() *launcher.Client {
-	if d.pod == nil {
-		return launcher.NewClient(d.path)
-	}
 	vm := d.pod.vm
 	return launcher.NewClientDial(func(ctx context.Context) (net.Conn, error) {
 		return vm.DialUnix(ctx, launcher.SocketFile)
@@ -141,21 +116,19 @@ func (d vmDir) client() *launcher.Client {
 // writeSpec hands spec to the launcher and keeps a copy in the handler's
 // own directory, which says the VM was launched and whose VM it is.
 func (d vmDir) writeSpec(spec *launcher.Spec) error {
-	if d.pod != nil {
-		data, err := launcher.EncodeSpec(spec)
-		if err != nil {
-			return err
-		}
-		if err := d.pod.vm.WriteFile(launcher.SpecFile, data); err != nil {
-			return err
-		}
+	data, err := launcher.EncodeSpec(spec)
+	if err != nil {
+		return err
+	}
+	if err := d.pod.vm.WriteFile(launcher.SpecFile, data); err != nil {
+		return err
 	}
 	return launcher.WriteSpec(d.path, spec)
 }
 
 // unmountImages undoes imageView's mounts in the Pod's images volume.
 func (d vmDir) unmountImages() error {
-	if d.pod == nil || d.pod.images.Path == "" {
+	if d.pod.images.Path == "" {
 		return nil
 	}
 	var errs []error

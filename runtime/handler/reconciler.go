@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/runtime/containerdisk"
-	"github.com/tekvirt/tekvirt/runtime/domain"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
 
@@ -47,17 +45,11 @@ type Handler struct {
 	Node string
 	// Root holds vms/<uid>/ and the image cache images/.
 	Root string
-	// LauncherBinary is the tekvirt-launcher executable.
-	LauncherBinary string
 	// KubeletRoot is the kubelet's root directory (--root-dir), where it
 	// keeps launcher Pods' volumes; empty means /var/lib/kubelet.
 	KubeletRoot string
-	// LibvirtURI is the libvirt daemon the launchers use.
-	LibvirtURI string
 	// KVM runs guests with hardware virtualization instead of TCG.
 	KVM bool
-	// QEMUUser owns the VM directories (QEMU binds sockets there).
-	QEMUUser string
 	// ExecAddress is where this node serves guest exec (host:port), noted
 	// on each VMI it runs; empty when exec is off.
 	ExecAddress string
@@ -146,6 +138,12 @@ func (h *Handler) observe(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 			if errors.As(err, &perm) {
 				return obs, 0, d.remove()
 			}
+			if errors.Is(err, errPodNotHere) {
+				// The kubelet sets the Pod's volumes up within moments of
+				// its binding: looking again in 5 s would be the VM's
+				// longest wait.
+				return obs, pollStarting, nil
+			}
 			ctrl.LoggerFrom(ctx).Info("volumes not ready", "vmi", klog.KObj(vmi), "reason", err.Error())
 			return obs, pollPending, nil
 		}
@@ -162,95 +160,37 @@ func (h *Handler) observe(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 			return obs, pollRunning, nil
 		}
 		return obs, pollStarting, nil
-	case Lost:
-		// QEMU outlives a killed launcher: the VM must not run unowned.
-		if err := launcher.DestroyDomain(h.LibvirtURI, domain.Name(vmi), domain.UUID(vmi)); err != nil {
-			return obs, 0, err
-		}
 	}
 	return obs, 0, nil
 }
 
-// launch prepares the volumes and starts the launcher.
+// launch prepares the VM's files in its launcher Pod and writes the spec
+// the launcher there waits for; it runs QEMU on a libvirtd of its own, in
+// the Pod's cgroup and network.
 func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) error {
 	base := vmi.DeepCopy()
 	controllerutil.AddFinalizer(vmi, Finalizer)
-	var sshForward string
-	if !InLauncherPod(vmi) { // in its Pod, the guest's SSH port is the Pod's
-		var err error
-		if sshForward, err = h.sshForward(vmi); err != nil {
-			return err
-		}
-	}
 	if h.ExecAddress != "" {
 		metav1.SetMetaDataAnnotation(&vmi.ObjectMeta, AddressAnnotation, h.ExecAddress)
-		if sshForward != "" {
-			metav1.SetMetaDataAnnotation(&vmi.ObjectMeta, SSHAddressAnnotation, sshForward)
-		}
 	}
 	if err := h.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(vmi), err)
 	}
-	if InLauncherPod(vmi) {
-		if err := d.pod.ready(); err != nil {
-			return err
-		}
+	if err := d.pod.ready(); err != nil {
+		return err
 	}
-	if err := d.create(h.QEMUUser); err != nil {
+	if err := d.create(); err != nil {
 		return err
 	}
 	opts, err := h.prepare(ctx, vmi, d)
 	if err != nil {
 		return err
 	}
-	if InLauncherPod(vmi) {
-		// The launcher waits in its Pod for the spec; it runs QEMU on a
-		// libvirtd of its own, in the Pod's cgroup and network.
-		if err := d.writeSpec(&launcher.Spec{VMI: vmi, Options: opts}); err != nil {
-			return err
-		}
-		ctrl.LoggerFrom(ctx).Info("VM prepared for its launcher Pod", "vmi", klog.KObj(vmi), "pod volume", d.pod.vm.Path)
-		return nil
-	}
-	// A domain of an earlier VMI of the same name (a VM restarted after its
-	// launcher was killed) would block this one's.
-	if err := launcher.DestroyDomain(h.LibvirtURI, domain.Name(vmi), ""); err != nil {
+	if err := d.writeSpec(&launcher.Spec{VMI: vmi, Options: opts}); err != nil {
 		return err
 	}
-	spec := &launcher.Spec{URI: h.LibvirtURI, VMI: vmi, Options: opts, Cgroup: string(vmi.UID), SSHForward: sshForward}
-	if err := launcher.WriteSpec(d.path, spec); err != nil {
-		return err
-	}
-	if err := h.startLauncher(d); err != nil {
-		return err
-	}
-	ctrl.LoggerFrom(ctx).Info("launcher started", "vmi", klog.KObj(vmi), "dir", d.path)
+	ctrl.LoggerFrom(ctx).Info("VM prepared for its launcher Pod", "vmi", klog.KObj(vmi), "pod volume", d.pod.vm.Path)
 	return nil
-}
-
-// SSHAddressAnnotation on a VMI says where the node forwards to its guest's
-// SSH port (host:port), for execute-in-vm's SSH mode.
-const SSHAddressAnnotation = "tekvirt.io/ssh-address"
-
-// sshForward picks a free port on the node address for the VMI's SSH
-// forward, keeping the one an earlier attempt noted; none without an exec address.
-func (h *Handler) sshForward(vmi *v1.VirtualMachineInstance) (string, error) {
-	if a := vmi.Annotations[SSHAddressAnnotation]; a != "" {
-		return a, nil
-	}
-	if h.ExecAddress == "" {
-		return "", nil
-	}
-	host, _, err := net.SplitHostPort(h.ExecAddress)
-	if err != nil {
-		return "", err
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", fmt.Errorf("finding a port for the SSH forward: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // report patches the VMI's status when it changed.
@@ -289,16 +229,13 @@ func (h *Handler) release(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 	}
 	// A launcher Pod still waiting for the spec of a VMI that failed
 	// before it was prepared ends, instead of holding its node's memory.
-	if state == NotStarted && d.pod != nil && d.pod.ready() == nil {
+	if state == NotStarted && d.pod.ready() == nil {
 		if err := d.pod.vm.WriteFile(launcher.CancelFile, nil); err != nil {
 			return err
 		}
 	}
 	// The kubelet cannot remove the Pod's volumes while images are mounted there.
-	if err := d.unmountImages(); err != nil {
-		return err
-	}
-	return launcher.DestroyDomain(h.LibvirtURI, domain.Name(vmi), domain.UUID(vmi))
+	return d.unmountImages()
 }
 
 // teardown stops the VM within its grace period, removes its files and
@@ -313,9 +250,6 @@ func (h *Handler) teardown(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 	}
 	if err := d.stop(ctx, grace); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "stopping the launcher", "vmi", klog.KObj(vmi))
-	}
-	if err := launcher.DestroyDomain(h.LibvirtURI, domain.Name(vmi), domain.UUID(vmi)); err != nil {
-		return err
 	}
 	if err := d.remove(); err != nil {
 		return err

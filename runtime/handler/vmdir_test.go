@@ -4,18 +4,19 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
+	"github.com/tekvirt/tekvirt/runtime/podvolume"
 )
 
 func TestVMDirState(t *testing.T) {
-	d := vmDir{path: t.TempDir()}
-	write := func(name, content string) {
+	vol := t.TempDir()
+	d := vmDir{path: t.TempDir(), pod: &podVolumes{vm: podvolume.Dir{Path: vol}, images: podvolume.Dir{Path: t.TempDir()}}}
+	write := func(dir, name, content string) {
 		t.Helper()
-		if err := os.WriteFile(filepath.Join(d.path, name), []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -27,16 +28,25 @@ func TestVMDirState(t *testing.T) {
 		}
 	}
 	check(NotStarted)
-	write(launcher.SpecFile, "{}")
-	check(Running) // spec written, launcher not yet up
-	// A live process that is not this directory's launcher (the test
-	// itself, a recycled PID) does not count as the launcher.
-	write(launcher.PIDFile, strconv.Itoa(os.Getpid()))
-	check(Lost)
-	write(launcher.ExitFile, `{"reason": "Shutdown", "succeeded": true, "at": "2026-11-29T00:00:00Z"}`)
+	write(vol, launcher.SpecFile, "{}") // what the tenant may write counts for nothing
+	check(NotStarted)
+	write(d.path, launcher.SpecFile, "{}")
+	check(Running) // handed over, no end recorded
+	write(vol, launcher.ExitFile, `{"reason": "Shutdown", "succeeded": true, "at": "2026-11-29T00:00:00Z"}`)
 	got, exit, err := d.state()
 	if err != nil || got != Exited || exit == nil || !exit.Succeeded || exit.Reason != "Shutdown" {
 		t.Fatalf("state = %v %+v %v; want Exited with the record", got, exit, err)
+	}
+	// An exit record linked to a file of the node is not read.
+	if err := os.Remove(filepath.Join(vol, launcher.ExitFile)); err != nil {
+		t.Fatal(err)
+	}
+	write(d.path, "node-exit.json", `{"reason": "Planted", "at": "2026-11-29T00:00:00Z"}`)
+	if err := os.Symlink(filepath.Join(d.path, "node-exit.json"), filepath.Join(vol, launcher.ExitFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, exit, err := d.state(); err == nil || exit != nil {
+		t.Errorf("state read the node's file through the Pod's link: %+v %v", exit, err)
 	}
 	if err := d.remove(); err != nil {
 		t.Fatal(err)

@@ -19,14 +19,12 @@ import (
 	"github.com/tekvirt/tekvirt/runtime/domain"
 )
 
-// The files of a VM's directory on the node. The handler writes SpecFile
-// and starts the launcher; the launcher writes the rest.
+// The files of a VM's directory (its launcher Pod's vm volume). The handler
+// writes SpecFile (and CancelFile); the launcher and QEMU write the rest.
 const (
 	SpecFile   = "launch.json"
-	PIDFile    = "launcher.pid"
 	SocketFile = "launcher.sock"
 	ExitFile   = "exit.json"
-	LogFile    = "launcher.log"
 	SerialLog  = "serial.log"
 	// CancelFile, written by the handler in a launcher Pod's directory,
 	// tells a launcher waiting for its spec that none will come (the VMI
@@ -36,18 +34,12 @@ const (
 
 // Spec is everything a launcher needs to run one VMI.
 type Spec struct {
-	// URI of the libvirt daemon, e.g. qemu:///system?socket=/path.
-	URI string `json:"uri"`
-	// VMI as the handler saw it when it started the launcher.
+	// URI of the libvirt daemon: the Pod's own, set by the launcher.
+	URI string `json:"uri,omitempty"`
+	// VMI as the handler saw it when it prepared the VM.
 	VMI *v1.VirtualMachineInstance `json:"vmi"`
 	// Options carry the prepared volumes and sockets.
 	Options domain.Options `json:"options"`
-	// Cgroup is the name of the launcher's own cgroup (under "tekvirt/");
-	// empty leaves it in the handler's.
-	Cgroup string `json:"cgroup,omitempty"`
-	// SSHForward, host:port, forwards that node address to the guest's
-	// port 22 through user networking; empty forwards nothing.
-	SSHForward string `json:"sshForward,omitempty"`
 }
 
 // WriteSpec stores s in dir.
@@ -134,12 +126,6 @@ type Exited struct {
 	At time.Time `json:"at"`
 }
 
-// ReadExit returns the exit record in dir, or nil while there is none.
-func ReadExit(dir string) (*Exited, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ExitFile))
-	return DecodeExit(data, err, filepath.Join(dir, ExitFile))
-}
-
 // DecodeExit turns what reading the exit record at file gave (its data or
 // the read's error) into the record, nil while there is none.
 func DecodeExit(data []byte, err error, file string) (*Exited, error) {
@@ -169,15 +155,6 @@ func writeAtomic(path string, data []byte) error {
 // Client talks to the launcher of the VM in a directory.
 type Client struct {
 	http *http.Client
-}
-
-// NewClient returns a client of the launcher listening in dir.
-func NewClient(dir string) *Client {
-	sock := filepath.Join(dir, SocketFile)
-	return NewClientDial(func(ctx context.Context) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	})
 }
 
 // NewClientDial returns a client of the launcher that dial reaches.

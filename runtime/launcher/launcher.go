@@ -148,8 +148,9 @@ func (vm *VM) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// Forward forwards host:port on the node to port guestPort of the guest,
-// through the user-mode network (QEMU's hostfwd), as a NodePort would.
+// Forward forwards host:port (in the launcher's network namespace: its
+// Pod's) to port guestPort of the guest, through the user-mode network
+// (QEMU's hostfwd).
 func (vm *VM) Forward(hostAddr string, guestPort int) error {
 	host, port, err := net.SplitHostPort(hostAddr)
 	if err != nil {
@@ -205,33 +206,6 @@ func (vm *VM) Close() {
 	}
 	_ = vm.conn.DomainEventDeregister(vm.cb)
 	_, _ = vm.conn.Close()
-}
-
-// DestroyDomain destroys the domain called name on the libvirt at uri, if
-// it runs and, when uuid is given, has that UUID (a newer VMI of the same
-// name is left alone): the cleanup for a launcher that was killed and left
-// its domain behind.
-func DestroyDomain(uri, name, uuid string) error {
-	conn, err := libvirt.NewConnect(uri)
-	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", uri, err)
-	}
-	defer func() { _, _ = conn.Close() }()
-	dom, err := conn.LookupDomainByName(name)
-	if isGone(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("looking up domain %s: %w", name, err)
-	}
-	defer func() { _ = dom.Free() }()
-	if got, err := dom.GetUUIDString(); uuid != "" && err == nil && got != uuid {
-		return nil
-	}
-	if err := dom.Destroy(); err != nil && !isGone(err) {
-		return fmt.Errorf("destroying domain %s: %w", name, err)
-	}
-	return nil
 }
 
 // libvirtAgent sends agent commands with virDomainQemuAgentCommand.

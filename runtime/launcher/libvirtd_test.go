@@ -165,10 +165,10 @@ func TestAwaitSpec(t *testing.T) {
 	defer cancel()
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		_ = WriteSpec(dir, &Spec{URI: "qemu:///system", Cgroup: "c1"})
+		_ = WriteSpec(dir, &Spec{URI: "qemu:///system?socket=/s1"})
 	}()
 	s, err := AwaitSpec(ctx, dir, 10*time.Millisecond)
-	if err != nil || s.Cgroup != "c1" {
+	if err != nil || s.URI != "qemu:///system?socket=/s1" {
 		t.Fatalf("spec written later: %+v, %v", s, err)
 	}
 	stopped, stop := context.WithCancel(context.Background())

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 )
 
@@ -17,37 +15,26 @@ const specPoll = 200 * time.Millisecond
 // defaultGrace is KubeVirt's terminationGracePeriodSeconds default.
 const defaultGrace = 180 * time.Second
 
-// Main runs the VM described in dir until its domain ends: it joins its own
-// cgroup, starts the domain, answers the handler on dir/launcher.sock, and
-// writes dir/exit.json with how the domain ended. Cancelling ctx (SIGTERM)
-// shuts the guest down within its termination grace period. With pod set
-// (in a launcher Pod) it first waits for the spec, then runs the domain on
-// a libvirtd of its own there; a Pod stopped before its spec came ends
-// without error.
+// Main runs the VM of a launcher Pod until its domain ends: it waits for
+// the spec the node's handler writes in dir, starts a libvirtd of its own
+// in the Pod and the domain on it, answers the handler on
+// dir/launcher.sock, and writes dir/exit.json with how the domain ended.
+// Cancelling ctx (SIGTERM) shuts the guest down within its termination
+// grace period; a Pod stopped (or a launch cancelled) before the spec came
+// ends without error.
 func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
-	spec, err := loadSpec(ctx, dir, pod != nil)
+	spec, err := loadSpec(ctx, dir)
 	if spec == nil || err != nil {
 		if err == nil {
 			log.Info("stopped before the VM was prepared")
 		}
 		return err
 	}
-	if pod == nil {
-		if err := os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-			return err
-		}
-	} else {
-		stop, err := pod.adopt(ctx, spec, log)
-		if err != nil {
-			return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
-		}
-		defer stop()
+	stop, err := pod.adopt(ctx, spec, log)
+	if err != nil {
+		return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
 	}
-	if spec.Cgroup != "" {
-		if err := JoinCgroup(spec.Cgroup); err != nil {
-			log.Error("running without an own cgroup", "err", err)
-		}
-	}
+	defer stop()
 	start := time.Now()
 	vm, err := Start(spec.URI, spec.VMI, spec.Options)
 	if err != nil {
@@ -56,7 +43,7 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	defer vm.Close()
 	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "took", time.Since(start).Round(time.Millisecond).String())
 	srv := newServer(vm, log)
-	srv.podIPs = expose(vm, spec, pod, log)
+	srv.podIPs = expose(vm, log)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	go func() {
@@ -80,21 +67,10 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	return writeExit(dir, exit)
 }
 
-// expose forwards to the guest's SSH port: from the node address the
-// spec names (a launcher on the node), or from the Pod's addresses, as
-// KubeVirt's masquerade binding does (QEMU's user network forwards one port
-// per rule), which it returns.
-func expose(vm *VM, spec *Spec, pod *Pod, log *slog.Logger) []string {
-	if pod == nil {
-		if spec.SSHForward != "" {
-			if err := vm.Forward(spec.SSHForward, 22); err != nil {
-				log.Error("no SSH forward", "err", err)
-			} else {
-				log.Info("SSH forwarded", "from", spec.SSHForward)
-			}
-		}
-		return nil
-	}
+// expose makes the Pod's addresses lead to the guest, as KubeVirt's
+// masquerade binding does (its SSH port: QEMU's user network forwards one
+// port per rule), and returns them.
+func expose(vm *VM, log *slog.Logger) []string {
 	if err := vm.Forward(net.JoinHostPort("", "22"), 22); err != nil {
 		log.Error("no SSH forward from the Pod's address", "err", err)
 	}
@@ -131,15 +107,14 @@ type Pod struct {
 }
 
 // adopt makes spec run in the Pod: on its own libvirtd, with claims' disks
-// at their Pod paths (a PID in the Pod's namespace would mean nothing on
-// the node, so none is recorded). stop ends the libvirtd.
+// at their Pod paths. stop ends the libvirtd.
 func (p *Pod) adopt(ctx context.Context, spec *Spec, log *slog.Logger) (stop func(), err error) {
 	p.claimPaths(spec)
 	uri, stop, err := startLibvirtd(ctx, p.LibvirtdDir, log)
 	if err != nil {
 		return nil, err
 	}
-	spec.URI, spec.Cgroup, spec.SSHForward = uri, "", ""
+	spec.URI = uri
 	return stop, nil
 }
 
@@ -157,12 +132,8 @@ func (p *Pod) claimPaths(spec *Spec) {
 	}
 }
 
-// loadSpec reads the spec, or in a Pod waits for it; it returns nil, nil
-// when ctx ends first.
-func loadSpec(ctx context.Context, dir string, await bool) (*Spec, error) {
-	if !await {
-		return ReadSpec(dir)
-	}
+// loadSpec waits for the spec; it returns nil, nil when ctx ends first.
+func loadSpec(ctx context.Context, dir string) (*Spec, error) {
 	spec, err := AwaitSpec(ctx, dir, specPoll)
 	if err != nil && ctx.Err() != nil {
 		return nil, nil

@@ -19,11 +19,6 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 )
 
-// SSHAddressAnnotation is where the node forwards to the guest's SSH port
-// (a VMI run on the node); without it, port 22 of the VMI's first
-// interface address is (a VMI in a launcher Pod reports the Pod's).
-const SSHAddressAnnotation = "tekvirt.io/ssh-address"
-
 // SSHConfig is the connection a secret in the execute-in-vm format (as
 // generate-ssh-keys writes it) describes.
 type SSHConfig struct {
@@ -128,13 +123,10 @@ func runSSH(ctx context.Context, c client.Client, p Params, req Request, stdout,
 	}
 }
 
-// sshAddress is where vmi's guest takes SSH: the node's forward, else
-// port 22 of its first interface's address (a VMI in a launcher Pod
-// reports the Pod's); empty while it has neither.
+// sshAddress is where vmi's guest takes SSH: port 22 of its first
+// interface's address (its launcher Pod's, which leads to the guest), as
+// kubevirt-tekton-tasks' execute-in-vm connects; empty until it has one.
 func sshAddress(vmi *v1.VirtualMachineInstance) string {
-	if a := vmi.Annotations[SSHAddressAnnotation]; a != "" {
-		return a
-	}
 	if ifs := vmi.Status.Interfaces; len(ifs) > 0 && ifs[0].IP != "" {
 		return net.JoinHostPort(ifs[0].IP, "22")
 	}
@@ -155,7 +147,7 @@ func waitForSSHAddress(ctx context.Context, c client.Client, p Params) (string, 
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("timed out after %s waiting for VirtualMachineInstance %s/%s to run with an SSH forward", p.Timeout, p.VMNamespace, p.VMName)
+			return "", fmt.Errorf("timed out after %s waiting for VirtualMachineInstance %s/%s to run with an address", p.Timeout, p.VMNamespace, p.VMName)
 		case <-time.After(time.Second):
 		}
 	}
