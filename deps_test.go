@@ -2,7 +2,9 @@ package tekvirt_test
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -18,7 +20,8 @@ var layerRules = []struct {
 	{"github.com/tekvirt/tekvirt/runtime", []string{"github.com/tektoncd/", "github.com/tekvirt/tekvirt/e2e"}, "the node runtime knows no Tekton and no testbed"},
 	{"github.com/tekvirt/tekvirt/tasks", []string{"github.com/tekvirt/tekvirt/controllers", "github.com/tekvirt/tekvirt/e2e", "github.com/tekvirt/tekvirt/runtime"}, "task steps depend only on images/ and client libraries"},
 	{"github.com/tekvirt/tekvirt/controllers", []string{"github.com/tekvirt/tekvirt/e2e", "github.com/tekvirt/tekvirt/runtime", "libvirt.org/"}, "reconcilers create runs, they do no node or data work"},
-	{"github.com/tekvirt/tekvirt/contracts", []string{"github.com/tekvirt/tekvirt/", "sigs.k8s.io/", "k8s.io/client-go", "libvirt.org/", "github.com/tektoncd/"}, "a contract is a leaf both sides import"},
+	{"github.com/tekvirt/tekvirt/controllers", []string{"github.com/tekvirt/tekvirt/tasks/"}, "what a controller shares with a task is a contract package"},
+	{"github.com/tekvirt/tekvirt/contracts", []string{"github.com/tekvirt/tekvirt/", "sigs.k8s.io/controller-runtime", "k8s.io/client-go", "libvirt.org/", "github.com/tektoncd/"}, "a contract is a leaf both sides import"},
 	{"github.com/tekvirt/tekvirt/catalog", []string{"github.com/tekvirt/tekvirt/controllers", "github.com/tekvirt/tekvirt/e2e"}, "catalog is data"},
 	// The components a release ships; cmd/tekvirt, the CLI, also starts the
 	// local testbed (up, down).
@@ -58,6 +61,45 @@ func TestLayering(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no package matched any layer rule")
+	}
+}
+
+// TestNoTaskImportsAnother: a task (a tasks/ folder with a task.yaml)
+// imports no other task; what two share is a contract package, or one of
+// tasks/' helpers (kube, result, step), which are not tasks.
+func TestNoTaskImportsAnother(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Dir,Deps", "./tasks/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	type pkg struct {
+		ImportPath, Dir string
+		Deps            []string
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	isTask := map[string]bool{}
+	for _, p := range pkgs {
+		if _, err := os.Stat(filepath.Join(p.Dir, "task.yaml")); err == nil {
+			isTask[p.ImportPath] = true
+		}
+	}
+	if len(isTask) < 5 {
+		t.Fatalf("found only %d tasks", len(isTask))
+	}
+	for _, p := range pkgs {
+		for _, d := range p.Deps {
+			if isTask[p.ImportPath] && isTask[d] {
+				t.Errorf("task %s imports task %s", p.ImportPath, d)
+			}
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/e2e/framework"
@@ -132,7 +133,7 @@ func TestVMIInLauncherPod(t *testing.T) {
 	// 10.0.2.2 is the host side of the guest's user network: here, the
 	// Pod's loopback, where nothing listens; on the node, 127.0.0.1:2379 is
 	// etcd. The kubernetes Service is reachable, as from any pod.
-	res, err := podLauncher(t, f, &pod).Exec(ctx, launcher.ExecRequest{Command: "/bin/sh", Args: []string{"-c",
+	res, err := podLauncher(t, f, &pod).Exec(ctx, guestexec.Request{Command: "/bin/sh", Args: []string{"-c",
 		"nc -w 3 10.0.2.2 2379 </dev/null; echo etcd=$?; nc -w 3 " + kubernetesServiceIP(t, f) + " 443 </dev/null; echo service=$?"}, TimeoutSeconds: 20})
 	if err != nil {
 		t.Fatal(err)

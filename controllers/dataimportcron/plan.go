@@ -11,12 +11,12 @@ import (
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/contracts/importcron"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
-	prunedatavolumes "github.com/tekvirt/tekvirt/tasks/prune-data-volumes"
 )
 
 // Label and annotation of the DataVolumes a DataImportCron creates, as
-// CDI's; they also carry prunedatavolumes.CreatedAnnotation, so that imports
+// CDI's; they also carry importcron.CreatedAnnotation, so that imports
 // made in the same second are told apart.
 const (
 	CronLabel        = "cdi.kubevirt.io/dataImportCron"
@@ -96,7 +96,7 @@ func newImport(c *cdiv1.DataImportCron, digest string, now time.Time) (*cdiv1.Da
 	}
 	dv.Labels[CronLabel] = c.Name
 	dv.Annotations[DigestAnnotation] = digest
-	dv.Annotations[prunedatavolumes.CreatedAnnotation] = now.UTC().Format(time.RFC3339Nano)
+	dv.Annotations[importcron.CreatedAnnotation] = now.UTC().Format(time.RFC3339Nano)
 	pinned := "docker://" + ref.Context().Digest(digest).String()
 	dv.Spec.Source.Registry.URL = &pinned
 	return dv, nil

@@ -19,7 +19,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/catalog"
-	prunedatavolumes "github.com/tekvirt/tekvirt/tasks/prune-data-volumes"
+	"github.com/tekvirt/tekvirt/contracts/importcron"
 )
 
 // Reconciler keeps DataImportCrons' DataSources fresh.
@@ -176,7 +176,7 @@ func (r *Reconciler) imports(ctx context.Context, c *cdiv1.DataImportCron) ([]cd
 	if err := r.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{CronLabel: c.Name}); err != nil {
 		return nil, fmt.Errorf("listing the imports of %s: %w", klog.KObj(c), err)
 	}
-	prunedatavolumes.NewestFirst(list.Items)
+	importcron.NewestFirst(list.Items)
 	return list.Items, nil
 }
 
@@ -209,7 +209,7 @@ func (r *Reconciler) collect(ctx context.Context, c *cdiv1.DataImportCron, impor
 	if c.Spec.ImportsToKeep != nil {
 		keep = max(int(*c.Spec.ImportsToKeep), 1)
 	}
-	for _, dv := range prunedatavolumes.Outdated(imports, keep, inUse) {
+	for _, dv := range importcron.Outdated(imports, keep, inUse) {
 		if err := r.Client.Delete(ctx, &dv); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting outdated import %s: %w", klog.KObj(&dv), err)
 		}

@@ -20,9 +20,8 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/catalog"
+	"github.com/tekvirt/tekvirt/contracts/upload"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
-	clonedisk "github.com/tekvirt/tekvirt/tasks/clone-disk"
-	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
 )
 
 // A clone across namespaces is CDI's host-assisted clone: the target
@@ -159,7 +158,7 @@ func (r *Reconciler) createSender(ctx context.Context, dv *cdiv1.DataVolume) (*p
 // anyone who may read runs in the source namespace could read.
 func (r *Reconciler) releaseSender(ctx context.Context, dv *cdiv1.DataVolume, run *pipelinev1.TaskRun, target *corev1.PersistentVolumeClaim) error {
 	now := time.Now()
-	token := importdisk.SignUploadToken(r.UploadKey, importdisk.UploadClaims{Operation: importdisk.UploadOperation,
+	token := upload.Sign(r.UploadKey, upload.Claims{Operation: upload.Operation,
 		Namespace: target.Namespace, PVC: target.Name, UID: string(target.UID), IssuedAt: now.Unix(), Expires: now.Add(sendTokenTTL).Unix()})
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.Name, Labels: run.Labels},
 		StringData: map[string]string{sendTokenKey: token}}
@@ -195,7 +194,7 @@ func sendRun(dv *cdiv1.DataVolume, task *pipelinev1.Task, url, serverName string
 	step := &spec.Steps[0]
 	step.Args = []string{"--source-dir=$(workspaces.source.path)", "--send-url=" + url, "--send-server-name=" + serverName}
 	name := sendRunName(dv, dv.Status.RestartCount)
-	step.Env = append(step.Env, corev1.EnvVar{Name: clonedisk.TokenEnv, ValueFrom: &corev1.EnvVarSource{
+	step.Env = append(step.Env, corev1.EnvVar{Name: upload.TokenEnv, ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: sendTokenKey}}})
 	return &pipelinev1.TaskRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src.Namespace, Name: name,
@@ -222,7 +221,7 @@ func (r *Reconciler) uploadProxy(ctx context.Context) (string, string, error) {
 		return "", "", fmt.Errorf("the upload proxy Service %s has no cluster IP and port", key)
 	}
 	host := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
-	return "https://" + host + importdisk.UploadPath, key.Name + "." + key.Namespace + ".svc", nil
+	return "https://" + host + upload.Path, key.Name + "." + key.Namespace + ".svc", nil
 }
 
 // cancel stops a run (the target's upload step, when its sender failed).

@@ -9,7 +9,7 @@ import (
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
-	clonedisk "github.com/tekvirt/tekvirt/tasks/clone-disk"
+	"github.com/tekvirt/tekvirt/contracts/upload"
 )
 
 func TestSendRun(t *testing.T) {
@@ -38,7 +38,7 @@ func TestSendRun(t *testing.T) {
 	}
 	// The token is in the Secret named as the run, never in the run; the run
 	// waits until that Secret is there.
-	if env := spec.Steps[0].Env; len(env) != 1 || env[0].Name != clonedisk.TokenEnv || env[0].Value != "" ||
+	if env := spec.Steps[0].Env; len(env) != 1 || env[0].Name != upload.TokenEnv || env[0].Value != "" ||
 		env[0].ValueFrom == nil || env[0].ValueFrom.SecretKeyRef.Name != run.Name || env[0].ValueFrom.SecretKeyRef.Key != sendTokenKey {
 		t.Errorf("env %+v", env)
 	}

@@ -24,7 +24,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/catalog"
-	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
+	"github.com/tekvirt/tekvirt/contracts/datastep"
 )
 
 // MaxRestarts is how often a failed import that a retry may fix is rerun.
@@ -193,7 +193,7 @@ func (r *Reconciler) progress(ctx context.Context, run *pipelinev1.TaskRun) stri
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, fmt.Sprintf("http://%s/progress", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(importdisk.ProgressPort))), nil)
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, fmt.Sprintf("http://%s/progress", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(datastep.ProgressPort))), nil)
 	if err != nil {
 		return ""
 	}
@@ -202,9 +202,7 @@ func (r *Reconciler) progress(ctx context.Context, run *pipelinev1.TaskRun) stri
 		return ""
 	}
 	defer resp.Body.Close()
-	var rep struct {
-		Progress string `json:"progress"`
-	}
+	var rep datastep.ProgressReport
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&rep) != nil {
 		return ""
 	}

@@ -12,7 +12,7 @@ import (
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
-	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
+	"github.com/tekvirt/tekvirt/contracts/datastep"
 )
 
 // DataVolumeLabel marks a DataVolume's import TaskRuns, as CDI labels its pods.
@@ -141,10 +141,10 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 	}
 	SourceAccess(spec, dv.Spec.Source)
 	if Receives(dv) {
-		step.Args = append(step.Args, fmt.Sprintf("--upload-addr=:%d", importdisk.ProgressPort),
+		step.Args = append(step.Args, fmt.Sprintf("--upload-addr=:%d", datastep.ProgressPort),
 			"--upload-public-key="+uploadKey, "--upload-claim="+pvc.Name, "--upload-claim-uid="+string(pvc.UID))
 	} else {
-		step.Args = append(step.Args, fmt.Sprintf("--progress-addr=:%d", importdisk.ProgressPort))
+		step.Args = append(step.Args, fmt.Sprintf("--progress-addr=:%d", datastep.ProgressPort))
 	}
 	run := &pipelinev1.TaskRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: RunName(dv, attempt),
@@ -182,7 +182,7 @@ func SourceAccess(spec *pipelinev1.TaskSpec, src *cdiv1.DataVolumeSource) {
 		step.Args = append(step.Args, "--cert-dir="+certDir)
 	}
 	if secret != "" {
-		for _, kv := range [][2]string{{importdisk.AccessKeyEnv, importdisk.AccessKeyIDKey}, {importdisk.SecretKeyEnv, importdisk.SecretKeyKey}} {
+		for _, kv := range [][2]string{{datastep.AccessKeyEnv, datastep.AccessKeyIDKey}, {datastep.SecretKeyEnv, datastep.SecretKeyKey}} {
 			step.Env = append(step.Env, corev1.EnvVar{Name: kv[0], ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: kv[1]}}})
 		}
@@ -211,7 +211,7 @@ func cloneRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pip
 // failures a retry cannot fix.
 func permanent(run *pipelinev1.TaskRun) bool {
 	for _, s := range run.Status.Steps {
-		if s.Terminated != nil && s.Terminated.ExitCode == importdisk.PermanentExitCode {
+		if s.Terminated != nil && s.Terminated.ExitCode == datastep.PermanentExitCode {
 			return true
 		}
 	}

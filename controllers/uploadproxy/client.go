@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
+	"github.com/tekvirt/tekvirt/contracts/upload"
 )
 
 // Client uploads images through an upload proxy, as virtctl image-upload.
@@ -20,9 +20,9 @@ type Client struct {
 // Upload sends size bytes of r (-1: unknown) with token. Async returns once
 // the proxy has the data; otherwise once the disk is written.
 func (c *Client) Upload(ctx context.Context, token string, r io.Reader, size int64, async bool) error {
-	path := importdisk.UploadPath
+	path := upload.Path
 	if async {
-		path = importdisk.UploadAsyncPath
+		path = upload.AsyncPath
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.URL, "/")+path, r)
 	if err != nil {

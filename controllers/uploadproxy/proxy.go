@@ -21,8 +21,9 @@ import (
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/contracts/datastep"
+	"github.com/tekvirt/tekvirt/contracts/upload"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
-	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
 )
 
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get
@@ -42,7 +43,7 @@ type Proxy struct {
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	for _, path := range importdisk.UploadPaths {
+	for _, path := range upload.Paths {
 		mux.HandleFunc("POST "+path, p.upload)
 	}
 	return mux
@@ -82,11 +83,11 @@ func (p *Proxy) upload(w http.ResponseWriter, r *http.Request) {
 // target checks the token and finds the upload step of the DataVolume it
 // names.
 func (p *Proxy) target(r *http.Request) (*url.URL, error) {
-	token := importdisk.BearerToken(r.Header.Get("Authorization"))
+	token := upload.BearerToken(r.Header.Get("Authorization"))
 	if token == "" {
 		return nil, &httpError{http.StatusUnauthorized, "an Authorization: Bearer header with an upload token is required"}
 	}
-	claims, err := importdisk.VerifyUploadToken(p.PublicKey, token, time.Now())
+	claims, err := upload.Verify(p.PublicKey, token, time.Now())
 	if err != nil {
 		return nil, &httpError{http.StatusUnauthorized, err.Error()}
 	}
@@ -131,7 +132,7 @@ func (p *Proxy) uploadStep(ctx context.Context, dv *cdiv1.DataVolume) (*url.URL,
 	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Status.PodName}, pod); err != nil || pod.Status.PodIP == "" {
 		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("the upload pod %s/%s has no address yet", run.Namespace, run.Status.PodName)}
 	}
-	return &url.URL{Scheme: "http", Host: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(importdisk.ProgressPort))}, nil
+	return &url.URL{Scheme: "http", Host: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(datastep.ProgressPort))}, nil
 }
 
 func phase(dv *cdiv1.DataVolume) string {

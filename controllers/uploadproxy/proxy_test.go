@@ -21,7 +21,7 @@ import (
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
-	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
+	"github.com/tekvirt/tekvirt/contracts/upload"
 )
 
 // recorder stands for the upload step's pod.
@@ -40,10 +40,10 @@ func TestProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	upload := &cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}
-	ready := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ready"}, Spec: cdiv1.DataVolumeSpec{Source: upload},
+	uploadSrc := &cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}
+	ready := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ready"}, Spec: cdiv1.DataVolumeSpec{Source: uploadSrc},
 		Status: cdiv1.DataVolumeStatus{Phase: cdiv1.UploadReady}}
-	scheduled := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "scheduled"}, Spec: cdiv1.DataVolumeSpec{Source: upload},
+	scheduled := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "scheduled"}, Spec: cdiv1.DataVolumeSpec{Source: uploadSrc},
 		Status: cdiv1.DataVolumeStatus{Phase: cdiv1.UploadScheduled}}
 	httpDV := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "http"},
 		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://x"}}}}
@@ -62,10 +62,10 @@ func TestProxy(t *testing.T) {
 	srv := httptest.NewServer((&Proxy{Client: c, PublicKey: pub, Log: logr.Discard(), Transport: rec}).Handler())
 	defer srv.Close()
 	token := func(k ed25519.PrivateKey, pvc string) string {
-		return importdisk.SignUploadToken(k, importdisk.UploadClaims{Operation: importdisk.UploadOperation, Namespace: "ns", PVC: pvc, UID: "uid-" + pvc, Expires: time.Now().Add(time.Minute).Unix()})
+		return upload.Sign(k, upload.Claims{Operation: upload.Operation, Namespace: "ns", PVC: pvc, UID: "uid-" + pvc, Expires: time.Now().Add(time.Minute).Unix()})
 	}
 	// A token for the PVC a deleted DataVolume "ready" had before.
-	earlier := importdisk.SignUploadToken(key, importdisk.UploadClaims{Operation: importdisk.UploadOperation, Namespace: "ns", PVC: "ready", UID: "uid-before", Expires: time.Now().Add(time.Minute).Unix()})
+	earlier := upload.Sign(key, upload.Claims{Operation: upload.Operation, Namespace: "ns", PVC: "ready", UID: "uid-before", Expires: time.Now().Add(time.Minute).Unix()})
 	for name, tc := range map[string]struct {
 		token string
 		code  int
@@ -81,7 +81,7 @@ func TestProxy(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec.got = nil
-			req, _ := http.NewRequest(http.MethodPost, srv.URL+importdisk.UploadAsyncPath, strings.NewReader("data"))
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+upload.AsyncPath, strings.NewReader("data"))
 			if tc.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tc.token)
 			}
@@ -97,7 +97,7 @@ func TestProxy(t *testing.T) {
 			if (rec.got != nil) != (tc.code == http.StatusOK) {
 				t.Fatalf("forwarded %v", rec.got != nil)
 			}
-			if rec.got != nil && (rec.got.URL.String() != "http://10.0.0.5:8089"+importdisk.UploadAsyncPath || rec.got.Header.Get("Authorization") != "Bearer "+tc.token) {
+			if rec.got != nil && (rec.got.URL.String() != "http://10.0.0.5:8089"+upload.AsyncPath || rec.got.Header.Get("Authorization") != "Bearer "+tc.token) {
 				t.Fatalf("forwarded to %s with %q", rec.got.URL, rec.got.Header.Get("Authorization"))
 			}
 		})

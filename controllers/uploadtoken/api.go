@@ -18,7 +18,7 @@ import (
 
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
-	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
+	"github.com/tekvirt/tekvirt/contracts/upload"
 )
 
 // Group and Version of the API served.
@@ -119,7 +119,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
-	req.Status.Token = importdisk.SignUploadToken(a.Key, importdisk.UploadClaims{Operation: importdisk.UploadOperation,
+	req.Status.Token = upload.Sign(a.Key, upload.Claims{Operation: upload.Operation,
 		Namespace: ns, PVC: req.Spec.PvcName, UID: string(pvc.UID), IssuedAt: now.Unix(), Expires: now.Add(ttl).Unix()})
 	req.APIVersion, req.Kind = groupVersion, "UploadTokenRequest"
 	req.Namespace, req.CreationTimestamp = ns, metav1.NewTime(now)

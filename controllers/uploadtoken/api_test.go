@@ -24,7 +24,7 @@ import (
 
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
-	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
+	"github.com/tekvirt/tekvirt/contracts/upload"
 )
 
 // issuer is a throwaway CA for client certificates.
@@ -124,11 +124,11 @@ func TestAPI(t *testing.T) {
 	if err := json.Unmarshal(out, got); err != nil {
 		t.Fatal(err)
 	}
-	claims, err := importdisk.VerifyUploadToken(pub, got.Status.Token, now)
+	claims, err := upload.Verify(pub, got.Status.Token, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := importdisk.UploadClaims{Operation: "Upload", Namespace: "ns", PVC: "disk", UID: "pvc-uid-1", IssuedAt: now.Unix(), Expires: now.Add(DefaultTTL).Unix()}
+	want := upload.Claims{Operation: "Upload", Namespace: "ns", PVC: "disk", UID: "pvc-uid-1", IssuedAt: now.Unix(), Expires: now.Add(DefaultTTL).Unix()}
 	if claims != want || got.Kind != "UploadTokenRequest" || got.Namespace != "ns" {
 		t.Fatalf("claims %+v, object %+v", claims, got.TypeMeta)
 	}

@@ -24,7 +24,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
-	"github.com/tekvirt/tekvirt/runtime/launcher"
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 )
 
 // AddressAnnotation on a Node, and on each VMI it runs, says where the
@@ -100,7 +100,7 @@ func (s ExecServer) serveExec(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), code)
 		return
 	}
-	var req launcher.ExecRequest
+	var req guestexec.Request
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil || req.Command == "" {
 		http.Error(w, fmt.Sprintf("bad exec request: want JSON {command, args, timeoutSeconds}: %v", err), http.StatusBadRequest)
 		return

@@ -15,6 +15,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 	"github.com/tekvirt/tekvirt/runtime/agent"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 )
@@ -104,22 +105,6 @@ type Status struct {
 	PodIPs []string `json:"podIPs,omitempty"`
 }
 
-// ExecRequest runs a program in the guest through its agent.
-type ExecRequest struct {
-	Command string   `json:"command"`
-	Args    []string `json:"args,omitempty"`
-	// TimeoutSeconds bounds the run; 0 means 60.
-	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
-}
-
-// ExecResult is how the program ended.
-type ExecResult struct {
-	ExitCode  int    `json:"exitCode"`
-	Stdout    []byte `json:"stdout"`
-	Stderr    []byte `json:"stderr"`
-	Truncated bool   `json:"truncated,omitempty"`
-}
-
 // Exited is written by the launcher when its domain has ended.
 type Exited struct {
 	Exit
@@ -171,8 +156,8 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 }
 
 // Exec runs a program in the guest.
-func (c *Client) Exec(ctx context.Context, req ExecRequest) (*ExecResult, error) {
-	res := &ExecResult{}
+func (c *Client) Exec(ctx context.Context, req guestexec.Request) (*guestexec.Result, error) {
+	res := &guestexec.Result{}
 	return res, c.do(ctx, http.MethodPost, "/exec", req, res)
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 	"github.com/tekvirt/tekvirt/runtime/agent"
 )
 
@@ -110,7 +111,7 @@ func (s *server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *server) handleExec(w http.ResponseWriter, r *http.Request) {
-	var req ExecRequest
+	var req guestexec.Request
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Command == "" {
 		http.Error(w, fmt.Sprintf("bad exec request: %v", err), http.StatusBadRequest)
 		return
@@ -130,7 +131,7 @@ func (s *server) handleExec(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), code)
 		return
 	}
-	writeJSON(w, ExecResult{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Truncated: res.Truncated})
+	writeJSON(w, guestexec.Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Truncated: res.Truncated})
 }
 
 func (s *server) handleShutdown(w http.ResponseWriter, r *http.Request) {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tekvirt/tekvirt/images"
-	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
+	"github.com/tekvirt/tekvirt/tasks/result"
 )
 
 // DiskFile is the disk's name on a volume, as in CDI.
@@ -36,10 +36,10 @@ func Run(p Params, out io.Writer) (string, error) {
 	src, dst := filepath.Join(p.SourceDir, DiskFile), filepath.Join(p.TargetDir, DiskFile)
 	st, err := os.Stat(src)
 	if err != nil {
-		return "", &importdisk.Failure{Err: fmt.Errorf("%w: source volume has no %s: %w", images.ErrNotFound, DiskFile, err)}
+		return "", &result.Failure{Err: fmt.Errorf("%w: source volume has no %s: %w", images.ErrNotFound, DiskFile, err)}
 	}
 	if size > 0 && size < st.Size() {
-		return "", &importdisk.Failure{Err: fmt.Errorf("%w: the source disk is %d bytes, the size asked %d", images.ErrTooLarge, st.Size(), size)}
+		return "", &result.Failure{Err: fmt.Errorf("%w: the source disk is %d bytes, the size asked %d", images.ErrTooLarge, st.Size(), size)}
 	}
 	start := time.Now()
 	method, err := images.Clone(src, dst)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tekvirt/tekvirt/contracts/upload"
 	"github.com/tekvirt/tekvirt/tasks/result"
 )
 
@@ -19,7 +20,7 @@ func Command() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if send.URL != "" {
-				send.SourceDir, send.Token = p.SourceDir, os.Getenv(TokenEnv)
+				send.SourceDir, send.Token = p.SourceDir, os.Getenv(upload.TokenEnv)
 				if err := Send(cmd.Context(), send, cmd.OutOrStdout()); err != nil {
 					return err
 				}
@@ -36,7 +37,7 @@ func Command() *cobra.Command {
 	f.StringVar(&p.SourceDir, "source-dir", "", "the source workspace's path")
 	f.StringVar(&p.TargetDir, "target-dir", "", "the target workspace's path")
 	f.StringVar(&p.Size, "size", "", "virtual size of the clone, e.g. 10Gi (default the source's)")
-	f.StringVar(&send.URL, "send-url", "", "instead of copying, upload the source disk to this upload URL (token in $"+TokenEnv+")")
+	f.StringVar(&send.URL, "send-url", "", "instead of copying, upload the source disk to this upload URL (token in $"+upload.TokenEnv+")")
 	f.StringVar(&send.ServerName, "send-server-name", "", "name the upload server's certificate is for")
 	f.StringVar(&send.CAFile, "send-ca", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "CA of the upload server's certificate")
 	f.IntVar(&send.Attempts, "send-attempts", 10, "tries while the target is not ready")

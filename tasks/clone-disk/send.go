@@ -13,11 +13,8 @@ import (
 	"time"
 
 	"github.com/tekvirt/tekvirt/images"
-	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
+	"github.com/tekvirt/tekvirt/tasks/result"
 )
-
-// TokenEnv holds the upload token a cross-namespace clone's sender uses.
-const TokenEnv = "CLONE_UPLOAD_TOKEN"
 
 // SendParams send a volume's disk to an upload endpoint: the source half of
 // a clone across namespaces (CDI's host-assisted clone), whose target half
@@ -38,7 +35,7 @@ type SendParams struct {
 func Send(ctx context.Context, p SendParams, out io.Writer) error {
 	src := filepath.Join(p.SourceDir, DiskFile)
 	if _, err := os.Stat(src); err != nil {
-		return &importdisk.Failure{Err: fmt.Errorf("%w: source volume has no %s: %w", images.ErrNotFound, DiskFile, err)}
+		return &result.Failure{Err: fmt.Errorf("%w: source volume has no %s: %w", images.ErrNotFound, DiskFile, err)}
 	}
 	hc, err := sendClient(p)
 	if err != nil {

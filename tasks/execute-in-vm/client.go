@@ -17,6 +17,8 @@ import (
 	"time"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 )
 
 // ServiceAccountDir holds the cluster CA (ca.crt).
@@ -45,7 +47,7 @@ type HTTPExecutor struct {
 }
 
 // Exec implements Executor.
-func (h HTTPExecutor) Exec(ctx context.Context, address string, vmi *v1.VirtualMachineInstance, req Request) (*Result, error) {
+func (h HTTPExecutor) Exec(ctx context.Context, address string, vmi *v1.VirtualMachineInstance, req guestexec.Request) (*guestexec.Result, error) {
 	token, err := os.ReadFile(filepath.Join(h.TokenDir, "token"))
 	if err != nil {
 		return nil, fmt.Errorf("reading the handler token: %w", err)
@@ -94,7 +96,7 @@ func (h HTTPExecutor) Exec(ctx context.Context, address string, vmi *v1.VirtualM
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("node handler: %s: %s", resp.Status, bytes.TrimSpace(data))
 	}
-	res := &Result{}
+	res := &guestexec.Result{}
 	if err := json.Unmarshal(data, res); err != nil {
 		return nil, fmt.Errorf("decoding the handler's answer: %w", err)
 	}

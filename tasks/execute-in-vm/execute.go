@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 )
 
 // AddressAnnotation is where the node handler running a VMI serves exec.
@@ -29,24 +31,9 @@ type Params struct {
 	Timeout time.Duration
 }
 
-// Request is one program run in the guest.
-type Request struct {
-	Command        string   `json:"command"`
-	Args           []string `json:"args,omitempty"`
-	TimeoutSeconds int      `json:"timeoutSeconds,omitempty"`
-}
-
-// Result is how the program ended.
-type Result struct {
-	ExitCode  int    `json:"exitCode"`
-	Stdout    []byte `json:"stdout"`
-	Stderr    []byte `json:"stderr"`
-	Truncated bool   `json:"truncated,omitempty"`
-}
-
 // Executor runs a request in the guest of vmi through the handler at address.
 type Executor interface {
-	Exec(ctx context.Context, address string, vmi *v1.VirtualMachineInstance, req Request) (*Result, error)
+	Exec(ctx context.Context, address string, vmi *v1.VirtualMachineInstance, req guestexec.Request) (*guestexec.Result, error)
 }
 
 // ExitError carries the guest command's non-zero exit code out of the step.
@@ -61,16 +48,16 @@ func (e *ExitError) ExitCode() int { return e.Code }
 
 // BuildRequest turns the params into the program to run: the script via
 // /bin/sh -c, else command[0] with the rest of command and args.
-func BuildRequest(p Params) (Request, error) {
+func BuildRequest(p Params) (guestexec.Request, error) {
 	switch {
 	case p.Script != "" && len(p.Command) > 0:
-		return Request{}, errors.New("params script and command are both set; give one")
+		return guestexec.Request{}, errors.New("params script and command are both set; give one")
 	case p.Script != "":
-		return Request{Command: "/bin/sh", Args: []string{"-c", p.Script}}, nil
+		return guestexec.Request{Command: "/bin/sh", Args: []string{"-c", p.Script}}, nil
 	case len(p.Command) > 0 && p.Command[0] != "":
-		return Request{Command: p.Command[0], Args: append(append([]string{}, p.Command[1:]...), p.Args...)}, nil
+		return guestexec.Request{Command: p.Command[0], Args: append(append([]string{}, p.Command[1:]...), p.Args...)}, nil
 	}
-	return Request{}, errors.New("neither param command nor script is set: nothing to execute")
+	return guestexec.Request{}, errors.New("neither param command nor script is set: nothing to execute")
 }
 
 // Run waits for the guest agent of the VM's VMI, runs the program, copies

@@ -15,17 +15,18 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 	"github.com/tekvirt/tekvirt/tasks/kube"
 )
 
 func TestBuildRequest(t *testing.T) {
 	for name, tc := range map[string]struct {
 		p       Params
-		want    Request
+		want    guestexec.Request
 		wantErr string
 	}{
-		"command and args": {p: Params{Command: []string{"/bin/echo", "a"}, Args: []string{"b"}}, want: Request{Command: "/bin/echo", Args: []string{"a", "b"}}},
-		"script":           {p: Params{Script: "echo hi; exit 3"}, want: Request{Command: "/bin/sh", Args: []string{"-c", "echo hi; exit 3"}}},
+		"command and args": {p: Params{Command: []string{"/bin/echo", "a"}, Args: []string{"b"}}, want: guestexec.Request{Command: "/bin/echo", Args: []string{"a", "b"}}},
+		"script":           {p: Params{Script: "echo hi; exit 3"}, want: guestexec.Request{Command: "/bin/sh", Args: []string{"-c", "echo hi; exit 3"}}},
 		"both":             {p: Params{Script: "x", Command: []string{"y"}}, wantErr: "both set"},
 		"neither":          {p: Params{}, wantErr: "nothing to execute"},
 	} {
@@ -47,12 +48,12 @@ func TestBuildRequest(t *testing.T) {
 }
 
 type fakeExec struct {
-	res  *Result
+	res  *guestexec.Result
 	addr string
-	req  Request
+	req  guestexec.Request
 }
 
-func (f *fakeExec) Exec(_ context.Context, addr string, _ *v1.VirtualMachineInstance, req Request) (*Result, error) {
+func (f *fakeExec) Exec(_ context.Context, addr string, _ *v1.VirtualMachineInstance, req guestexec.Request) (*guestexec.Result, error) {
 	f.addr, f.req = addr, req
 	return f.res, nil
 }
@@ -74,7 +75,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(vmi("up", true), vmi("noagent", false)).Build()
-	ex := &fakeExec{res: &Result{ExitCode: 3, Stdout: []byte("out\n"), Stderr: []byte("err\n")}}
+	ex := &fakeExec{res: &guestexec.Result{ExitCode: 3, Stdout: []byte("out\n"), Stderr: []byte("err\n")}}
 	var stdout, stderr bytes.Buffer
 	err = Run(context.Background(), c, ex, Params{VMName: "up", VMNamespace: "ns", Script: "exit 3", Timeout: time.Minute}, &stdout, &stderr)
 	var exit *ExitError

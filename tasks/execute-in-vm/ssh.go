@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 )
 
 // SSHConfig is the connection a secret in the execute-in-vm format (as
@@ -76,7 +78,7 @@ func (c *SSHConfig) clientConfig() *ssh.ClientConfig {
 }
 
 // shellCommand quotes the command for the remote shell; a script goes as is.
-func shellCommand(req Request) string {
+func shellCommand(req guestexec.Request) string {
 	if req.Command == "/bin/sh" && len(req.Args) == 2 && req.Args[0] == "-c" {
 		return req.Args[1]
 	}
@@ -89,7 +91,7 @@ func shellCommand(req Request) string {
 
 // runSSH runs the request over SSH once the VMI runs, retrying the
 // connection while the guest boots.
-func runSSH(ctx context.Context, c client.Client, p Params, req Request, stdout, stderr io.Writer) error {
+func runSSH(ctx context.Context, c client.Client, p Params, req guestexec.Request, stdout, stderr io.Writer) error {
 	secret := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: p.VMNamespace, Name: p.SecretName}, secret); err != nil {
 		return fmt.Errorf("reading the connection secret %s/%s: %w", p.VMNamespace, p.SecretName, err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 )
 
 func TestParseSSHSecret(t *testing.T) {
@@ -51,10 +53,10 @@ func TestParseSSHSecret(t *testing.T) {
 }
 
 func TestShellCommand(t *testing.T) {
-	if got := shellCommand(Request{Command: "/bin/sh", Args: []string{"-c", "echo $HOME; exit 2"}}); got != "echo $HOME; exit 2" {
+	if got := shellCommand(guestexec.Request{Command: "/bin/sh", Args: []string{"-c", "echo $HOME; exit 2"}}); got != "echo $HOME; exit 2" {
 		t.Errorf("script = %q", got)
 	}
-	if got := shellCommand(Request{Command: "/bin/echo", Args: []string{"it's", "a b"}}); got != `'/bin/echo' 'it'\''s' 'a b'` {
+	if got := shellCommand(guestexec.Request{Command: "/bin/echo", Args: []string{"it's", "a b"}}); got != `'/bin/echo' 'it'\''s' 'a b'` {
 		t.Errorf("command = %q", got)
 	}
 }

@@ -36,7 +36,7 @@ func Command() *cobra.Command {
 			}
 			src, err := Source(cmd.Context(), c, p)
 			if err != nil {
-				return &Failure{Err: err}
+				return &result.Failure{Err: err}
 			}
 			if p.DigestOnly {
 				d, err := Digest(cmd.Context(), src)

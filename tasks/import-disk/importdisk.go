@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tekvirt/tekvirt/contracts/datastep"
 	"github.com/tekvirt/tekvirt/images"
+	"github.com/tekvirt/tekvirt/tasks/result"
 )
 
 // DiskFile is the disk's name on the volume, as in CDI.
@@ -99,45 +101,32 @@ func Source(ctx context.Context, c client.Client, p Params) (images.Source, erro
 func Digest(ctx context.Context, src images.Source) (string, error) {
 	reg, ok := src.(*images.RegistrySource)
 	if !ok {
-		return "", &Failure{Err: errors.New("only a registry image has a digest to read: give param registry")}
+		return "", &result.Failure{Err: errors.New("only a registry image has a digest to read: give param registry")}
 	}
 	d, err := reg.Head(ctx)
 	if err != nil {
-		return "", &Failure{Err: err}
+		return "", &result.Failure{Err: err}
 	}
 	return d, nil
 }
 
-// Environment variables a DataVolume's import passes the credentials in
-// (from its secretRef), so that its step needs no API access.
-const (
-	AccessKeyEnv = "IMPORTER_ACCESS_KEY_ID"
-	SecretKeyEnv = "IMPORTER_SECRET_KEY"
-)
-
-// Keys of a credentials Secret (a DataVolume's secretRef), as CDI's.
-const (
-	AccessKeyIDKey = "accessKeyId"
-	SecretKeyKey   = "secretKey"
-)
-
 func credentials(ctx context.Context, c client.Client, p Params) (string, string, error) {
 	if p.SecretName == "" {
-		return os.Getenv(AccessKeyEnv), os.Getenv(SecretKeyEnv), nil
+		return os.Getenv(datastep.AccessKeyEnv), os.Getenv(datastep.SecretKeyEnv), nil
 	}
 	return SecretCredentials(ctx, c, p.Namespace, p.SecretName)
 }
 
 // SecretCredentials reads the user and password of a credentials Secret
-// (AccessKeyIDKey, SecretKeyKey), as CDI's secretRef has them.
+// (datastep.AccessKeyIDKey, datastep.SecretKeyKey), as CDI's secretRef has them.
 func SecretCredentials(ctx context.Context, r client.Reader, namespace, name string) (string, string, error) {
 	s := &corev1.Secret{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
 		return "", "", fmt.Errorf("credentials secret %s/%s: %w", namespace, name, err)
 	}
-	user, pass := string(s.Data[AccessKeyIDKey]), string(s.Data[SecretKeyKey])
+	user, pass := string(s.Data[datastep.AccessKeyIDKey]), string(s.Data[datastep.SecretKeyKey])
 	if user == "" || pass == "" {
-		return "", "", fmt.Errorf("credentials secret %s/%s needs %s and %s", namespace, name, AccessKeyIDKey, SecretKeyKey)
+		return "", "", fmt.Errorf("credentials secret %s/%s needs %s and %s", namespace, name, datastep.AccessKeyIDKey, datastep.SecretKeyKey)
 	}
 	return user, pass, nil
 }
@@ -181,26 +170,6 @@ func readCerts(dir string) ([]byte, error) {
 	return pem, nil
 }
 
-// PermanentExitCode is the step's exit code for failures a retry cannot
-// fix (checksum, invalid or too large image, no such source).
-const PermanentExitCode = 2
-
-// Failure is an import error with the exit code it deserves.
-type Failure struct{ Err error }
-
-func (f *Failure) Error() string { return f.Err.Error() }
-func (f *Failure) Unwrap() error { return f.Err }
-
-// ExitCode is PermanentExitCode for errors a retry cannot fix, else 1.
-func (f *Failure) ExitCode() int {
-	for _, e := range []error{images.ErrChecksum, images.ErrInvalidImage, images.ErrTooLarge, images.ErrBackingFile, images.ErrNotFound, images.ErrToolMissing} {
-		if errors.Is(f.Err, e) {
-			return PermanentExitCode
-		}
-	}
-	return 1
-}
-
 func quantity(param, v string) (int64, error) {
 	if v == "" {
 		return 0, nil
@@ -237,7 +206,7 @@ func run(ctx context.Context, src images.Source, p Params, prog *progress) (*Res
 	}
 	rc, total, err := src.Open(ctx)
 	if err != nil {
-		return nil, &Failure{Err: err}
+		return nil, &result.Failure{Err: err}
 	}
 	defer rc.Close()
 	start := time.Now()
@@ -246,7 +215,7 @@ func run(ctx context.Context, src images.Source, p Params, prog *progress) (*Res
 		Checksum: p.Checksum, ProgressInterval: 500 * time.Millisecond, Progress: prog.update,
 	})
 	if err != nil {
-		return nil, &Failure{Err: fmt.Errorf("importing %s: %w", src, err)}
+		return nil, &result.Failure{Err: fmt.Errorf("importing %s: %w", src, err)}
 	}
 	r := &Result{Result: res}
 	if rs, ok := src.(*images.RegistrySource); ok {

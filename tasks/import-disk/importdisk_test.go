@@ -22,8 +22,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/tekvirt/tekvirt/contracts/datastep"
 	"github.com/tekvirt/tekvirt/images"
 	"github.com/tekvirt/tekvirt/tasks/kube"
+	"github.com/tekvirt/tekvirt/tasks/result"
 )
 
 func TestSourceParams(t *testing.T) {
@@ -96,10 +98,10 @@ func TestRun(t *testing.T) {
 }
 
 func TestFailureExitCodesAndBlank(t *testing.T) {
-	if c := (&Failure{Err: fmt.Errorf("x: %w", images.ErrChecksum)}).ExitCode(); c != PermanentExitCode {
+	if c := (&result.Failure{Err: fmt.Errorf("x: %w", images.ErrChecksum)}).ExitCode(); c != datastep.PermanentExitCode {
 		t.Errorf("checksum failure exit code %d", c)
 	}
-	if c := (&Failure{Err: &images.SourceError{Err: io.ErrUnexpectedEOF}}).ExitCode(); c != 1 {
+	if c := (&result.Failure{Err: &images.SourceError{Err: io.ErrUnexpectedEOF}}).ExitCode(); c != 1 {
 		t.Errorf("network failure exit code %d, want 1 (retried)", c)
 	}
 	dir := t.TempDir()
@@ -148,8 +150,8 @@ func TestDigestOnly(t *testing.T) {
 		"credentials from the environment": {"user", "pass", want.String()},
 		"wrong credentials":                {"user", "nope", "(401); give a secretRef"},
 	} {
-		t.Setenv(AccessKeyEnv, tc.user)
-		t.Setenv(SecretKeyEnv, tc.pass)
+		t.Setenv(datastep.AccessKeyEnv, tc.user)
+		t.Setenv(datastep.SecretKeyEnv, tc.pass)
 		src, err := Source(ctx, nil, p)
 		if err != nil {
 			t.Fatal(err)

@@ -10,20 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tekvirt/tekvirt/contracts/datastep"
 	"github.com/tekvirt/tekvirt/images"
 )
-
-// ProgressPort is where the step serves GET /progress for the DataVolume
-// controller, as CDI's importer serves its progress metric.
-const ProgressPort = 8089
-
-// ProgressReport is what GET /progress answers.
-type ProgressReport struct {
-	// Progress is CDI's form: "45.20%", or "N/A" while the size is unknown.
-	Progress string `json:"progress"`
-	Done     int64  `json:"done"`
-	Total    int64  `json:"total"`
-}
 
 // progress logs every logEvery and keeps the latest report for the endpoint.
 type progress struct {
@@ -31,16 +20,16 @@ type progress struct {
 	logEvery time.Duration
 
 	mu      sync.Mutex
-	report  ProgressReport
+	report  datastep.ProgressReport
 	lastLog time.Time
 }
 
 func newProgress(out io.Writer) *progress {
-	return &progress{out: out, logEvery: 2 * time.Second, report: ProgressReport{Progress: "N/A", Total: -1}}
+	return &progress{out: out, logEvery: 2 * time.Second, report: datastep.ProgressReport{Progress: "N/A", Total: -1}}
 }
 
 func (p *progress) update(pr images.Progress) {
-	r := ProgressReport{Progress: "N/A", Done: pr.Done, Total: pr.Total}
+	r := datastep.ProgressReport{Progress: "N/A", Done: pr.Done, Total: pr.Total}
 	if pr.Percent() >= 0 {
 		r.Progress = fmt.Sprintf("%.2f%%", pr.Percent())
 	}

@@ -10,20 +10,11 @@ import (
 	"net/http"
 	"sync"
 	"time"
-)
 
-// Upload paths, as CDI's upload proxy and server serve them: the plain
-// ones answer once the disk is written, the -async ones once the data is
-// received; the -form ones take a multipart form with a "file" field.
-const (
-	UploadPath          = "/v1beta1/upload"
-	UploadAsyncPath     = "/v1beta1/upload-async"
-	UploadFormPath      = "/v1beta1/upload-form"
-	UploadFormAsyncPath = "/v1beta1/upload-form-async"
+	"github.com/tekvirt/tekvirt/contracts/datastep"
+	"github.com/tekvirt/tekvirt/contracts/upload"
+	"github.com/tekvirt/tekvirt/tasks/result"
 )
-
-// UploadPaths lists every upload path.
-var UploadPaths = []string{UploadPath, UploadAsyncPath, UploadFormPath, UploadFormAsyncPath}
 
 // uploadServer receives one upload into p.Dir/disk.img. A failed upload
 // leaves the old disk (if any) in place and the server waiting for the next
@@ -54,7 +45,7 @@ func (s streamSource) String() string { return "the upload" }
 // Upload serves the upload paths (and GET /progress) on p.UploadAddr until
 // an upload has been imported, and returns its result.
 func Upload(ctx context.Context, p Params, out io.Writer) (*Result, error) {
-	pub, err := ParsePublicKey(p.UploadPublicKey)
+	pub, err := upload.ParsePublicKey(p.UploadPublicKey)
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +77,8 @@ func (s *uploadServer) handler(ctx context.Context) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /progress", s.prog)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	for _, path := range UploadPaths {
-		async, form := path == UploadAsyncPath || path == UploadFormAsyncPath, path == UploadFormPath || path == UploadFormAsyncPath
+	for _, path := range upload.Paths {
+		async, form := path == upload.AsyncPath || path == upload.FormAsyncPath, path == upload.FormPath || path == upload.FormAsyncPath
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { s.upload(ctx, w, r, async, form) })
 	}
 	return mux
@@ -95,11 +86,11 @@ func (s *uploadServer) handler(ctx context.Context) http.Handler {
 
 // authorize checks the request's token is for this claim.
 func (s *uploadServer) authorize(r *http.Request) error {
-	token := BearerToken(r.Header.Get("Authorization"))
+	token := upload.BearerToken(r.Header.Get("Authorization"))
 	if token == "" {
-		return fmt.Errorf("%w: no bearer token", ErrBadToken)
+		return fmt.Errorf("%w: no bearer token", upload.ErrBadToken)
 	}
-	c, err := VerifyUploadToken(s.pub, token, s.now())
+	c, err := upload.Verify(s.pub, token, s.now())
 	if err != nil {
 		return err
 	}
@@ -161,8 +152,8 @@ func (s *uploadServer) release() {
 // uploadStatus is the HTTP status for a failed import: 400 for bad data a
 // retry with the same bytes cannot fix, else 500.
 func uploadStatus(err error) int {
-	var f *Failure
-	if errors.As(err, &f) && f.ExitCode() == PermanentExitCode {
+	var f *result.Failure
+	if errors.As(err, &f) && f.ExitCode() == datastep.PermanentExitCode {
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
-	"errors"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tekvirt/tekvirt/contracts/upload"
 )
 
 func testKey(t *testing.T) (ed25519.PublicKey, ed25519.PrivateKey) {
@@ -25,48 +26,6 @@ func testKey(t *testing.T) (ed25519.PublicKey, ed25519.PrivateKey) {
 		t.Fatal(err)
 	}
 	return pub, priv
-}
-
-func TestUploadToken(t *testing.T) {
-	pub, priv := testKey(t)
-	otherPub, otherPriv := testKey(t)
-	now := time.Unix(1_800_000_000, 0)
-	good := UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", IssuedAt: now.Unix(), Expires: now.Add(5 * time.Minute).Unix()}
-	token := SignUploadToken(priv, good)
-	c, err := VerifyUploadToken(pub, token, now.Add(time.Minute))
-	if err != nil || c != good {
-		t.Fatalf("VerifyUploadToken = %+v, %v; want %+v", c, err, good)
-	}
-	parts := strings.Split(token, ".")
-	forged := good
-	forged.PVC = "other"
-	for name, tc := range map[string]struct {
-		token string
-		pub   ed25519.PublicKey
-		at    time.Time
-		want  string
-	}{
-		"expired":               {token, pub, now.Add(5 * time.Minute), "expired at"},
-		"other key":             {token, otherPub, now, "bad signature"},
-		"signed by another key": {SignUploadToken(otherPriv, good), pub, now, "bad signature"},
-		"claims swapped":        {parts[0] + "." + b64(mustJSON(forged)) + "." + parts[2], pub, now, "bad signature"},
-		"not a jwt":             {"abc", pub, now, "not an EdDSA JWT"},
-		"empty":                 {"", pub, now, "not an EdDSA JWT"},
-		"other operation":       {SignUploadToken(priv, UploadClaims{Operation: "Clone", Expires: now.Add(time.Hour).Unix()}), pub, now, `operation "Clone"`},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := VerifyUploadToken(tc.pub, tc.token, tc.at)
-			if !errors.Is(err, ErrBadToken) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrBadToken with %q", err, tc.want)
-			}
-		})
-	}
-	if got := BearerToken("bearer  abc "); got != "abc" {
-		t.Errorf("BearerToken = %q", got)
-	}
-	if got := BearerToken("Basic abc"); got != "" {
-		t.Errorf("BearerToken(Basic) = %q", got)
-	}
 }
 
 // uploadFixture is an upload server for PVC ns/disk writing into a temp dir.
@@ -88,7 +47,7 @@ func newUploadFixture(t *testing.T) *uploadFixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := httptest.NewServer(s.handler(ctx))
 	t.Cleanup(func() { srv.Close(); cancel() })
-	tok := SignUploadToken(priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", UID: "uid-2", Expires: time.Now().Add(time.Minute).Unix()})
+	tok := upload.Sign(priv, upload.Claims{Operation: upload.Operation, Namespace: "ns", PVC: "disk", UID: "uid-2", Expires: time.Now().Add(time.Minute).Unix()})
 	return &uploadFixture{srv: srv, s: s, dir: dir, token: tok, priv: priv, cancel: cancel}
 }
 
@@ -128,13 +87,13 @@ func gzipped(t *testing.T, data []byte) []byte {
 
 func TestUploadRejectsBadTokensAndWritesNothing(t *testing.T) {
 	f := newUploadFixture(t)
-	otherPVC := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "other", UID: "uid-2", Expires: time.Now().Add(time.Minute).Unix()})
-	expired := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", UID: "uid-2", Expires: time.Now().Add(-time.Second).Unix()})
+	otherPVC := upload.Sign(f.priv, upload.Claims{Operation: upload.Operation, Namespace: "ns", PVC: "other", UID: "uid-2", Expires: time.Now().Add(time.Minute).Unix()})
+	expired := upload.Sign(f.priv, upload.Claims{Operation: upload.Operation, Namespace: "ns", PVC: "disk", UID: "uid-2", Expires: time.Now().Add(-time.Second).Unix()})
 	// A token for the PVC of the same name that a deleted DataVolume had.
-	earlier := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", UID: "uid-1", Expires: time.Now().Add(time.Minute).Unix()})
-	noUID := SignUploadToken(f.priv, UploadClaims{Operation: UploadOperation, Namespace: "ns", PVC: "disk", Expires: time.Now().Add(time.Minute).Unix()})
+	earlier := upload.Sign(f.priv, upload.Claims{Operation: upload.Operation, Namespace: "ns", PVC: "disk", UID: "uid-1", Expires: time.Now().Add(time.Minute).Unix()})
+	noUID := upload.Sign(f.priv, upload.Claims{Operation: upload.Operation, Namespace: "ns", PVC: "disk", Expires: time.Now().Add(time.Minute).Unix()})
 	for name, tok := range map[string]string{"none": "", "garbage": "x.y.z", "other PVC": otherPVC, "expired": expired, "earlier PVC": earlier, "no UID": noUID} {
-		code, msg := f.post(t, UploadPath, tok, "", bytes.NewReader(make([]byte, 4096)))
+		code, msg := f.post(t, upload.Path, tok, "", bytes.NewReader(make([]byte, 4096)))
 		if code != http.StatusUnauthorized || !strings.Contains(msg, "invalid upload token") {
 			t.Errorf("%s: got %d %q, want 401 naming the token", name, code, msg)
 		}
@@ -152,7 +111,7 @@ func TestUploadBadDataKeepsOldDiskAndAllowsRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	truncated := gzipped(t, bytes.Repeat([]byte("new data"), 64<<10))
-	code, msg := f.post(t, UploadPath, f.token, "", bytes.NewReader(truncated[:len(truncated)/2]))
+	code, msg := f.post(t, upload.Path, f.token, "", bytes.NewReader(truncated[:len(truncated)/2]))
 	if code != http.StatusBadRequest || !strings.Contains(msg, "gz stream truncated") {
 		t.Fatalf("truncated gzip: got %d %q", code, msg)
 	}
@@ -160,7 +119,7 @@ func TestUploadBadDataKeepsOldDiskAndAllowsRetry(t *testing.T) {
 		t.Fatal("a failed upload changed the old disk")
 	}
 	data := bytes.Repeat([]byte("new data"), 64<<10)
-	if code, msg := f.post(t, UploadPath, f.token, "", bytes.NewReader(gzipped(t, data))); code != http.StatusOK {
+	if code, msg := f.post(t, upload.Path, f.token, "", bytes.NewReader(gzipped(t, data))); code != http.StatusOK {
 		t.Fatalf("retry: got %d %q", code, msg)
 	}
 	res := <-f.s.done
@@ -184,7 +143,7 @@ func TestUploadFormAsync(t *testing.T) {
 	}
 	_, _ = fw.Write(data)
 	_ = mw.Close()
-	if code, msg := f.post(t, UploadFormAsyncPath, f.token, mw.FormDataContentType(), &body); code != http.StatusOK {
+	if code, msg := f.post(t, upload.FormAsyncPath, f.token, mw.FormDataContentType(), &body); code != http.StatusOK {
 		t.Fatalf("got %d %q", code, msg)
 	}
 	select {
@@ -205,7 +164,7 @@ func TestUploadOneAtATime(t *testing.T) {
 	pr, pw := io.Pipe()
 	first := make(chan int, 1)
 	go func() {
-		code, _ := f.post(t, UploadPath, f.token, "", pr)
+		code, _ := f.post(t, upload.Path, f.token, "", pr)
 		first <- code
 	}()
 	if _, err := pw.Write(make([]byte, 1<<20)); err != nil {
@@ -223,7 +182,7 @@ func TestUploadOneAtATime(t *testing.T) {
 			t.Fatal("the first upload never started")
 		}
 	}
-	code, msg := f.post(t, UploadPath, f.token, "", bytes.NewReader(make([]byte, 10)))
+	code, msg := f.post(t, upload.Path, f.token, "", bytes.NewReader(make([]byte, 10)))
 	if code != http.StatusConflict {
 		t.Fatalf("second upload: got %d %q, want 409", code, msg)
 	}

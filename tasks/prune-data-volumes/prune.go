@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/contracts/importcron"
 )
 
 // Params are the task's params.
@@ -47,9 +47,9 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) ([]strin
 	if err := c.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, fmt.Errorf("listing DataVolumes %q in %s: %w", p.Selector, p.Namespace, err)
 	}
-	NewestFirst(list.Items)
+	importcron.NewestFirst(list.Items)
 	var deleted []string
-	for _, dv := range Outdated(list.Items, p.Keep, inUse) {
+	for _, dv := range importcron.Outdated(list.Items, p.Keep, inUse) {
 		if err := c.Delete(ctx, &dv); err != nil && !apierrors.IsNotFound(err) {
 			return deleted, fmt.Errorf("deleting DataVolume %s/%s: %w", dv.Namespace, dv.Name, err)
 		}
@@ -58,41 +58,6 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) ([]strin
 	}
 	fmt.Fprintf(out, "%d DataVolume(s) matching %q in %s, %d deleted\n", len(list.Items), p.Selector, p.Namespace, len(deleted))
 	return deleted, nil
-}
-
-// CreatedAnnotation records when a DataVolume was made, to the nanosecond
-// (creationTimestamp has whole seconds); a DataImportCron sets it on its
-// imports.
-const CreatedAnnotation = "tekvirt.io/import-created"
-
-// NewestFirst sorts dvs by creation (CreatedAnnotation, else
-// creationTimestamp), newest first; equal times by name, last first.
-func NewestFirst(dvs []cdiv1.DataVolume) {
-	created := func(dv *cdiv1.DataVolume) time.Time {
-		if t, err := time.Parse(time.RFC3339Nano, dv.Annotations[CreatedAnnotation]); err == nil {
-			return t
-		}
-		return dv.CreationTimestamp.Time
-	}
-	sort.SliceStable(dvs, func(i, j int) bool {
-		a, b := created(&dvs[i]), created(&dvs[j])
-		if !a.Equal(b) {
-			return a.After(b)
-		}
-		return dvs[i].Name > dvs[j].Name
-	})
-}
-
-// Outdated returns the DataVolumes of newestFirst (sorted by NewestFirst)
-// to delete: all but the keep newest, never the one named inUse.
-func Outdated(newestFirst []cdiv1.DataVolume, keep int, inUse string) []cdiv1.DataVolume {
-	var out []cdiv1.DataVolume
-	for i, dv := range newestFirst {
-		if i >= keep && dv.Name != inUse {
-			out = append(out, dv)
-		}
-	}
-	return out
 }
 
 // dataSourceClaim is the PVC (in namespace) the named DataSource points at,

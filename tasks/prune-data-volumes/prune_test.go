@@ -32,32 +32,6 @@ func names(dvs []cdiv1.DataVolume) []string {
 	return out
 }
 
-func TestNewestFirstAndOutdated(t *testing.T) {
-	exact := dv("exact", 2*time.Hour, nil) // made a moment after c and c2, in the same second
-	exact.Annotations = map[string]string{CreatedAnnotation: t0.Add(-2 * time.Hour).Add(time.Millisecond).Format(time.RFC3339Nano)}
-	all := []cdiv1.DataVolume{*dv("b", time.Hour, nil), *dv("d", 3*time.Hour, nil), *dv("a", 0, nil), *dv("c", 2*time.Hour, nil),
-		*exact, *dv("c2", 2*time.Hour, nil)}
-	NewestFirst(all)
-	if got := names(all); !reflect.DeepEqual(got, []string{"a", "b", "exact", "c2", "c", "d"}) {
-		t.Fatalf("NewestFirst: %v", got)
-	}
-	for _, tc := range []struct {
-		keep  int
-		inUse string
-		want  []string
-	}{
-		{keep: 3, want: []string{"c2", "c", "d"}},
-		{keep: 3, inUse: "d", want: []string{"c2", "c"}},
-		{keep: 0, inUse: "a", want: []string{"b", "exact", "c2", "c", "d"}},
-		{keep: 6, want: nil},
-		{keep: 9, inUse: "x", want: nil},
-	} {
-		if got := names(Outdated(all, tc.keep, tc.inUse)); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("keep %d, in use %q: %v, want %v", tc.keep, tc.inUse, got, tc.want)
-		}
-	}
-}
-
 func TestRunKeepsTheNewestAndTheDataSourcesAndOnlyWhatTheSelectorPicks(t *testing.T) {
 	s, err := kube.Scheme()
 	if err != nil {

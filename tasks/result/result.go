@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/tekvirt/tekvirt/contracts/datastep"
 )
 
 // DirEnv overrides the results directory (tests); Tekton's is DefaultDir.
@@ -24,7 +26,7 @@ func Dir() string {
 // Error is the result a failed step leaves its error in, for tasks that
 // declare it: the controller reads why a run failed from the TaskRun's
 // status instead of its pod's log.
-const Error = "error"
+const Error = datastep.ErrorResult
 
 // WriteError leaves err as the Error result, where there is a results
 // directory (in a Tekton step); Tekton ignores it for tasks that do not

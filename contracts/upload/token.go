@@ -1,4 +1,4 @@
-package importdisk
+package upload
 
 import (
 	"crypto/ed25519"
@@ -10,13 +10,13 @@ import (
 	"time"
 )
 
-// UploadClaims is what an upload token grants: one upload into one PVC,
+// Claims is what an upload token grants: one upload into one PVC,
 // until Expires. Tokens are JWTs signed with Ed25519 (alg EdDSA): the
 // controller signs them for UploadTokenRequests, the upload proxy and the
 // upload step verify them with the public key. UID is the PVC's, so that a
 // token is no good for a PVC of the same name made later (a DataVolume
 // deleted and created again).
-type UploadClaims struct {
+type Claims struct {
 	Operation string `json:"operation"`
 	Namespace string `json:"namespace"`
 	PVC       string `json:"pvc"`
@@ -26,7 +26,7 @@ type UploadClaims struct {
 }
 
 // For checks that the claims are for the PVC namespace/name with uid.
-func (c UploadClaims) For(namespace, name, uid string) error {
+func (c Claims) For(namespace, name, uid string) error {
 	if c.Namespace != namespace || c.PVC != name {
 		return fmt.Errorf("%w: it is for PVC %s/%s", ErrBadToken, c.Namespace, c.PVC)
 	}
@@ -36,8 +36,8 @@ func (c UploadClaims) For(namespace, name, uid string) error {
 	return nil
 }
 
-// UploadOperation is the only operation tokens grant.
-const UploadOperation = "Upload"
+// Operation is the only operation tokens grant.
+const Operation = "Upload"
 
 // ErrBadToken is returned for tokens that are malformed, forged, expired or
 // for another PVC.
@@ -55,16 +55,16 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// SignUploadToken returns a token for c.
-func SignUploadToken(key ed25519.PrivateKey, c UploadClaims) string {
+// Sign returns a token for c.
+func Sign(key ed25519.PrivateKey, c Claims) string {
 	signed := jwtHeader + "." + b64(mustJSON(c))
 	return signed + "." + b64(ed25519.Sign(key, []byte(signed)))
 }
 
-// VerifyUploadToken checks token's signature and expiry at now and
+// Verify checks token's signature and expiry at now and
 // returns its claims.
-func VerifyUploadToken(pub ed25519.PublicKey, token string, now time.Time) (UploadClaims, error) {
-	var c UploadClaims
+func Verify(pub ed25519.PublicKey, token string, now time.Time) (Claims, error) {
+	var c Claims
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 || parts[0] != jwtHeader {
 		return c, fmt.Errorf("%w: not an EdDSA JWT", ErrBadToken)
@@ -77,7 +77,7 @@ func VerifyUploadToken(pub ed25519.PublicKey, token string, now time.Time) (Uplo
 	if err != nil || json.Unmarshal(payload, &c) != nil {
 		return c, fmt.Errorf("%w: bad payload", ErrBadToken)
 	}
-	if c.Operation != UploadOperation {
+	if c.Operation != Operation {
 		return c, fmt.Errorf("%w: operation %q", ErrBadToken, c.Operation)
 	}
 	if now.Unix() >= c.Expires {

@@ -1,0 +1,6 @@
+// Package upload is the upload protocol the upload proxy, the upload token
+// API, the DataVolume controller and the import and clone steps share:
+// tokens (Ed25519-signed JWTs granting one upload into one PVC), the paths
+// CDI's upload proxy serves, and where a cross-namespace clone's sender
+// finds its token.
+package upload
