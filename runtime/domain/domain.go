@@ -7,6 +7,8 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 )
 
 // Volume is a VMI volume as the launcher prepared it on the node.
@@ -64,12 +66,18 @@ func UUID(vmi *v1.VirtualMachineInstance) string {
 	return string(vmi.UID)
 }
 
-// Convert builds the domain for vmi, or reports every field it cannot express.
+// Convert builds the domain for vmi, or reports every field it cannot
+// express: what the configurators cannot do, else any field outside the
+// supported subset (which the webhook refuses too), so that no field a
+// configurator does not read is dropped in silence.
 func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, error) {
 	d := &libvirtxml.Domain{}
 	var errs []error
 	for _, c := range Configurators {
 		errs = append(errs, c(vmi, &opts, d))
+	}
+	if errors.Join(errs...) == nil {
+		errs = append(errs, vmisubset.Check(&vmi.Spec))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)

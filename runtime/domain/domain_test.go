@@ -166,6 +166,12 @@ func TestConvertNamesUnsupportedFields(t *testing.T) {
 		{"efi", func(v *v1.VirtualMachineInstance, _ *Options) {
 			v.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{EFI: &v1.EFI{}}}
 		}, []string{"spec.domain.firmware.bootloader.efi"}},
+		// Fields no configurator reads are named by the supported subset
+		// (contracts/vmisubset), not dropped.
+		{"a field outside the subset", func(v *v1.VirtualMachineInstance, _ *Options) {
+			v.Spec.DNSPolicy = "None"
+			v.Spec.Domain.Clock = &v1.Clock{ClockOffset: v1.ClockOffset{UTC: &v1.ClockOffsetUTC{}}}
+		}, []string{"fields not supported by tekvirt", "spec.dnsPolicy", "spec.domain.clock"}},
 		{"kernel not extracted", func(v *v1.VirtualMachineInstance, _ *Options) {
 			v.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{Container: &v1.KernelBootContainer{Image: "img", KernelPath: "/k"}}}
 		}, []string{"kernel /k of img was not extracted"}},

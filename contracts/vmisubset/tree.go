@@ -1,4 +1,4 @@
-package vmwebhook
+package vmisubset
 
 import (
 	"fmt"
@@ -7,19 +7,19 @@ import (
 	"strings"
 )
 
-// fieldTree is a set of allowed field paths.
-type fieldTree struct {
-	children map[string]*fieldTree
+// Tree is a set of allowed field paths.
+type Tree struct {
+	children map[string]*Tree
 	// subtree allows everything below.
 	subtree bool
 	// values, when set, are the only values allowed.
 	values []string
 }
 
-func newTree() *fieldTree { return &fieldTree{children: map[string]*fieldTree{}} }
+func newTree() *Tree { return &Tree{children: map[string]*Tree{}} }
 
-// add allows one path (see vmiSpecFields for the syntax).
-func (t *fieldTree) add(pattern string) {
+// add allows one path (see Fields for the syntax).
+func (t *Tree) add(pattern string) {
 	path, values, _ := strings.Cut(pattern, "=")
 	n := t
 	for _, seg := range strings.Split(path, ".") {
@@ -39,8 +39,8 @@ func (t *fieldTree) add(pattern string) {
 	}
 }
 
-// graft puts sub under path.
-func (t *fieldTree) graft(path string, sub *fieldTree) {
+// Graft puts sub under path.
+func (t *Tree) Graft(path string, sub *Tree) {
 	n := t
 	segs := strings.Split(path, ".")
 	for _, seg := range segs[:len(segs)-1] {
@@ -54,8 +54,9 @@ func (t *fieldTree) graft(path string, sub *fieldTree) {
 	n.children[segs[len(segs)-1]] = sub
 }
 
-// check returns one message per field of v (at path) the tree does not allow.
-func (t *fieldTree) check(path string, v any) []string {
+// Check returns one message per field of v (a value decoded from JSON, at
+// path) the tree does not allow.
+func (t *Tree) Check(path string, v any) []string {
 	if t.subtree {
 		return nil
 	}
@@ -76,13 +77,13 @@ func (t *fieldTree) check(path string, v any) []string {
 				out = append(out, path+"."+k)
 				continue
 			}
-			out = append(out, c.check(path+"."+k, val[k])...)
+			out = append(out, c.Check(path+"."+k, val[k])...)
 		}
 		return out
 	case []any:
 		var out []string
 		for i, e := range val {
-			out = append(out, t.check(path+"["+strconv.Itoa(i)+"]", e)...)
+			out = append(out, t.Check(path+"["+strconv.Itoa(i)+"]", e)...)
 		}
 		return out
 	default:
@@ -97,4 +98,13 @@ func (t *fieldTree) check(path string, v any) []string {
 		}
 		return []string{fmt.Sprintf("%s: %q (supported: %s)", path, s, strings.Join(t.values, ", "))}
 	}
+}
+
+// NewTree allows the paths of patterns (see Fields for the syntax).
+func NewTree(patterns ...string) *Tree {
+	t := newTree()
+	for _, p := range patterns {
+		t.add(p)
+	}
+	return t
 }

@@ -1,0 +1,36 @@
+package vmisubset
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+func TestCheck(t *testing.T) {
+	spec := &v1.VirtualMachineInstanceSpec{
+		NodeSelector:      map[string]string{"disk": "ssd"},
+		PriorityClassName: "high",
+		Domain: v1.DomainSpec{
+			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
+			Devices:   v1.Devices{Disks: []v1.Disk{{Name: "root", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}}}},
+		},
+		Volumes: []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "img"}}}},
+	}
+	if err := Check(spec); err != nil {
+		t.Fatalf("a supported spec: %v", err)
+	}
+	spec.Domain.Devices.Disks[0].Disk.Bus = v1.DiskBusSCSI
+	spec.Volumes[0].ContainerDisk.ImagePullSecret = "pull"
+	spec.DNSPolicy = corev1.DNSNone
+	err := Check(spec)
+	for _, want := range []string{"fields not supported by tekvirt", `spec.domain.devices.disks[0].disk.bus: "scsi" (supported: virtio, sata)`,
+		"spec.volumes[0].containerDisk.imagePullSecret", "spec.dnsPolicy"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}
