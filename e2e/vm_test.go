@@ -65,11 +65,17 @@ func TestVMLifecycle(t *testing.T) {
 
 	// virtctl-style restart, console and stop through the tekvirt CLI.
 	tekvirt(t, f, "restart", vm.Name, "-n", ns)
+	first := vmi
 	vmi = framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "restarted with its agent", func(cur *v1.VirtualMachineInstance) error {
 		if cur.UID == vmi.UID {
 			return fmt.Errorf("still the old VMI")
 		}
 		return framework.AgentConnected(cur)
+	})
+	// The first VMI's life in events, as KubeVirt's controller and handler
+	// record it.
+	framework.Eventually(t, 30*time.Second, "the first VMI's events", func() error {
+		return hasEvents(f, first, "SuccessfulCreate", "Started", "ShuttingDown")
 	})
 	dir = filepath.Join(framework.VMRoot, string(vmi.UID))
 	if out := tekvirt(t, f, "console", vm.Name, "-n", ns); !strings.Contains(out, "tekvirt-guest: ready") {
@@ -104,6 +110,26 @@ func tekvirt(t *testing.T, f *framework.Framework, args ...string) string {
 		t.Fatalf("tekvirt %v: %v\n%s", args, err, out)
 	}
 	return string(out)
+}
+
+// hasEvents checks that obj has events with each of reasons.
+func hasEvents(f *framework.Framework, obj *v1.VirtualMachineInstance, reasons ...string) error {
+	list, err := f.Kube.EventsV1().Events(obj.Namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	seen := map[string]string{}
+	for _, e := range list.Items {
+		if e.Regarding.UID == obj.UID {
+			seen[e.Reason] = e.ReportingController + ": " + e.Note
+		}
+	}
+	for _, r := range reasons {
+		if _, ok := seen[r]; !ok {
+			return fmt.Errorf("no %s event among %v", r, seen)
+		}
+	}
+	return nil
 }
 
 // checkInItsPod finds vmi's QEMU in the cgroup of its launcher Pod.

@@ -77,6 +77,9 @@ func TestMissingContainerDiskFailsTheVMI(t *testing.T) {
 	if ready.Reason != "ContainerDiskNotFound" || !strings.Contains(ready.Message, image) {
 		t.Errorf("Ready condition = %+v; want reason ContainerDiskNotFound naming %s", ready, image)
 	}
+	framework.Eventually(t, 30*time.Second, "a Warning event with the reason", func() error {
+		return hasEvents(f, vmi, "SuccessfulCreate", "ContainerDiskNotFound")
+	})
 	if got := f.ComponentPID(t, "tekvirt-handler"); got != handlerPID || syscall.Kill(got, 0) != nil {
 		t.Errorf("handler pid %d -> %d (alive: %v)", handlerPID, got, syscall.Kill(got, 0) == nil)
 	}

@@ -80,7 +80,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err := (&vm.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the VirtualMachine controller: %w", err)
 	}
-	if err := (&vmi.Reconciler{Client: mgr.GetClient(), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
+	if err := (&vmi.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up launcher Pods: %w", err)
 	}
 	key, err := uploadKey(mgr)

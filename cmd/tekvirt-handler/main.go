@@ -59,7 +59,7 @@ func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string) error {
 	if err != nil {
 		return err
 	}
-	h.Client, h.Reader = mgr.GetClient(), mgr.GetAPIReader()
+	h.Client, h.Reader, h.Recorder = mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("tekvirt-handler")
 	if ex.Addr == "" {
 		ex = nil
 	} else if ex.Advertise == "" {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -20,11 +21,15 @@ import (
 // scheduling into the VMI; the node's handler takes it from Scheduled.
 type Reconciler struct {
 	Client client.Client
+	// Recorder records the VMI's events, as KubeVirt's virt-controller
+	// does (nil: none).
+	Recorder events.EventRecorder
 	// LauncherImage runs the launcher Pods.
 	LauncherImage string
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances/status,verbs=get;update;patch
 
@@ -74,6 +79,7 @@ func (r *Reconciler) createPod(ctx context.Context, vmi *v1.VirtualMachineInstan
 		return nil, fmt.Errorf("creating the launcher Pod of %s: %w", klog.KObj(vmi), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("launcher Pod created", "vmi", klog.KObj(vmi), "pod", pod.Name)
+	r.event(vmi, corev1.EventTypeNormal, "SuccessfulCreate", "Created virtual machine pod %s", pod.Name)
 	return pod, nil
 }
 
@@ -89,6 +95,7 @@ func (r *Reconciler) mirror(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	case s.Phase == v1.Failed || started && pod == nil:
 		vmi.Status.Phase = v1.Failed
 		SetCondition(vmi, v1.VirtualMachineInstanceReady, corev1.ConditionFalse, LauncherPodEndedReason, FailureMessage(pod))
+		r.event(vmi, corev1.EventTypeWarning, LauncherPodEndedReason, "%s", FailureMessage(pod))
 	case started:
 		return nil
 	case s.Phase == v1.Scheduled:
@@ -122,6 +129,12 @@ func (r *Reconciler) mirror(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	}
 	ctrl.LoggerFrom(ctx).Info("VMI scheduled", "vmi", klog.KObj(vmi), "node", s.NodeName)
 	return nil
+}
+
+func (r *Reconciler) event(vmi *v1.VirtualMachineInstance, kind, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(vmi, nil, kind, reason, reason, format, args...)
+	}
 }
 
 // SetupWithManager watches VMIs and their launcher Pods.

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,6 +41,9 @@ const (
 // Handler runs the VMIs placed on one node.
 type Handler struct {
 	Client client.Client
+	// Recorder records the VMI's events, as KubeVirt's virt-handler does
+	// (nil: none).
+	Recorder events.EventRecorder
 	// Reader reads from the API server, past the cache (nil: never).
 	Reader client.Reader
 	// Node is this node's name.
@@ -67,6 +72,7 @@ func (h *Handler) images() containerdisk.Cache {
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile drives one VMI on this node toward its spec and reports it.
 func (h *Handler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -206,8 +212,31 @@ func (h *Handler) report(ctx context.Context, vmi *v1.VirtualMachineInstance, ob
 	}
 	if base.Status.Phase != st.Phase {
 		ctrl.LoggerFrom(ctx).Info("VMI phase", "vmi", klog.KObj(vmi), "phase", st.Phase)
+		h.phaseEvent(vmi, st)
 	}
 	return nil
+}
+
+// phaseEvent records the VMI's new phase as KubeVirt's virt-handler does:
+// started, shut down, or failed with the Ready condition's reason.
+func (h *Handler) phaseEvent(vmi *v1.VirtualMachineInstance, st v1.VirtualMachineInstanceStatus) {
+	if h.Recorder == nil {
+		return
+	}
+	switch st.Phase {
+	case v1.Running:
+		h.Recorder.Eventf(vmi, nil, corev1.EventTypeNormal, "Started", "Start", "VirtualMachineInstance started.")
+	case v1.Succeeded:
+		h.Recorder.Eventf(vmi, nil, corev1.EventTypeNormal, "Stopped", "Stop", "The VirtualMachineInstance was shut down.")
+	case v1.Failed:
+		reason, msg := "Failed", "The VirtualMachineInstance failed."
+		for _, c := range st.Conditions {
+			if c.Type == v1.VirtualMachineInstanceReady && c.Reason != "" {
+				reason, msg = c.Reason, c.Message
+			}
+		}
+		h.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, reason, "Stop", "%s", msg)
+	}
 }
 
 func ignoreProbeTimes(st v1.VirtualMachineInstanceStatus) v1.VirtualMachineInstanceStatus {
@@ -247,6 +276,9 @@ func (h *Handler) teardown(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 	grace := 180 * time.Second
 	if g := vmi.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = time.Duration(*g) * time.Second
+	}
+	if state, _, _ := d.state(); state == Running && h.Recorder != nil {
+		h.Recorder.Eventf(vmi, nil, corev1.EventTypeNormal, "ShuttingDown", "Stop", "Signaled Graceful Shutdown")
 	}
 	if err := d.stop(ctx, grace); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "stopping the launcher", "vmi", klog.KObj(vmi))
