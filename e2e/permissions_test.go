@@ -198,6 +198,9 @@ func TestAttackControllerRights(t *testing.T) {
 	if err := ctrl.Create(ctx, binding("admin", sa(ns, "default")), dry); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("admin bound by the controller: err = %v, want RBAC's refusal", err)
 	}
+	// The refusals below are the controller's policy's: Pod Security, which
+	// the testbed enforces everywhere, would refuse some first.
+	podSecurity(t, f, ns, "privileged")
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm1", UID: "0b5c1b7e-0000-4000-8000-000000000001"},
 		Spec: framework.GuestVMI(framework.GuestImage, "vm1")}
 	launcherPod := func(change func(*corev1.Pod)) *corev1.Pod {
@@ -222,13 +225,9 @@ func TestAttackControllerRights(t *testing.T) {
 	for _, path := range []string{"/", "/var/lib/tekvirt/images", "/var/lib/tekvirt/vms/" + string(vmi.UID)} {
 		refused(t, "a launcher Pod mounting the node's "+path, ctrl.Create(ctx, launcherPod(hostPath(path)), dry), "mounts nothing of the node")
 	}
-	// A cluster with hostile tenants enforces Pod Security in their
-	// namespaces (the refusals above are the controller's policy's, without
-	// it); launcher Pods meet "baseline", as KubeVirt's do.
-	psa := []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"baseline"}}}`)
-	if _, err := f.Kube.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, psa, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// Launcher Pods meet "baseline", which the testbed enforces in every
+	// namespace, as KubeVirt's do.
+	podSecurity(t, f, ns, "baseline")
 	if err := ctrl.Create(ctx, launcherPod(func(*corev1.Pod) {}), dry); err != nil {
 		t.Errorf("a launcher Pod in a namespace enforcing Pod Security baseline: %v", err)
 	}
@@ -236,6 +235,57 @@ func TestAttackControllerRights(t *testing.T) {
 	// Nothing above was stored (dry runs), so nothing can have leaked.
 	if l, err := f.Kube.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
 		t.Errorf("RoleBindings left in %s: %v %v", ns, l, err)
+	}
+}
+
+// podSecurity sets the Pod Security level ns enforces (as an admin).
+func podSecurity(t *testing.T, f *framework.Framework, ns, level string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"` + level + `"}}}`)
+	if _, err := f.Kube.CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAttackTenantNodePod: a tenant with edit cannot run a Pod that reaches
+// the node (its files, network or privileges) in their namespace, which
+// enforces Pod Security baseline, nor lift that by relabelling it.
+func TestAttackTenantNodePod(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	tenant := userClient(t, f, ns, "mallory")
+	ctx := context.Background()
+	pod := func(name string, change func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: registryImage(t, f, "tekvirt/busybox"), Command: []string{"cat", "/host/etc/shadow"}}}}}
+		change(p)
+		return p
+	}
+	dry := client.DryRunAll
+	if err := tenant.Create(ctx, pod("plain", func(*corev1.Pod) {}), dry); err != nil {
+		t.Errorf("a plain Pod (the control): %v", err)
+	}
+	for name, change := range map[string]func(*corev1.Pod){
+		"host-root": func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "host", MountPath: "/host"}}
+		},
+		"host-network": func(p *corev1.Pod) { p.Spec.HostNetwork = true },
+		"privileged": func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+		},
+	} {
+		if err := tenant.Create(ctx, pod(name, change), dry); err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
+			t.Errorf("%s Pod by a tenant: err = %v, want a Pod Security refusal", name, err)
+		}
+	}
+	relabel := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}`))
+	if err := tenant.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, relabel); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("a tenant relabelling its namespace privileged: err = %v, want RBAC's refusal", err)
+	}
+	pods, err := f.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("Pods left (all were dry runs): %v %v", pods, err)
 	}
 }
 

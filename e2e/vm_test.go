@@ -220,6 +220,9 @@ func TestVMBootsFromPVC(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostDir := f.GuestDir()
+	// The test (an admin) copies the guest from the node: Pod Security
+	// refuses a host volume elsewhere.
+	podSecurity(t, f, ns, "privileged")
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fill-disk"},
 		Spec: corev1.PodSpec{

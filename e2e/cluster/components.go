@@ -188,6 +188,7 @@ func (c *Cluster) apiServerArgs() []string {
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", pki("sa.pub"), "--service-account-signing-key-file", pki("sa.key"),
 		"--authorization-mode", "Node,RBAC", "--enable-admission-plugins", "NodeRestriction", "--profiling=false",
+		"--admission-control-config-file", c.path("etc", "admission.yaml"),
 		"--requestheader-client-ca-file", pki("front-proxy-ca.crt"), "--requestheader-allowed-names", frontProxyClient,
 		"--requestheader-username-headers", "X-Remote-User", "--requestheader-group-headers", "X-Remote-Group",
 		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",

@@ -74,6 +74,7 @@ func (c *Cluster) writeConfigs() error {
 		c.path("etc", "containerd.toml"):            c.containerdConfig(),
 		c.path("etc", "cni", "10-tekvirt.conflist"): cniConfig,
 		c.path("etc", "libvirtd.conf"):              c.libvirtdConfig(),
+		c.path("etc", "admission.yaml"):             admissionConfig,
 	}
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -85,6 +86,26 @@ func (c *Cluster) writeConfigs() error {
 	}
 	return nil
 }
+
+// admissionConfig makes every namespace enforce Pod Security "baseline"
+// unless it says otherwise, as a cluster shared by tenants should: a user
+// with edit in a namespace cannot run a Pod with the node's files, its
+// namespaces or privileges (launcher Pods and task Pods meet baseline).
+const admissionConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+  - name: PodSecurity
+    configuration:
+      apiVersion: pod-security.admission.config.k8s.io/v1
+      kind: PodSecurityConfiguration
+      defaults:
+        enforce: baseline
+        enforce-version: latest
+        warn: baseline
+        warn-version: latest
+      exemptions:
+        namespaces: [kube-system]
+`
 
 // frontProxyClient is the name of the kube-apiserver's front proxy client
 // certificate, the one name aggregated API servers accept.
