@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -139,8 +140,7 @@ func printConsole(ctx context.Context, c client.Client, node *cluster.Cluster, n
 	if dir == "" {
 		return fmt.Errorf("VMI %s/%s has no launcher Pod on a node yet", ns, name)
 	}
-	// The Pod's tenant can write there: no link out of it is followed.
-	f, err := os.OpenInRoot(dir, "serial.log")
+	f, err := openConsoleLog(dir)
 	if err != nil {
 		return fmt.Errorf("VMI %s/%s: no console log on this node (%w)", ns, name, err)
 	}
@@ -162,4 +162,24 @@ func printConsole(ctx context.Context, c client.Client, node *cluster.Cluster, n
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// openConsoleLog opens dir/serial.log. The Pod's tenant can write dir: no
+// link out of it is followed, and only a regular file is read (a FIFO is
+// not waited on).
+func openConsoleLog(dir string) (*os.File, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = root.Close() }()
+	f, err := root.OpenFile("serial.log", os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("serial.log in %s is not a regular file", dir)
+	}
+	return f, nil
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -75,14 +76,17 @@ func (d Dir) write(name string, r io.Reader) error {
 }
 
 // ReadFile reads name if it is a regular file beneath the directory of at
-// most max bytes.
+// most max bytes; anything else (a FIFO, a device) is refused without
+// waiting on it.
 func (d Dir) ReadFile(name string, max int64) ([]byte, error) {
 	root, err := d.root()
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = root.Close() }()
-	f, err := root.Open(name)
+	// O_NONBLOCK: a FIFO planted under the name would otherwise hold the
+	// open, and the handler's worker with it, until someone writes.
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // volume is a Pod volume with a tenant's links planted in it, and a file
@@ -79,6 +81,19 @@ func TestReadFileRefusesLinksOutAndNonFiles(t *testing.T) {
 	}
 	if _, err := d.ReadFile("dir", 1<<20); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("a directory: err = %v", err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(d.Path, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := d.ReadFile("fifo", 1<<20); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("a FIFO: err = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO planted in the volume blocked")
 	}
 	if err := os.WriteFile(filepath.Join(d.Path, "big"), make([]byte, 2048), 0o644); err != nil {
 		t.Fatal(err)
