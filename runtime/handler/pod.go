@@ -102,7 +102,17 @@ func (d vmDir) imageView(im *containerdisk.Image) (func(string) string, error) {
 // readExit is the launcher's exit record, nil while there is none.
 func (d vmDir) readExit() (*launcher.Exited, error) {
 	data, err := d.pod.vm.ReadFile(launcher.ExitFile, maxRecordBytes)
-	return launcher.DecodeExit(data, err, filepath.Join(d.pod.vm.Path, launcher.ExitFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	exit, err := launcher.DecodeExit(data)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s in %s: %w", launcher.ExitFile, d.pod.vm.Path, err)
+	}
+	return exit, nil
 }
 
 // client talks to the VM's launcher.
@@ -114,7 +124,8 @@ func (d vmDir) client() *launcher.Client {
 }
 
 // writeSpec hands spec to the launcher and keeps a copy in the handler's
-// own directory, which says the VM was launched and whose VM it is.
+// own directory, which says the VM was launched and whose VM it is (both
+// written whole, under a fresh name renamed into place).
 func (d vmDir) writeSpec(spec *launcher.Spec) error {
 	data, err := launcher.EncodeSpec(spec)
 	if err != nil {
@@ -123,7 +134,7 @@ func (d vmDir) writeSpec(spec *launcher.Spec) error {
 	if err := d.pod.vm.WriteFile(launcher.SpecFile, data); err != nil {
 		return err
 	}
-	return launcher.WriteSpec(d.path, spec)
+	return podvolume.Dir{Path: d.path}.WriteFile(launcher.SpecFile, data)
 }
 
 // unmountImages undoes imageView's mounts in the Pod's images volume.

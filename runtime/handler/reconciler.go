@@ -174,16 +174,20 @@ func (h *Handler) observe(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 // the launcher there waits for; it runs QEMU on a libvirtd of its own, in
 // the Pod's cgroup and network.
 func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) error {
+	// Nothing is on the node before the Pod's volumes are; this is polled
+	// often, so it costs no API call.
+	if err := d.pod.ready(); err != nil {
+		return err
+	}
 	base := vmi.DeepCopy()
 	controllerutil.AddFinalizer(vmi, Finalizer)
 	if h.ExecAddress != "" {
 		metav1.SetMetaDataAnnotation(&vmi.ObjectMeta, AddressAnnotation, h.ExecAddress)
 	}
-	if err := h.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(vmi), err)
-	}
-	if err := d.pod.ready(); err != nil {
-		return err
+	if !equality.Semantic.DeepEqual(base.ObjectMeta, vmi.ObjectMeta) {
+		if err := h.Client.Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
+			return fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(vmi), err)
+		}
 	}
 	if err := d.create(); err != nil {
 		return err

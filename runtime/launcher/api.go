@@ -43,15 +43,6 @@ type Spec struct {
 	Options domain.Options `json:"options"`
 }
 
-// WriteSpec stores s in dir.
-func WriteSpec(dir string, s *Spec) error {
-	data, err := EncodeSpec(s)
-	if err != nil {
-		return err
-	}
-	return writeAtomic(filepath.Join(dir, SpecFile), data)
-}
-
 // EncodeSpec is the content of SpecFile for s.
 func EncodeSpec(s *Spec) ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
 
@@ -111,18 +102,11 @@ type Exited struct {
 	At time.Time `json:"at"`
 }
 
-// DecodeExit turns what reading the exit record at file gave (its data or
-// the read's error) into the record, nil while there is none.
-func DecodeExit(data []byte, err error, file string) (*Exited, error) {
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
+// DecodeExit reads an exit record.
+func DecodeExit(data []byte) (*Exited, error) {
 	e := &Exited{}
 	if err := json.Unmarshal(data, e); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", file, err)
+		return nil, err
 	}
 	return e, nil
 }

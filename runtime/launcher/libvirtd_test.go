@@ -165,7 +165,8 @@ func TestAwaitSpec(t *testing.T) {
 	defer cancel()
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		_ = WriteSpec(dir, &Spec{URI: "qemu:///system?socket=/s1"})
+		data, _ := EncodeSpec(&Spec{URI: "qemu:///system?socket=/s1"})
+		_ = writeAtomic(filepath.Join(dir, SpecFile), data)
 	}()
 	s, err := AwaitSpec(ctx, dir, 10*time.Millisecond)
 	if err != nil || s.URI != "qemu:///system?socket=/s1" {
