@@ -186,11 +186,8 @@ func TestDeletedLauncherPodFailsVMIAndVMRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "runs in its launcher Pod", framework.AgentConnected)
-	pods, err := f.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/created-by=" + string(first.UID)})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("launcher Pods of %s: %v %v", first.UID, pods, err)
-	}
-	if err := f.Kube.CoreV1().Pods(ns).Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{}); err != nil {
+	pod := f.LauncherPod(t, first)
+	if err := f.Kube.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 30*time.Second, "the VMI fails naming its deleted Pod", func() error {
@@ -203,7 +200,7 @@ func TestDeletedLauncherPodFailsVMIAndVMRestarts(t *testing.T) {
 		}
 		for _, cond := range got.Status.Conditions {
 			if got.Status.Phase == v1.Failed && cond.Type == v1.VirtualMachineInstanceReady && cond.Reason == vmipod.LauncherPodEndedReason &&
-				strings.Contains(cond.Message, pods.Items[0].Name+" was deleted") {
+				strings.Contains(cond.Message, pod.Name+" was deleted") {
 				return nil
 			}
 		}

@@ -145,24 +145,6 @@ func rssMiB(t *testing.T, pid int) float64 {
 	return 0
 }
 
-// qemuPID finds the QEMU process of a domain.
-func qemuPID(t *testing.T, name string) int {
-	t.Helper()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if strings.Contains(string(cmd), "qemu-system") && strings.Contains(string(cmd), "guest="+name+",") {
-			return pid
-		}
-	}
-	t.Fatalf("no QEMU process for domain %s", name)
-	return 0
-}
-
 // podProcs are the processes in pid's container (its pids cgroup).
 func podProcs(t *testing.T, pid int) []int {
 	t.Helper()
@@ -208,7 +190,10 @@ func TestExecuteInVMOverhead(t *testing.T) {
 	f.BindTaskRole(t, ns, "execute-in-vm")
 	// The baseline talks to the launcher Pod's own libvirtd, through the
 	// root of QEMU's parent (the launcher, its container's init).
-	qemu := qemuPID(t, domain.Name(vmi))
+	qemu := framework.QEMUPid(domain.Name(vmi))
+	if qemu == 0 {
+		t.Fatalf("no QEMU runs domain %s", domain.Name(vmi))
+	}
 	launcher := framework.ParentPID(t, qemu)
 	conn, err := libvirt.NewConnect("qemu:///system?socket=" + fmt.Sprintf("/proc/%d/root", launcher) + launcherpod.LibvirtdDir + "/libvirt-sock")
 	if err != nil {

@@ -18,9 +18,9 @@ const (
 	handlerProbeAddr  = "127.0.0.1:10271"
 	// HandlerExecPort is where the node's handler serves guest exec.
 	HandlerExecPort = 8186
-	// NodeRoot holds what QEMU must reach: the VMs' files, the
-	// containerDisk cache and the volume pool. It is outside Home, which may
-	// be in a private home directory QEMU (running as libvirt-qemu) cannot enter.
+	// NodeRoot holds the handler's VM directories, the containerDisk cache
+	// and the volume pool, outside Home (which may be a private home
+	// directory) at the path a node of a real cluster would use.
 	NodeRoot = "/var/lib/tekvirt"
 )
 

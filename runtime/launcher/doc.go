@@ -1,8 +1,7 @@
-// Package launcher runs one VirtualMachineInstance as a transient libvirt
-// domain (QEMU; TCG unless KVM is asked for) and reports how it ended. A
-// transient domain leaves nothing behind in libvirt once it stops.
-//
-// In a launcher Pod it starts a libvirtd of its own (Libvirtd), so QEMU
-// runs in the Pod's cgroup and network namespace, and, being the Pod's
-// PID 1, it stays as an init that reaps orphans (RunAsInit).
+// Package launcher runs one VirtualMachineInstance in its launcher Pod as a
+// transient libvirt domain (QEMU; TCG unless KVM is asked for) and reports
+// how it ended. It waits for the spec the node's handler writes into the
+// Pod's volume, starts a libvirtd of its own there (Libvirtd), so QEMU runs
+// in the Pod's cgroup and network namespace, and, being the Pod's PID 1,
+// stays as an init that reaps orphans (RunAsInit).
 package launcher
