@@ -58,16 +58,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.mirror(ctx, vmi, pod)
 }
 
-// launcherPod is the VMI's Pod, or nil.
+// launcherPod is the VMI's Pod, or nil. Only a Pod the VMI controls (the
+// one this controller made) counts: a tenant's own Pod with the same label
+// is not where the node's handler prepares the VM.
 func (r *Reconciler) launcherPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(vmi.Namespace), client.MatchingLabels{CreatedByLabel: string(vmi.UID)}); err != nil {
 		return nil, fmt.Errorf("listing the launcher Pods of %s: %w", klog.KObj(vmi), err)
 	}
-	if len(pods.Items) == 0 {
-		return nil, nil
+	for i := range pods.Items {
+		if metav1.IsControlledBy(&pods.Items[i], vmi) {
+			return &pods.Items[i], nil
+		}
 	}
-	return &pods.Items[0], nil
+	return nil, nil
 }
 
 func (r *Reconciler) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -141,5 +142,22 @@ func TestReconcilerFailsAVMIWhosePodIsDeleted(t *testing.T) {
 	got = f.reconcile()
 	if c := condition(got, v1.VirtualMachineInstanceReady); got.Status.Phase != v1.Failed || c == nil || c.Message != "launcher Pod "+pod.Name+" was deleted" {
 		t.Errorf("a launcher Pod deleted under a running VMI: phase %q, Ready %+v", got.Status.Phase, c)
+	}
+}
+
+// TestReconcilerIgnoresAPodItDoesNotControl: a Pod the tenant labelled as
+// the VMI's launcher, bound to a node, is not taken for it.
+func TestReconcilerIgnoresAPodItDoesNotControl(t *testing.T) {
+	vmi := guestVMI()
+	f := newPodFixture(t, vmi)
+	decoy := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "decoy", UID: "decoy-uid",
+		Labels: map[string]string{CreatedByLabel: string(vmi.UID), AppLabel: AppLauncher}},
+		Spec: corev1.PodSpec{NodeName: "node2"}}
+	if err := f.c.Create(context.Background(), decoy); err != nil {
+		t.Fatal(err)
+	}
+	got := f.reconcile()
+	if got.Status.Phase == v1.Scheduled || got.Status.ActivePods["decoy-uid"] != "" || len(f.pods()) != 2 {
+		t.Errorf("phase %q activePods %v, %d pods: the decoy was taken for the launcher", got.Status.Phase, got.Status.ActivePods, len(f.pods()))
 	}
 }
