@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,15 +59,18 @@ func (c *Cluster) wipe() error {
 			return fmt.Errorf("removing %s: %w", c.path(d), err)
 		}
 	}
-	if err := os.RemoveAll(NodeRoot); err != nil {
-		return fmt.Errorf("removing %s: %w", NodeRoot, err)
+	for _, d := range []string{NodeRoot, c.KubeletRoot()} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("removing %s: %w", d, err)
+		}
 	}
 	c.progress("%-24s removed (build cache kept in %s)", "state", c.path("cache"))
 	return nil
 }
 
-// unmountAll lazily unmounts every mount below Home, deepest first, and also
-// the pod volume mounts the kubelet left.
+// unmountAll lazily unmounts every mount below Home and the kubelet's
+// root (the pod volume mounts the kubelet left, and its root's own bind
+// mount), deepest first.
 func (c *Cluster) unmountAll() error {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
@@ -77,7 +81,8 @@ func (c *Cluster) unmountAll() error {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && strings.HasPrefix(fields[4], c.Home+"/") {
+		if len(fields) > 4 && (strings.HasPrefix(fields[4], c.Home+"/") ||
+			fields[4] == c.KubeletRoot() || strings.HasPrefix(fields[4], c.KubeletRoot()+"/")) {
 			mounts = append(mounts, fields[4])
 		}
 	}
@@ -94,8 +99,12 @@ func (c *Cluster) unmountAll() error {
 // libvirtd, and the VMs' launchers end with their domains. VMIs still in
 // the API are reported ended by the handler on the next `up`.
 func (c *Cluster) stopVMs() error {
-	if _, err := os.Stat(c.LibvirtSocket()); err != nil {
+	// A socket left by a libvirtd that is gone (the machine rebooted) has
+	// no VMs behind it.
+	if conn, err := net.Dial("unix", c.LibvirtSocket()); err != nil {
 		return nil
+	} else {
+		conn.Close()
 	}
 	out, err := exec.Command("virsh", "-c", c.LibvirtURI(), "list", "--name").Output()
 	if err != nil {
