@@ -6,11 +6,13 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,7 +77,7 @@ func TestComponentPermissionsAsPublished(t *testing.T) {
 	rows := readmePermissions(t)
 	as := map[string][]string{
 		"controller": {"--as=" + ctrlconfig.ControllerUser},
-		"handler":    {"--as=" + ctrlconfig.HandlerUserPrefix + nodeName(t, f), "--as-group=" + ctrlconfig.HandlerGroup},
+		"handler":    {"--as=" + ctrlconfig.HandlerUser},
 	}
 	mustHave := map[string]bool{"controller get secrets -n <tenant>": false, "controller get pods --subresource=log -n <tenant>": false,
 		"controller create rolebindings -n <tenant>": false, "handler patch nodes": false}
@@ -105,19 +107,48 @@ func TestComponentPermissionsAsPublished(t *testing.T) {
 // componentClient acts as user in groups (impersonated).
 func componentClient(t *testing.T, f *framework.Framework, user string, groups ...string) client.Client {
 	t.Helper()
+	cfg := rest.CopyConfig(f.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:authenticated")}
+	return clientFor(t, cfg)
+}
+
+// tokenClient authenticates with token instead of the admin's certificate.
+func tokenClient(t *testing.T, f *framework.Framework, token string) client.Client {
+	t.Helper()
+	cfg := rest.AnonymousClientConfig(f.Config)
+	cfg.BearerToken = token
+	return clientFor(t, cfg)
+}
+
+func clientFor(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, pipelinev1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cfg := rest.CopyConfig(f.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:authenticated")}
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// handlerToken is the ServiceAccount token the kubelet mounted into the
+// handler Pod on node, read from the Pod's volume on this machine.
+func handlerToken(t *testing.T, f *framework.Framework, node string) string {
+	t.Helper()
+	pod := f.HandlerPod(t, node)
+	files, err := filepath.Glob(filepath.Join(f.KubeletRoot(), "pods", string(pod.UID), "volumes", "kubernetes.io~projected", "*", "token"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("the token of handler Pod %s: %v %v", pod.Name, files, err)
+	}
+	token, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(token)
 }
 
 // refused checks that err is the admission policy's refusal naming want.
@@ -289,14 +320,16 @@ func TestAttackTenantNodePod(t *testing.T) {
 	}
 }
 
-// TestAttackHandlerRights: a node's handler (were its node compromised)
-// may change its own Node and the VMIs placed on it, nothing else: not
-// another Node, not a VMI that is not on its node.
+// TestAttackHandlerRights: a node's handler (were its node compromised,
+// its token read from the handler Pod's volume on the node) may change its
+// own Node and the VMIs placed on it, nothing else: not another Node, not a
+// VMI that is not on its node. A token of the handler's ServiceAccount not
+// bound to a Pod on a node changes no Node at all.
 func TestAttackHandlerRights(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	node := nodeName(t, f)
-	handler := componentClient(t, f, ctrlconfig.HandlerUserPrefix+node, ctrlconfig.HandlerGroup)
+	handler := tokenClient(t, f, handlerToken(t, f, node))
 	ctx := context.Background()
 	admin := f.VMClient(t)
 	ghost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-e2e-ghost-" + rand.String(5)},
@@ -311,6 +344,14 @@ func TestAttackHandlerRights(t *testing.T) {
 		t.Errorf("the handler annotating its own Node: %v", err)
 	}
 	refused(t, "the handler annotating another Node", handler.Patch(ctx, ghost.DeepCopy(), annotate, client.DryRunAll), "may change only that Node")
+	unbound, err := f.Kube.CoreV1().ServiceAccounts(ctrlconfig.NodeNamespace).CreateToken(ctx, ctrlconfig.HandlerDaemonSet,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused(t, "a handler token bound to no Pod annotating a Node",
+		tokenClient(t, f, unbound.Status.Token).Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, annotate, client.DryRunAll),
+		"may change only that Node")
 
 	spec := framework.GuestVMI(framework.GuestImage, "elsewhere")
 	spec.NodeSelector = map[string]string{"kubernetes.io/hostname": ghost.Name}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
@@ -70,7 +70,7 @@ func TestMissingContainerDiskFailsTheVMI(t *testing.T) {
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)
-	handlerPID := f.ComponentPID(t, "tekvirt-handler")
+	handler := f.HandlerPod(t, nodeName(t, f))
 	image := cluster.RegistryAddr + "/tekvirt/does-not-exist:latest"
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "missing"}, Spec: framework.GuestVMI(image, "missing")}
 	ready := failVMI(t, c, c, vmi)
@@ -80,8 +80,8 @@ func TestMissingContainerDiskFailsTheVMI(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "a Warning event with the reason", func() error {
 		return hasEvents(f, vmi, "SuccessfulCreate", "ContainerDiskNotFound")
 	})
-	if got := f.ComponentPID(t, "tekvirt-handler"); got != handlerPID || syscall.Kill(got, 0) != nil {
-		t.Errorf("handler pid %d -> %d (alive: %v)", handlerPID, got, syscall.Kill(got, 0) == nil)
+	if got := f.HandlerPod(t, handler.Spec.NodeName); got.UID != handler.UID || restarts(got) != restarts(handler) {
+		t.Errorf("handler Pod %s (%d restarts) -> %s (%d restarts)", handler.UID, restarts(handler), got.UID, restarts(got))
 	}
 	if err := c.Delete(context.Background(), vmi); err != nil {
 		t.Fatal(err)
@@ -103,9 +103,9 @@ func TestMissingContainerDiskFailsTheVMI(t *testing.T) {
 	})
 }
 
-// TestHandlerRestartReadoptsVMs kills the handler while two VMs run in
-// their launcher Pods: both keep running (same VMI, same QEMU), and the
-// restarted handler manages them again: deleting one stops its QEMU, ends
+// TestHandlerRestartReadoptsVMs deletes the node's handler Pod while two
+// VMs run in their launcher Pods: both keep running (same VMI, same QEMU),
+// and the handler Pod the DaemonSet makes in its place manages them again: deleting one stops its QEMU, ends
 // its Pod and removes its files from the node; the other runs on.
 func TestHandlerRestartReadoptsVMs(t *testing.T) {
 	f := framework.New(t)
@@ -130,10 +130,22 @@ func TestHandlerRestartReadoptsVMs(t *testing.T) {
 		vmi := framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
 		before[vm.Name] = running{vmi.UID, framework.QEMUPid(ns + "_" + vm.Name), f.LauncherPod(t, vmi).Name}
 	}
-	if err := syscall.Kill(f.ComponentPID(t, "tekvirt-handler"), syscall.SIGKILL); err != nil {
+	old := f.HandlerPod(t, nodeName(t, f))
+	if err := f.Kube.CoreV1().Pods(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	upAgain(t)
+	framework.Eventually(t, 2*time.Minute, "a new handler Pod, ready", func() error {
+		pods, err := f.Kube.CoreV1().Pods(old.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + ctrlconfig.HandlerDaemonSet})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if p.UID != old.UID && p.Spec.NodeName == old.Spec.NodeName && podReady(&p) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d handler Pods, none new and ready", len(pods.Items))
+	})
 	for _, vm := range vms {
 		b := before[vm.Name]
 		vmi := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "still running", framework.AgentConnected)
@@ -163,23 +175,22 @@ func TestHandlerRestartReadoptsVMs(t *testing.T) {
 	}
 }
 
-// upAgain runs `tekvirt up`, which restarts what is not running.
-func upAgain(t *testing.T) {
-	t.Helper()
-	src, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
+// restarts sums the restarts of a Pod's containers.
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, cs := range p.Status.ContainerStatuses {
+		n += cs.RestartCount
 	}
-	var out bytes.Buffer
-	cl, err := cluster.New(framework.Home(), src, &out)
-	if err != nil {
-		t.Fatal(err)
+	return n
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := cl.Up(ctx); err != nil {
-		t.Fatalf("up: %v\n%s", err, out.String())
-	}
+	return false
 }
 
 // TestKilledLauncherFailsVMIAndVMRestarts: a killed launcher ends its Pod

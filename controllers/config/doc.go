@@ -1,9 +1,10 @@
 // Package config embeds the controller's deployment manifests: the CRDs and
 // RBAC that controller-gen generates (crd/, rbac/role.yaml), the hand-written
 // binding and Deployment (rbac/, manager/), the admission policies that
-// limit the controller and node handlers beyond RBAC (admission/), the node volume provisioner's
-// RBAC and default StorageClass (hostpath/), the node VM handler's RBAC
-// (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/), the
+// limit the controller and node handlers beyond RBAC (admission/), the
+// privileged namespace of the node daemons (node/), the volume
+// provisioner's DaemonSet, RBAC and default StorageClass (hostpath/), the
+// VM handler's DaemonSet and RBAC (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/), the
 // validating and the requester-recording mutating webhooks (webhook/; their
 // serving certificate Secret and caBundle come from the installer), the upload API's APIService and
 // Services (upload/), the user roles aggregated into admin, edit and view
@@ -16,12 +17,13 @@ import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed admission/*.yaml crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml golden/*.yaml users/*.yaml
+//go:embed admission/*.yaml crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml node/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml golden/*.yaml users/*.yaml
 var FS embed.FS
 
 // Files in the order they are applied.
 var Files = []string{
 	"manager/namespace.yaml",
+	"node/namespace.yaml",
 	"crd/hco.kubevirt.io_hyperconvergeds.yaml",
 	"crd/kubevirt.io_virtualmachines.yaml",
 	"crd/kubevirt.io_virtualmachineinstances.yaml",
@@ -39,10 +41,14 @@ var Files = []string{
 	"users/roles.yaml",
 	"manager/manager.yaml",
 	"hostpath/role.yaml",
+	"hostpath/service_account.yaml",
 	"hostpath/role_binding.yaml",
 	"hostpath/storageclass.yaml",
+	"hostpath/daemonset.yaml",
 	"handler/role.yaml",
+	"handler/service_account.yaml",
 	"handler/role_binding.yaml",
+	"handler/daemonset.yaml",
 	"upload/apiservice.yaml",
 	"golden/namespace.yaml",
 }
@@ -60,12 +66,22 @@ const (
 	ControllerUser           = "system:serviceaccount:" + Namespace + ":" + ControllerServiceAccount
 )
 
-// Each node's VM handler authenticates as HandlerUserPrefix + the node's
-// name, in HandlerGroup; the group holds the handler's RBAC and
-// admission/policies.yaml limits each handler to its node's objects.
+// NodeNamespace holds the node daemons, the only privileged Pods tekvirt
+// runs: the VM handler and the volume provisioner DaemonSets.
+const NodeNamespace = "tekvirt-node"
+
+// Every node's VM handler authenticates as HandlerUser with a token bound
+// to its Pod, whose node the API server adds to the user's extra as
+// NodeNameExtra; admission/policies.yaml limits each handler to that
+// node's objects.
 const (
-	HandlerUserPrefix = "system:tekvirt-handler:"
-	HandlerGroup      = "tekvirt:handlers"
+	HandlerDaemonSet  = "tekvirt-handler"
+	HandlerUser       = "system:serviceaccount:" + NodeNamespace + ":tekvirt-handler"
+	NodeNameExtra     = "authentication.kubernetes.io/node-name"
+	HostpathDaemonSet = "tekvirt-hostpath"
+	// HandlerCertSecret holds the serving certificate of the handlers'
+	// exec endpoint (tls.crt, tls.key), valid for every node's name.
+	HandlerCertSecret = "tekvirt-handler-cert"
 )
 
 // GoldenNamespace holds the golden images (DataSources) every user may

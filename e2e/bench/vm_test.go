@@ -232,7 +232,7 @@ func TestExecuteInVMOverhead(t *testing.T) {
 			l += rssMiB(t, pid)
 		}
 	}
-	h, q := rssMiB(t, f.ComponentPID(t, "tekvirt-handler")), rssMiB(t, qemu)
+	h, q := rssMiB(t, framework.HandlerPID()), rssMiB(t, qemu)
 	t.Logf("RSS per VM: launcher Pod but QEMU %.1f MiB, QEMU %.1f MiB (256Mi guest); handler %.1f MiB per node", l, q, h)
 	t.Logf("launcher / QEMU: %.2f; (launcher + handler) / QEMU with one VM: %.2f", l/q, (l+h)/q)
 }

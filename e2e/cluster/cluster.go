@@ -70,8 +70,9 @@ func (c *Cluster) BinDir() string { return filepath.Join(c.Home, "bin") }
 
 func (c *Cluster) pkiDir() string { return filepath.Join(c.Home, "pki") }
 
-// KubeletRoot is the kubelet's --root-dir, where it keeps Pods' volumes.
-func (c *Cluster) KubeletRoot() string { return c.path("data", "kubelet") }
+// KubeletRoot is the kubelet's --root-dir, where it keeps Pods' volumes:
+// the default, which the handler DaemonSet's manifest names.
+func (c *Cluster) KubeletRoot() string { return "/var/lib/kubelet" }
 
 func (c *Cluster) path(parts ...string) string {
 	return filepath.Join(append([]string{c.Home}, parts...)...)
@@ -133,19 +134,13 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.prepareHost(); err != nil {
 		return err
 	}
-	procs := c.processes(bins)
-	for _, p := range procs {
-		if err := c.ensureUnless(ctx, p, p.afterInstall); err != nil {
+	for _, p := range c.processes(bins) {
+		if err := c.ensure(ctx, p); err != nil {
 			return err
 		}
 	}
 	if err := c.install(ctx, bins); err != nil {
 		return err
-	}
-	for _, p := range procs {
-		if err := c.ensureUnless(ctx, p, !p.afterInstall); err != nil {
-			return err
-		}
 	}
 	c.progress("cluster is up")
 	fmt.Fprintf(c.Out, "\nexport KUBECONFIG=%s\nexport PATH=%s:$PATH\n", c.Kubeconfig(), c.BinDir())
@@ -182,13 +177,6 @@ type ComponentStatus struct {
 	Name    string
 	PID     int
 	LogFile string
-}
-
-func (c *Cluster) ensureUnless(ctx context.Context, p *process, skip bool) error {
-	if skip {
-		return nil
-	}
-	return c.ensure(ctx, p)
 }
 
 // Status lists every component and its PID (0 when not running).

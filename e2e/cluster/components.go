@@ -14,10 +14,6 @@ import (
 )
 
 const (
-	hostpathProbeAddr = "127.0.0.1:10270"
-	handlerProbeAddr  = "127.0.0.1:10271"
-	// HandlerExecPort is where the node's handler serves guest exec.
-	HandlerExecPort = 8186
 	// NodeRoot holds the handler's VM directories, the containerDisk cache
 	// and the volume pool, outside Home (which may be a private home
 	// directory) at the path a node of a real cluster would use.
@@ -83,13 +79,6 @@ func (c *Cluster) processes(b binaries) []*process {
 			ports: []string{"127.0.0.1:10256"}, ready: httpReady(nil, "http://127.0.0.1:10256/livez"),
 		},
 		{
-			name: "hostpath-provisioner", binary: filepath.Join(b.tekvirt, "tekvirt-hostpath"),
-			args: []string{"--kubeconfig", etc("hostpath.kubeconfig"), "--root", c.StorageRoot(), "--node", c.NodeName,
-				"--health-probe-bind-address", hostpathProbeAddr},
-			ports: []string{hostpathProbeAddr}, ready: httpReady(nil, "http://"+hostpathProbeAddr+"/readyz"),
-			afterInstall: true,
-		},
-		{
 			name: "virtlogd", binary: "/usr/sbin/virtlogd",
 			ready: socketReady("/run/libvirt/virtlogd-sock"),
 		},
@@ -98,29 +87,12 @@ func (c *Cluster) processes(b binaries) []*process {
 			args:  []string{"-f", etc("libvirtd.conf")},
 			ready: socketReady(c.LibvirtSocket()),
 		},
-		c.handlerProcess(b),
 	}
 }
 
 // ContainerDiskMaxBytes is the testbed's cap on one containerDisk's files:
 // well above its guests', low enough that a test can cross it quickly.
 const ContainerDiskMaxBytes = 1 << 30
-
-// handlerProcess is the VM runtime's node daemon.
-func (c *Cluster) handlerProcess(b binaries) *process {
-	execAddr := net.JoinHostPort(c.NodeIP.String(), strconv.Itoa(HandlerExecPort))
-	args := []string{"--kubeconfig", c.path("etc", "handler.kubeconfig"), "--node", c.NodeName, "--root", NodeRoot,
-		"--kubelet-root", c.KubeletRoot(),
-		"--exec-addr", execAddr,
-		"--tls-cert-file", filepath.Join(c.pkiDir(), "handler-serving.crt"), "--tls-private-key-file", filepath.Join(c.pkiDir(), "handler-serving.key"),
-		"--health-probe-bind-address", handlerProbeAddr,
-		"--container-disk-max-bytes", strconv.FormatInt(ContainerDiskMaxBytes, 10)}
-	return &process{
-		name: "tekvirt-handler", binary: filepath.Join(b.tekvirt, "tekvirt-handler"), args: args,
-		ports: []string{handlerProbeAddr, execAddr}, ready: httpReady(nil, "http://"+handlerProbeAddr+"/readyz"),
-		afterInstall: true,
-	}
-}
 
 func insecureTLS() *tls.Config {
 	// Component health endpoints serve self-signed certificates; only

@@ -19,7 +19,6 @@ var clientCerts = []certRequest{
 	{file: "controller-manager", cn: "system:kube-controller-manager"},
 	{file: "scheduler", cn: "system:kube-scheduler"},
 	{file: "kube-proxy", cn: "system:kube-proxy"},
-	{file: "hostpath", cn: "system:tekvirt-hostpath"},
 	{file: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
 }
 
@@ -33,7 +32,6 @@ func (c *Cluster) writeConfigs() error {
 	reqs := append([]certRequest{}, clientCerts...)
 	reqs = append(reqs,
 		certRequest{file: "kubelet", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}},
-		certRequest{file: "handler", cn: ctrlconfig.HandlerUserPrefix + c.NodeName, orgs: []string{ctrlconfig.HandlerGroup}},
 		certRequest{file: "kubelet-serving", cn: c.NodeName, dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
 		certRequest{file: "webhook-serving", cn: ctrlconfig.WebhookService, server: true, dns: serviceNames(ctrlconfig.Namespace,
 			ctrlconfig.WebhookService, ctrlconfig.APIService, ctrlconfig.UploadProxyService)},
@@ -60,7 +58,7 @@ func (c *Cluster) writeConfigs() error {
 		return fmt.Errorf("service account key: %w", err)
 	}
 	local := fmt.Sprintf("https://127.0.0.1:%d", APIServerPort)
-	for _, name := range []string{"controller-manager", "scheduler", "kube-proxy", "kubelet", "hostpath", "handler"} {
+	for _, name := range []string{"controller-manager", "scheduler", "kube-proxy", "kubelet"} {
 		if err := c.writeKubeconfig(c.path("etc", name+".kubeconfig"), name, local); err != nil {
 			return err
 		}

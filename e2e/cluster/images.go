@@ -70,6 +70,8 @@ func (c *Cluster) pushImages(b binaries) (Images, error) {
 	}
 	specs := map[string]ocibuild.Spec{
 		tekvirtModule + "/cmd/tekvirt-launcher":   launcherImage(base, filepath.Join(b.tekvirt, "tekvirt-launcher")),
+		tekvirtModule + "/cmd/tekvirt-handler":    launcherImage(base, filepath.Join(b.tekvirt, "tekvirt-handler")),
+		tekvirtModule + "/cmd/tekvirt-hostpath":   goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-hostpath")),
 		ShellImageKey:                             bb,
 		tekvirtModule + "/cmd/tekvirt-pause":      goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-pause")),
 		tekvirtModule + "/cmd/tekvirt-controller": goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-controller")),

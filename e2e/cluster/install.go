@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,19 +85,11 @@ func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, image
 		if err != nil {
 			return fmt.Errorf("decoding %s: %w", f, err)
 		}
-		if f == ctrlconfig.MutatingWebhookFile || f == ctrlconfig.ValidatingWebhookFile || f == ctrlconfig.APIServiceFile {
-			if err := c.setCABundle(docs); err != nil {
-				return err
-			}
+		extra, err := c.adjust(f, docs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
 		}
-		objs = append(objs, docs...)
-		if f == "manager/namespace.yaml" {
-			secret, err := c.webhookSecret()
-			if err != nil {
-				return err
-			}
-			objs = append(objs, secret)
-		}
+		objs = append(append(objs, docs...), extra...)
 	}
 	if err := a.apply(ctx, objs); err != nil {
 		return err
@@ -103,23 +97,49 @@ func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, image
 	if err := k.waitDeployment(ctx, ctrlconfig.Namespace, "tekvirt-controller"); err != nil {
 		return err
 	}
+	for _, ds := range []string{ctrlconfig.HostpathDaemonSet, ctrlconfig.HandlerDaemonSet} {
+		if err := k.waitDaemonSet(ctx, ctrlconfig.NodeNamespace, ds); err != nil {
+			return err
+		}
+	}
 	hc := objs[len(objs)-1]
 	return waitAvailable(ctx, a, hc)
 }
 
-// webhookSecret holds the serving certificate of the VM validating webhook.
-func (c *Cluster) webhookSecret() (*unstructured.Unstructured, error) {
-	crt, err := os.ReadFile(filepath.Join(c.pkiDir(), "webhook-serving.crt"))
+// adjust sets in the docs of manifest file what this cluster provides (the
+// CA bundle of webhooks, the testbed's containerDisk cap) and returns the
+// objects to apply right after them: the serving certificates' Secrets,
+// signed by the cluster CA, after their namespaces.
+func (c *Cluster) adjust(file string, docs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	switch file {
+	case ctrlconfig.MutatingWebhookFile, ctrlconfig.ValidatingWebhookFile, ctrlconfig.APIServiceFile:
+		return nil, c.setCABundle(docs)
+	case "manager/namespace.yaml":
+		secret, err := c.tlsSecret("webhook-serving", ctrlconfig.WebhookSecret, ctrlconfig.Namespace)
+		return []*unstructured.Unstructured{secret}, err
+	case "node/namespace.yaml":
+		secret, err := c.tlsSecret("handler-serving", ctrlconfig.HandlerCertSecret, ctrlconfig.NodeNamespace)
+		return []*unstructured.Unstructured{secret}, err
+	case "handler/daemonset.yaml":
+		return nil, setArg(docs[0], "--container-disk-max-bytes", strconv.Itoa(ContainerDiskMaxBytes))
+	}
+	return nil, nil
+}
+
+// tlsSecret holds the serving certificate pki/<file>.crt, signed by the
+// cluster CA: the webhooks' and API's, and the handlers' exec endpoint's.
+func (c *Cluster) tlsSecret(file, name, ns string) (*unstructured.Unstructured, error) {
+	crt, err := os.ReadFile(filepath.Join(c.pkiDir(), file+".crt"))
 	if err != nil {
 		return nil, err
 	}
-	key, err := os.ReadFile(filepath.Join(c.pkiDir(), "webhook-serving.key"))
+	key, err := os.ReadFile(filepath.Join(c.pkiDir(), file+".key"))
 	if err != nil {
 		return nil, err
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-		"metadata": map[string]any{"name": ctrlconfig.WebhookSecret, "namespace": ctrlconfig.Namespace},
+		"metadata": map[string]any{"name": name, "namespace": ns},
 		"data": map[string]any{
 			"tls.crt": base64.StdEncoding.EncodeToString(crt),
 			"tls.key": base64.StdEncoding.EncodeToString(key),
@@ -152,6 +172,30 @@ func (c *Cluster) setCABundle(docs []*unstructured.Unstructured) error {
 		}
 	}
 	return nil
+}
+
+// setArg replaces the value of flag (written --flag=value) in the first
+// container of a workload's Pod template.
+func setArg(workload *unstructured.Unstructured, flag, value string) error {
+	containers, _, _ := unstructured.NestedSlice(workload.Object, "spec", "template", "spec", "containers")
+	if len(containers) == 0 {
+		return fmt.Errorf("%s %s has no containers", workload.GetKind(), workload.GetName())
+	}
+	c := containers[0].(map[string]any)
+	args, _, _ := unstructured.NestedStringSlice(c, "args")
+	found := false
+	for i, a := range args {
+		if strings.HasPrefix(a, flag+"=") {
+			args[i], found = flag+"="+value, true
+		}
+	}
+	if !found {
+		return fmt.Errorf("%s %s has no %s argument", workload.GetKind(), workload.GetName(), flag)
+	}
+	if err := unstructured.SetNestedStringSlice(c, args, "args"); err != nil {
+		return err
+	}
+	return unstructured.SetNestedSlice(workload.Object, containers, "spec", "template", "spec", "containers")
 }
 
 var hyperConvergedGVR = schema.GroupVersionResource{Group: "hco.kubevirt.io", Version: "v1beta1", Resource: "hyperconvergeds"}

@@ -65,7 +65,37 @@ func (k *kube) waitDeployment(ctx context.Context, ns, name string) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("deployment %s/%s not available: %s (kubectl -n %s logs deploy/%s)", ns, name, k.podProblems(ctx, ns, name), ns, name)
+	var problems string
+	if d, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		problems = err.Error()
+	} else {
+		problems = k.podProblems(ctx, ns, d.Spec.Selector)
+	}
+	return fmt.Errorf("deployment %s/%s not available: %s (kubectl -n %s logs deploy/%s)", ns, name, problems, ns, name)
+}
+
+// waitDaemonSet waits until every node the daemon set should run on has a
+// ready Pod of its current revision.
+func (k *kube) waitDaemonSet(ctx context.Context, ns, name string) error {
+	var problems string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := k.cs.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			problems = err.Error()
+			return false, nil
+		}
+		st := d.Status
+		if st.ObservedGeneration >= d.Generation && st.DesiredNumberScheduled > 0 &&
+			st.UpdatedNumberScheduled == st.DesiredNumberScheduled && st.NumberAvailable == st.DesiredNumberScheduled {
+			return true, nil
+		}
+		problems = k.podProblems(context.WithoutCancel(ctx), ns, d.Spec.Selector)
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("daemon set %s/%s not ready: %s (kubectl -n %s logs ds/%s)", ns, name, problems, ns, name)
+	}
+	return nil
 }
 
 func deploymentAvailable(d *appsv1.Deployment) bool {
@@ -79,13 +109,9 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 	return d.Status.UpdatedReplicas >= want && d.Status.AvailableReplicas >= want && d.Status.Replicas == d.Status.UpdatedReplicas
 }
 
-// podProblems summarises why the deployment's pods are not ready.
-func (k *kube) podProblems(ctx context.Context, ns, name string) string {
-	d, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err.Error()
-	}
-	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+// podProblems summarises why the selected pods are not ready.
+func (k *kube) podProblems(ctx context.Context, ns string, selector *metav1.LabelSelector) string {
+	sel, err := metav1.LabelSelectorAsSelector(selector)
 	if err != nil {
 		return err.Error()
 	}

@@ -17,8 +17,10 @@ import (
 
 // launcherPackages are the Debian packages (installed by .ci/setup-host)
 // whose files, with those of everything they depend on, are the launcher
-// image's base: libvirt's daemon and QEMU driver, and QEMU.
-var launcherPackages = []string{"libvirt-daemon", "libvirt-daemon-driver-qemu", "qemu-system-x86"}
+// image's base: libvirt's daemon and QEMU driver and QEMU for the launcher;
+// qemu-img (each containerDisk's overlay), mkfs.vfat and mcopy (cloud-init
+// seeds) for the handler, whose image shares this base.
+var launcherPackages = []string{"libvirt-daemon", "libvirt-daemon-driver-qemu", "qemu-system-x86", "qemu-utils", "dosfstools", "mtools"}
 
 // debPackage is an installed Debian package.
 type debPackage struct {
@@ -216,7 +218,9 @@ func (c *Cluster) launcherBase() (string, error) {
 	return path, nil
 }
 
-// launcherImage runs tekvirt-launcher over the base layer.
+// launcherImage runs binary over the base layer: tekvirt-launcher, and
+// tekvirt-handler, which links libvirt's client library and runs qemu-img
+// (the layer is shared, so the handler's image adds only its binary).
 func launcherImage(base, binary string) ocibuild.Spec {
 	spec := goBinaryImage(binary)
 	spec.Base = base

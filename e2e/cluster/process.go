@@ -32,9 +32,6 @@ type process struct {
 	ready func(ctx context.Context) error
 	// readyTimeout bounds the wait for ready after a start.
 	readyTimeout time.Duration
-	// afterInstall defers the start until the cluster objects it needs
-	// (its RBAC) are installed.
-	afterInstall bool
 }
 
 func (c *Cluster) pidFile(name string) string { return filepath.Join(c.Home, "run", name+".pid") }

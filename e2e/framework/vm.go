@@ -25,6 +25,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 )
 
@@ -140,6 +141,14 @@ func WaitGone(t testing.TB, c client.Client, obj client.Object, timeout time.Dur
 // machine (on the node's libvirtd or in a launcher Pod), 0 if none. A VM
 // that restarts gets a new one.
 func QEMUPid(name string) int {
+	return findProcess(func(cmdline string) bool {
+		return strings.HasPrefix(cmdline, "/usr/bin/qemu-system") && strings.Contains(cmdline, "guest="+name+",")
+	})
+}
+
+// findProcess is the first process on this machine whose command line
+// (arguments separated by NUL) matches, 0 if none.
+func findProcess(match func(cmdline string) bool) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -150,7 +159,7 @@ func QEMUPid(name string) int {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.HasPrefix(string(cmdline), "/usr/bin/qemu-system") && strings.Contains(string(cmdline), "guest="+name+",") {
+		if err == nil && match(string(cmdline)) {
 			return pid
 		}
 	}
@@ -188,18 +197,28 @@ func (f *Framework) LauncherPod(t testing.TB, vmi *v1.VirtualMachineInstance) *c
 	return &pods.Items[0]
 }
 
-// ComponentPID reads the PID file `tekvirt up` keeps for a component.
-func (f *Framework) ComponentPID(t testing.TB, name string) int {
+// HandlerPod is the handler DaemonSet's Pod on node that is not being
+// deleted.
+func (f *Framework) HandlerPod(t testing.TB, node string) *corev1.Pod {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(f.Home, "run", name+".pid"))
+	pods, err := f.Kube.CoreV1().Pods(ctrlconfig.NodeNamespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/name=" + ctrlconfig.HandlerDaemonSet, FieldSelector: "spec.nodeName=" + node})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pid int
-	if _, err := fmt.Sscan(string(data), &pid); err != nil {
-		t.Fatalf("PID file of %s: %v", name, err)
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp == nil {
+			return &pods.Items[i]
+		}
 	}
-	return pid
+	t.Fatalf("no handler Pod on node %s", node)
+	return nil
+}
+
+// HandlerPID is the pid of the handler process on this machine (the one
+// node's handler container), 0 if none runs.
+func HandlerPID() int {
+	return findProcess(func(cmdline string) bool { return strings.HasPrefix(cmdline, "/ko-app/tekvirt-handler\x00") })
 }
 
 // BindTaskRole lets the catalog task's ServiceAccount act in ns, as the

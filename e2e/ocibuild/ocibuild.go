@@ -79,7 +79,7 @@ func Build(spec Spec) (v1.Image, error) {
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", "amd64"
 	cfg.Config.Entrypoint = spec.Entrypoint
-	cfg.Config.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin:/ko-app"}, spec.Env...)
+	cfg.Config.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/ko-app"}, spec.Env...)
 	cfg.Config.User = spec.User
 	return mutate.ConfigFile(img, cfg)
 }
