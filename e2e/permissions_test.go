@@ -15,6 +15,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,7 +50,7 @@ func readmePermissions(t *testing.T) []permissionRow {
 		switch {
 		case strings.HasPrefix(line, "#"):
 			in = strings.Contains(line, "Permissions of tekvirt's components")
-		case in && strings.HasPrefix(line, "| controller |") || in && strings.HasPrefix(line, "| handler |"):
+		case in && (strings.HasPrefix(line, "| controller |") || strings.HasPrefix(line, "| handler |") || strings.HasPrefix(line, "| operator |")):
 			cells := strings.Split(line, "|")
 			rows = append(rows, permissionRow{who: strings.TrimSpace(cells[1]),
 				check: strings.Trim(strings.TrimSpace(cells[2]), "`"), answer: strings.TrimSpace(cells[3])})
@@ -77,10 +78,11 @@ func TestComponentPermissionsAsPublished(t *testing.T) {
 	rows := readmePermissions(t)
 	as := map[string][]string{
 		"controller": {"--as=" + ctrlconfig.ControllerUser},
+		"operator":   {"--as=" + ctrlconfig.OperatorUser},
 		"handler":    {"--as=" + ctrlconfig.HandlerUser},
 	}
 	mustHave := map[string]bool{"controller get secrets -n <tenant>": false, "controller get pods --subresource=log -n <tenant>": false,
-		"controller create rolebindings -n <tenant>": false, "handler patch nodes": false}
+		"controller create rolebindings -n <tenant>": false, "handler patch nodes": false, "operator create rolebindings -n <tenant>": false}
 	for _, r := range rows {
 		if _, ok := mustHave[r.who+" "+r.check]; ok {
 			mustHave[r.who+" "+r.check] = true
@@ -159,12 +161,12 @@ func refused(t *testing.T, what string, err error, want string) {
 	}
 }
 
-// TestAttackControllerRights: what the controller's rights to create runs,
-// RoleBindings and launcher Pods in every namespace cannot be turned into
-// (were the controller compromised): a run or Pod as another
-// ServiceAccount, with the node's files, network or privileges, or a
-// binding that hands a role to itself or to a user. The shapes the
-// controller does create are admitted.
+// TestAttackControllerRights: what the controller's rights to create runs
+// and launcher Pods, and the operator's to create RoleBindings, in every
+// namespace cannot be turned into (were either compromised): a run or Pod
+// as another ServiceAccount, with the node's files, network or privileges,
+// or a binding that hands a role to either of them or to a user. The shapes
+// they do create are admitted.
 func TestAttackControllerRights(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
@@ -216,18 +218,23 @@ func TestAttackControllerRights(t *testing.T) {
 		return rbacv1.Subject{Kind: "ServiceAccount", Namespace: ns, Name: name}
 	}
 	const taskRole = "tekvirt-import-disk-task"
-	if err := ctrl.Create(ctx, binding(taskRole, sa(ns, "import-disk-task")), dry); err != nil {
-		t.Errorf("a task role bound to a ServiceAccount of the namespace (what the controller creates): %v", err)
+	if err := ctrl.Create(ctx, binding(taskRole, sa(ns, "import-disk-task")), dry); !apierrors.IsForbidden(err) {
+		t.Errorf("a RoleBinding by the controller: err = %v, want RBAC's refusal (the operator binds the catalog's roles)", err)
+	}
+	op := componentClient(t, f, ctrlconfig.OperatorUser)
+	if err := op.Create(ctx, binding(taskRole, sa(ns, "import-disk-task")), dry); err != nil {
+		t.Errorf("a task role bound to a ServiceAccount of the namespace (what the operator creates): %v", err)
 	}
 	for what, rb := range map[string]*rbacv1.RoleBinding{
 		"task role bound to the controller":                     binding(taskRole, sa(ctrlconfig.Namespace, ctrlconfig.ControllerServiceAccount)),
+		"task role bound to the operator":                       binding(taskRole, sa(ctrlconfig.Namespace, ctrlconfig.OperatorDeployment)),
 		"task role bound to a user":                             binding(taskRole, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}),
 		"task role bound to another namespace's ServiceAccount": binding(taskRole, sa("default", "default")),
 	} {
-		refused(t, what, ctrl.Create(ctx, rb, dry), "binds only its task roles")
+		refused(t, what, op.Create(ctx, rb, dry), "binds only the catalog's task roles")
 	}
-	if err := ctrl.Create(ctx, binding("admin", sa(ns, "default")), dry); err == nil || !strings.Contains(err.Error(), "forbidden") {
-		t.Errorf("admin bound by the controller: err = %v, want RBAC's refusal", err)
+	if err := op.Create(ctx, binding("admin", sa(ns, "default")), dry); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("admin bound by the operator: err = %v, want RBAC's refusal", err)
 	}
 	// The refusals below are the controller's policy's: Pod Security, which
 	// the testbed enforces everywhere, would refuse some first.

@@ -34,6 +34,7 @@ import (
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/e2e/framework"
+	"github.com/tekvirt/tekvirt/tasks/kube"
 )
 
 // TestImageUpload: `tekvirt image-upload` puts the guest's qcow2.xz into a
@@ -167,19 +168,17 @@ type proxyClient struct {
 	hc  *http.Client
 }
 
-// uploadProxy reaches the upload proxy Service, trusting the cluster CA.
-func uploadProxy(t *testing.T, f *framework.Framework, c client.Client) *proxyClient {
+// uploadProxy reaches the upload proxy Service, trusting the CA bundle the
+// operator publishes (and nothing else).
+func uploadProxy(t *testing.T, _ *framework.Framework, c client.Client) *proxyClient {
 	t.Helper()
 	svc := &corev1.Service{}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.UploadProxyService}, svc); err != nil {
 		t.Fatal(err)
 	}
-	ca := f.Config.CAData
-	if len(ca) == 0 {
-		var err error
-		if ca, err = os.ReadFile(f.Config.CAFile); err != nil {
-			t.Fatal(err)
-		}
+	ca, err := kube.TekvirtCA(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)

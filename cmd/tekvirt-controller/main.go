@@ -25,7 +25,6 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/dataimportcron"
 	"github.com/tekvirt/tekvirt/controllers/datasource"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
-	"github.com/tekvirt/tekvirt/controllers/hyperconverged"
 	"github.com/tekvirt/tekvirt/controllers/manager"
 	"github.com/tekvirt/tekvirt/controllers/requester"
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
@@ -74,9 +73,6 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err != nil {
 		return err
 	}
-	if err := (&hyperconverged.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the hyperconverged controller: %w", err)
-	}
 	if err := (&vm.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the VirtualMachine controller: %w", err)
 	}
@@ -118,8 +114,11 @@ func uploadKey(mgr ctrl.Manager) (ed25519.PrivateKey, error) {
 
 // addUploadServers serves the UploadTokenRequest API and the upload proxy.
 func addUploadServers(mgr ctrl.Manager, certDir string, key ed25519.PrivateKey, port ports) error {
-	apiTLS, allowed, err := uploadtoken.ServerTLS(context.Background(), mgr.GetAPIReader(), certDir)
+	apiTLS, allowed, certs, err := uploadtoken.ServerTLS(context.Background(), mgr.GetAPIReader(), certDir)
 	if err != nil {
+		return err
+	}
+	if err := mgr.Add(certs); err != nil {
 		return err
 	}
 	api := &uploadtoken.API{Key: key, Client: mgr.GetAPIReader(), AllowedNames: allowed, Log: ctrl.Log.WithName("uploadtoken")}

@@ -27,6 +27,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
 	"github.com/tekvirt/tekvirt/images"
+	"github.com/tekvirt/tekvirt/tasks/kube"
 )
 
 type uploadFlags struct {
@@ -66,7 +67,7 @@ func imageUploadCmd(g *globalFlags) *cobra.Command {
 }
 
 func (g *globalFlags) imageUpload(ctx context.Context, name string, f uploadFlags, log io.Writer) error {
-	c, cfg, err := g.kubeClient()
+	c, _, err := g.kubeClient()
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func (g *globalFlags) imageUpload(ctx context.Context, name string, f uploadFlag
 	if err := c.Create(ctx, tr); err != nil {
 		return fmt.Errorf("requesting an upload token: %w", err)
 	}
-	proxy, err := proxyClient(ctx, c, cfg.CAData, f)
+	proxy, err := proxyClient(ctx, c, f)
 	if err != nil {
 		return err
 	}
@@ -156,16 +157,20 @@ func waitDV(ctx context.Context, c client.Client, ns, name string, timeout time.
 	return err
 }
 
-// proxyClient reaches the upload proxy at --uploadproxy-url, else at its
+// proxyClient reaches the upload proxy at --uploadproxy-url or else at its
 // Service's cluster IP, verifying its certificate (for the Service's DNS
-// name) with the cluster CA.
-func proxyClient(ctx context.Context, c client.Client, caPEM []byte, f uploadFlags) (*uploadproxy.Client, error) {
+// name) with tekvirt's CA bundle, which the operator publishes.
+func proxyClient(ctx context.Context, c client.Client, f uploadFlags) (*uploadproxy.Client, error) {
 	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
-	if len(caPEM) > 0 {
-		var err error
-		if tr, err = images.CATransport(caPEM); err != nil {
-			return nil, fmt.Errorf("the kubeconfig's CA: %w", err)
+	if !f.insecure {
+		caPEM, err := kube.TekvirtCA(ctx, c)
+		if err != nil {
+			return nil, err
 		}
+		if tr, err = images.CATransport(caPEM); err != nil {
+			return nil, fmt.Errorf("tekvirt's CA bundle: %w", err)
+		}
+		tr.Proxy = http.ProxyFromEnvironment
 	}
 	tlsCfg := tr.TLSClientConfig
 	tlsCfg.InsecureSkipVerify = f.insecure //nolint:gosec // only with --insecure

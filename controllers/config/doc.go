@@ -6,21 +6,25 @@
 // provisioner's DaemonSet, RBAC and default StorageClass (hostpath/), the
 // VM handler's DaemonSet and RBAC (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/), the
 // validating and the requester-recording mutating webhooks (webhook/; their
-// serving certificate Secret and caBundle come from the installer), the upload API's APIService and
+// serving certificate Secret and caBundle come from the operator), the upload API's APIService and
 // Services (upload/), the user roles aggregated into admin, edit and view
 // (users/), the golden image namespace and its readers'
 // RBAC (golden/) and the default HyperConverged
-// (samples/). Images are named ko://<import path> and resolved on install.
+// (samples/), and the operator that deploys the rest: its Deployment and
+// RBAC, and the role that lets every authenticated user read the CA bundle
+// (operator/). Images are named ko://<import path> and resolved on install.
 package config
 
 import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed admission/*.yaml crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml node/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml golden/*.yaml users/*.yaml
+//go:embed admission/*.yaml crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml node/*.yaml operator/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml golden/*.yaml users/*.yaml
 var FS embed.FS
 
-// Files in the order they are applied.
+// Files are what the release installs, in the order they are applied: the
+// namespaces, CRDs, every component's RBAC, the admission policies and the
+// operator, which deploys ComponentFiles.
 var Files = []string{
 	"manager/namespace.yaml",
 	"node/namespace.yaml",
@@ -34,30 +38,48 @@ var Files = []string{
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",
 	"admission/policies.yaml",
-	"webhook/service.yaml",
-	"webhook/mutating.yaml",
-	"webhook/validating.yaml",
-	"upload/service.yaml",
 	"users/roles.yaml",
-	"manager/manager.yaml",
 	"hostpath/role.yaml",
 	"hostpath/service_account.yaml",
 	"hostpath/role_binding.yaml",
-	"hostpath/storageclass.yaml",
-	"hostpath/daemonset.yaml",
 	"handler/role.yaml",
 	"handler/service_account.yaml",
 	"handler/role_binding.yaml",
-	"handler/daemonset.yaml",
-	"upload/apiservice.yaml",
 	"golden/namespace.yaml",
+	"operator/ca_reader.yaml",
+	"operator/role.yaml",
+	"operator/service_account.yaml",
+	"operator/role_binding.yaml",
+	"operator/operator.yaml",
+}
+
+// ComponentFiles are what the operator deploys and keeps as written, with
+// their images, CA bundles and serving certificates filled in: the
+// controller with its webhooks, upload API and upload proxy, the default
+// StorageClass and the node daemons.
+var ComponentFiles = []string{
+	"webhook/service.yaml",
+	"upload/service.yaml",
+	"manager/manager.yaml",
+	"webhook/mutating.yaml",
+	"webhook/validating.yaml",
+	"upload/apiservice.yaml",
+	"hostpath/storageclass.yaml",
+	"hostpath/daemonset.yaml",
+	"handler/daemonset.yaml",
 }
 
 // DefaultHyperConverged is the entry object `tekvirt up` creates.
 const DefaultHyperConverged = "samples/hyperconverged.yaml"
 
-// Namespace is where the controller runs.
+// Namespace is where the operator and the controller run.
 const Namespace = "tekvirt-system"
+
+// OperatorDeployment runs the HyperConverged reconciler, as OperatorUser.
+const (
+	OperatorDeployment = "tekvirt-operator"
+	OperatorUser       = "system:serviceaccount:" + Namespace + ":tekvirt-operator"
+)
 
 // ControllerServiceAccount is the controller's ServiceAccount in Namespace,
 // and ControllerUser the user name it authenticates as.

@@ -12,11 +12,11 @@ import (
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 )
 
-// TestControllerMayBindEveryTaskRole keeps the bind rule of the generated
+// TestOperatorMayBindEveryTaskRole keeps the bind rule of the generated
 // controller role in step with the catalog: the controller can only create
 // a task's RoleBinding if it may bind that task's ClusterRole.
-func TestControllerMayBindEveryTaskRole(t *testing.T) {
-	data, err := fs.ReadFile(ctrlconfig.FS, "rbac/role.yaml")
+func TestOperatorMayBindEveryTaskRole(t *testing.T) {
+	data, err := fs.ReadFile(ctrlconfig.FS, "operator/role.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestControllerMayBindEveryTaskRole(t *testing.T) {
 	}
 	for _, r := range roles {
 		if !slices.Contains(bindable, r.GetName()) {
-			t.Errorf("controller role may not bind %s: add it to the kubebuilder:rbac bind marker in reconciler.go and run make generate", r.GetName())
+			t.Errorf("operator role may not bind %s: add it to the kubebuilder:rbac bind marker in reconciler.go and run make generate", r.GetName())
 		}
 	}
 }

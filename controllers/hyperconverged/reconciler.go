@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,26 +14,34 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tekvirt/tekvirt/catalog"
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 )
 
 const (
 	finalizer  = "hco.kubevirt.io/tekvirt-catalog"
-	fieldOwner = client.FieldOwner("tekvirt-controller")
+	fieldOwner = client.FieldOwner("tekvirt-operator")
 )
 
-// Reconciler installs the catalog for the HyperConverged singleton.
+// Reconciler deploys tekvirt's components and installs the catalog for the
+// HyperConverged singleton.
 type Reconciler struct {
 	Client client.Client
 	// StepImage is the tekvirt-step image reference the Tasks run.
 	StepImage string
+	// Images are the component images by import path (StepImage among them).
+	Images Images
+	// Now is the clock certificates are issued and renewed by (time.Now when nil).
+	Now func() time.Time
 }
 
 // +kubebuilder:rbac:groups=hco.kubevirt.io,resources=hyperconvergeds,verbs=get;list;watch;update;patch
@@ -41,6 +51,14 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=create
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,namespace=tekvirt-system,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=tekvirt-system,resources=services;secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,namespace=tekvirt-node,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=tekvirt-node,resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-generate-ssh-keys-task;tekvirt-create-vm-from-manifest-task;tekvirt-wait-for-vmi-status-task;tekvirt-execute-in-vm-task;tekvirt-cleanup-vm-task;tekvirt-import-disk-task;tekvirt-clone-disk-task;tekvirt-modify-data-object-task;tekvirt-prune-data-volumes-task
 
 // Reconcile installs or removes the catalog and reports it in status.
@@ -72,12 +90,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		base = hc.DeepCopy()
 	}
+	var renew time.Time
+	if r.Images != nil {
+		if renew, obs.err = r.deploy(ctx, hc, &obs); obs.err != nil {
+			return ctrl.Result{}, fmt.Errorf("reconciling %s: %w", klog.KObj(hc), obs.err)
+		}
+	}
 	obs.installed, obs.err = r.install(ctx, hc.CatalogNamespace())
 	if obs.err != nil {
+		obs.err = fmt.Errorf("installing the catalog into %s: %w", hc.CatalogNamespace(), obs.err)
 		return ctrl.Result{}, fmt.Errorf("reconciling %s: %w", klog.KObj(hc), obs.err)
 	}
-	log.V(1).Info("catalog installed", "namespace", hc.CatalogNamespace(), "objects", obs.installed)
-	return ctrl.Result{}, nil
+	log.V(1).Info("reconciled", "catalogNamespace", hc.CatalogNamespace(), "catalogObjects", obs.installed, "notReady", obs.notReady)
+	if renew.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: max(time.Second, renew.Sub(r.now()))}, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // install applies every catalog object into ns with server-side apply, which
@@ -127,12 +162,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hc *hcov1beta1.HyperCo
 	return r.Client.Patch(ctx, hc, client.MergeFrom(base))
 }
 
-// SetupWithManager watches the HyperConverged objects and, by metadata only,
-// the catalog objects, so a change to any of them triggers a reconcile.
+// SetupWithManager watches the HyperConverged objects, the components the
+// operator deployed (label ManagedByLabel) and, by metadata only, the catalog
+// objects and the set of nodes, so a change to any of them triggers a
+// reconcile: a deleted or edited component is put back.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	installed := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[catalog.ManagedByLabel] == catalog.ManagedBy && o.GetLabels()[catalog.PartOfLabel] == catalog.PartOf
 	})
+	deployed := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[ManagedByLabel] == ManagedBy })
+	nodesComeAndGo := predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
 	all := handler.EnqueueRequestsFromMapFunc(r.requestsForAll)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("hyperconverged").
@@ -145,7 +184,36 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	} {
 		b = b.WatchesMetadata(&metav1.PartialObjectMetadata{TypeMeta: gvk}, all, builder.WithPredicates(installed))
 	}
+	if r.Images == nil {
+		return b.Complete(r)
+	}
+	for _, o := range []client.Object{&appsv1.Deployment{}, &appsv1.DaemonSet{}, &corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{}} {
+		b = b.Watches(o, all, builder.WithPredicates(deployed))
+	}
+	for _, gvk := range []metav1.TypeMeta{
+		{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+		{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService"},
+		{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
+	} {
+		b = b.WatchesMetadata(&metav1.PartialObjectMetadata{TypeMeta: gvk}, all, builder.WithPredicates(deployed))
+	}
+	b = b.WatchesMetadata(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}}, all, builder.WithPredicates(nodesComeAndGo))
 	return b.Complete(r)
+}
+
+// CacheOptions keeps the operator's informers of namespaced components to
+// the two namespaces it deploys into (its RBAC allows no more).
+func CacheOptions() cache.Options {
+	sys := map[string]cache.Config{ctrlconfig.Namespace: {}}
+	both := map[string]cache.Config{ctrlconfig.Namespace: {}, ctrlconfig.NodeNamespace: {}}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}: {Namespaces: sys},
+		&corev1.Service{}:    {Namespaces: sys},
+		&corev1.ConfigMap{}:  {Namespaces: sys},
+		&appsv1.DaemonSet{}:  {Namespaces: map[string]cache.Config{ctrlconfig.NodeNamespace: {}}},
+		&corev1.Secret{}:     {Namespaces: both},
+	}}
 }
 
 func (r *Reconciler) requestsForAll(ctx context.Context, _ client.Object) []reconcile.Request {

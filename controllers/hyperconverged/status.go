@@ -2,6 +2,7 @@ package hyperconverged
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +23,12 @@ const (
 	ReasonInstalled     = "CatalogInstalled"
 	ReasonInstallFailed = "CatalogInstallFailed"
 	ReasonNotSingleton  = "NotTheSingleton"
+	ReasonNotReady      = "ComponentsNotReady"
 )
+
+// VersionName is the entry of status.versions that names the component
+// images running.
+const VersionName = "tekvirt"
 
 // SingletonName is the one HyperConverged name the controller acts on, as
 // the upstream operator enforces.
@@ -31,7 +37,13 @@ const SingletonName = "kubevirt-hyperconverged"
 // observed is what one reconcile saw.
 type observed struct {
 	installed int
-	err       error
+	// components counts the deployed components; notReady names those
+	// not running their current version everywhere yet.
+	components int
+	notReady   []string
+	// version is the component images' (Images.Version).
+	version string
+	err     error
 	// notSingleton is set for a HyperConverged that is not the one acted on.
 	notSingleton bool
 }
@@ -53,14 +65,27 @@ func setConditions(hc *hcov1beta1.HyperConverged, o observed) {
 		set(ConditionDegraded, metav1.ConditionTrue, ReasonNotSingleton, msg)
 		set(ConditionReconcileComplete, metav1.ConditionFalse, ReasonNotSingleton, msg)
 	case o.err != nil:
-		msg := fmt.Sprintf("installing the catalog into %s: %v", hc.CatalogNamespace(), o.err)
+		msg := o.err.Error()
 		set(ConditionAvailable, metav1.ConditionFalse, ReasonInstallFailed, msg)
 		set(ConditionProgressing, metav1.ConditionTrue, ReasonInstallFailed, msg)
 		set(ConditionDegraded, metav1.ConditionTrue, ReasonInstallFailed, msg)
 		set(ConditionReconcileComplete, metav1.ConditionFalse, ReasonInstallFailed, msg)
+	case len(o.notReady) > 0:
+		hc.Status.InstalledObjects = o.installed
+		msg := "waiting for " + strings.Join(o.notReady, ", ")
+		set(ConditionAvailable, metav1.ConditionFalse, ReasonNotReady, msg)
+		set(ConditionProgressing, metav1.ConditionTrue, ReasonNotReady, msg)
+		set(ConditionDegraded, metav1.ConditionFalse, ReasonNotReady, msg)
+		set(ConditionReconcileComplete, metav1.ConditionTrue, ReasonNotReady, msg)
 	default:
 		hc.Status.InstalledObjects = o.installed
 		msg := fmt.Sprintf("%d catalog objects installed in %s", o.installed, hc.CatalogNamespace())
+		if o.components > 0 {
+			msg = fmt.Sprintf("%d components ready; %s", o.components, msg)
+		}
+		if o.version != "" {
+			hc.Status.Versions = []hcov1beta1.Version{{Name: VersionName, Version: o.version}}
+		}
 		set(ConditionAvailable, metav1.ConditionTrue, ReasonInstalled, msg)
 		set(ConditionProgressing, metav1.ConditionFalse, ReasonInstalled, msg)
 		set(ConditionDegraded, metav1.ConditionFalse, ReasonInstalled, msg)

@@ -32,7 +32,7 @@ func TestSetConditions(t *testing.T) {
 		{
 			name:   "failure names the namespace and cause",
 			spec:   hcov1beta1.HyperConvergedSpec{TektonPipelinesNamespace: &ns},
-			obs:    observed{err: errors.New("forbidden")},
+			obs:    observed{err: errors.New("installing the catalog into custom: forbidden")},
 			want:   map[string]metav1.ConditionStatus{ConditionAvailable: "False", ConditionProgressing: "True", ConditionDegraded: "True", ConditionReconcileComplete: "False"},
 			reason: ReasonInstallFailed, msgHas: "installing the catalog into custom: forbidden",
 		},
@@ -42,6 +42,18 @@ func TestSetConditions(t *testing.T) {
 			obs:    observed{installed: 1},
 			want:   map[string]metav1.ConditionStatus{ConditionAvailable: "True", ConditionDegraded: "False"},
 			reason: ReasonInstalled, msgHas: "1 catalog objects", installed: 1,
+		},
+		{
+			name:   "components not ready yet are named",
+			obs:    observed{installed: 2, components: 12, notReady: []string{"DaemonSet tekvirt-node/tekvirt-handler"}},
+			want:   map[string]metav1.ConditionStatus{ConditionAvailable: "False", ConditionProgressing: "True", ConditionDegraded: "False", ConditionReconcileComplete: "True"},
+			reason: ReasonNotReady, msgHas: "waiting for DaemonSet tekvirt-node/tekvirt-handler", installed: 2,
+		},
+		{
+			name:   "every component ready",
+			obs:    observed{installed: 2, components: 12},
+			want:   map[string]metav1.ConditionStatus{ConditionAvailable: "True", ConditionProgressing: "False"},
+			reason: ReasonInstalled, msgHas: "12 components ready; 2 catalog objects installed in tekvirt", installed: 2,
 		},
 		{
 			name:   "a second HyperConverged is degraded",

@@ -8,8 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 )
 
 // clientCerts are the client identities of the control plane and node, with
@@ -33,9 +31,6 @@ func (c *Cluster) writeConfigs() error {
 	reqs = append(reqs,
 		certRequest{file: "kubelet", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}},
 		certRequest{file: "kubelet-serving", cn: c.NodeName, dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
-		certRequest{file: "webhook-serving", cn: ctrlconfig.WebhookService, server: true, dns: serviceNames(ctrlconfig.Namespace,
-			ctrlconfig.WebhookService, ctrlconfig.APIService, ctrlconfig.UploadProxyService)},
-		certRequest{file: "handler-serving", cn: "tekvirt-handler", dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
 		certRequest{file: "apiserver", cn: "kube-apiserver", server: true,
 			dns: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost", c.NodeName},
 			ips: []net.IP{net.ParseIP(kubernetesSvcIP).To4(), net.IPv4(127, 0, 0, 1), c.NodeIP}},
@@ -108,15 +103,6 @@ plugins:
 // frontProxyClient is the name of the kube-apiserver's front proxy client
 // certificate, the one name aggregated API servers accept.
 const frontProxyClient = "front-proxy-client"
-
-// serviceNames are the DNS names of Services in namespace.
-func serviceNames(namespace string, services ...string) []string {
-	var names []string
-	for _, s := range services {
-		names = append(names, s+"."+namespace+".svc", s+"."+namespace+".svc.cluster.local")
-	}
-	return names
-}
 
 // writeIfChanged leaves an identical file alone: kube-proxy exits when its
 // configuration file changes, even to the same content.

@@ -75,6 +75,7 @@ func (c *Cluster) pushImages(b binaries) (Images, error) {
 		ShellImageKey:                             bb,
 		tekvirtModule + "/cmd/tekvirt-pause":      goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-pause")),
 		tekvirtModule + "/cmd/tekvirt-controller": goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-controller")),
+		tekvirtModule + "/cmd/tekvirt-operator":   goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-operator")),
 		tekvirtModule + "/cmd/tekvirt-step":       goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-step")),
 	}
 	for _, p := range toolBuilds[1].pkgs {

@@ -2,13 +2,10 @@ package cluster
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/tekvirt/tekvirt/catalog"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+	"github.com/tekvirt/tekvirt/controllers/hyperconverged"
 )
 
 // install pushes the images and deploys Tekton and tekvirt into the cluster.
@@ -57,12 +55,13 @@ func (c *Cluster) install(ctx context.Context, b binaries) error {
 	if err := c.installTekvirt(ctx, a, k, images); err != nil {
 		return err
 	}
-	c.progress("%-24s available in %s", "tekvirt controller", since(start))
+	c.progress("%-24s available in %s", "tekvirt", since(start))
 	return nil
 }
 
-// installTekvirt applies the task ClusterRoles, the controller and the
-// default HyperConverged, then waits until the catalog is installed.
+// installTekvirt applies the task ClusterRoles and what the release's
+// operator manifest holds, then the default HyperConverged, and waits until
+// the operator reports every component ready and the catalog installed.
 func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, images Images) error {
 	roles, err := catalog.ClusterRoles()
 	if err != nil {
@@ -85,124 +84,31 @@ func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, image
 		if err != nil {
 			return fmt.Errorf("decoding %s: %w", f, err)
 		}
-		extra, err := c.adjust(f, docs)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		objs = append(append(objs, docs...), extra...)
+		objs = append(objs, docs...)
 	}
+	hc := objs[len(objs)-1]
+	// Low enough for a test to cross quickly (the handlers' default is 20 GiB).
+	hc.SetAnnotations(map[string]string{hyperconverged.ContainerDiskMaxBytesAnnotation: strconv.Itoa(ContainerDiskMaxBytes)})
 	if err := a.apply(ctx, objs); err != nil {
 		return err
 	}
-	if err := k.waitDeployment(ctx, ctrlconfig.Namespace, "tekvirt-controller"); err != nil {
+	if err := k.waitDeployment(ctx, ctrlconfig.Namespace, ctrlconfig.OperatorDeployment); err != nil {
 		return err
 	}
-	for _, ds := range []string{ctrlconfig.HostpathDaemonSet, ctrlconfig.HandlerDaemonSet} {
-		if err := k.waitDaemonSet(ctx, ctrlconfig.NodeNamespace, ds); err != nil {
-			return err
-		}
+	deployed := hyperconverged.Images{}
+	for _, c := range []string{"tekvirt-controller", "tekvirt-step", "tekvirt-launcher", "tekvirt-handler", "tekvirt-hostpath"} {
+		deployed[tekvirtModule+"/cmd/"+c] = images[tekvirtModule+"/cmd/"+c]
 	}
-	hc := objs[len(objs)-1]
-	return waitAvailable(ctx, a, hc)
-}
-
-// adjust sets in the docs of manifest file what this cluster provides (the
-// CA bundle of webhooks, the testbed's containerDisk cap) and returns the
-// objects to apply right after them: the serving certificates' Secrets,
-// signed by the cluster CA, after their namespaces.
-func (c *Cluster) adjust(file string, docs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	switch file {
-	case ctrlconfig.MutatingWebhookFile, ctrlconfig.ValidatingWebhookFile, ctrlconfig.APIServiceFile:
-		return nil, c.setCABundle(docs)
-	case "manager/namespace.yaml":
-		secret, err := c.tlsSecret("webhook-serving", ctrlconfig.WebhookSecret, ctrlconfig.Namespace)
-		return []*unstructured.Unstructured{secret}, err
-	case "node/namespace.yaml":
-		secret, err := c.tlsSecret("handler-serving", ctrlconfig.HandlerCertSecret, ctrlconfig.NodeNamespace)
-		return []*unstructured.Unstructured{secret}, err
-	case "handler/daemonset.yaml":
-		return nil, setArg(docs[0], "--container-disk-max-bytes", strconv.Itoa(ContainerDiskMaxBytes))
-	}
-	return nil, nil
-}
-
-// tlsSecret holds the serving certificate pki/<file>.crt, signed by the
-// cluster CA: the webhooks' and API's, and the handlers' exec endpoint's.
-func (c *Cluster) tlsSecret(file, name, ns string) (*unstructured.Unstructured, error) {
-	crt, err := os.ReadFile(filepath.Join(c.pkiDir(), file+".crt"))
-	if err != nil {
-		return nil, err
-	}
-	key, err := os.ReadFile(filepath.Join(c.pkiDir(), file+".key"))
-	if err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"data": map[string]any{
-			"tls.crt": base64.StdEncoding.EncodeToString(crt),
-			"tls.key": base64.StdEncoding.EncodeToString(key),
-		},
-	}}, nil
-}
-
-// setCABundle makes the API server trust the cluster CA, which signed the
-// webhook's certificate, when it calls the webhooks or APIService in docs.
-func (c *Cluster) setCABundle(docs []*unstructured.Unstructured) error {
-	ca, err := os.ReadFile(filepath.Join(c.pkiDir(), "ca.crt"))
-	if err != nil {
-		return err
-	}
-	for _, d := range docs {
-		if d.GetKind() == "APIService" {
-			if err := unstructured.SetNestedField(d.Object, base64.StdEncoding.EncodeToString(ca), "spec", "caBundle"); err != nil {
-				return err
-			}
-			continue
-		}
-		hooks, _, _ := unstructured.NestedSlice(d.Object, "webhooks")
-		for _, h := range hooks {
-			if err := unstructured.SetNestedField(h.(map[string]any), base64.StdEncoding.EncodeToString(ca), "clientConfig", "caBundle"); err != nil {
-				return err
-			}
-		}
-		if err := unstructured.SetNestedSlice(d.Object, hooks, "webhooks"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// setArg replaces the value of flag (written --flag=value) in the first
-// container of a workload's Pod template.
-func setArg(workload *unstructured.Unstructured, flag, value string) error {
-	containers, _, _ := unstructured.NestedSlice(workload.Object, "spec", "template", "spec", "containers")
-	if len(containers) == 0 {
-		return fmt.Errorf("%s %s has no containers", workload.GetKind(), workload.GetName())
-	}
-	c := containers[0].(map[string]any)
-	args, _, _ := unstructured.NestedStringSlice(c, "args")
-	found := false
-	for i, a := range args {
-		if strings.HasPrefix(a, flag+"=") {
-			args[i], found = flag+"="+value, true
-		}
-	}
-	if !found {
-		return fmt.Errorf("%s %s has no %s argument", workload.GetKind(), workload.GetName(), flag)
-	}
-	if err := unstructured.SetNestedStringSlice(c, args, "args"); err != nil {
-		return err
-	}
-	return unstructured.SetNestedSlice(workload.Object, containers, "spec", "template", "spec", "containers")
+	return waitAvailable(ctx, a, hc, deployed.Version())
 }
 
 var hyperConvergedGVR = schema.GroupVersionResource{Group: "hco.kubevirt.io", Version: "v1beta1", Resource: "hyperconvergeds"}
 
 // waitAvailable waits for the HyperConverged to report Available=True for
-// its current generation, and reports its message otherwise.
-func waitAvailable(ctx context.Context, a *applier, hc *unstructured.Unstructured) error {
+// its current generation with the components at version (so that a status
+// written before an upgrade does not count), and reports its message
+// otherwise.
+func waitAvailable(ctx context.Context, a *applier, hc *unstructured.Unstructured, version string) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err := a.dyn.Resource(hyperConvergedGVR).Namespace(hc.GetNamespace()).Get(ctx, hc.GetName(), metav1.GetOptions{})
@@ -218,12 +124,17 @@ func waitAvailable(ctx context.Context, a *applier, hc *unstructured.Unstructure
 			}
 			last = fmt.Sprintf("%v: %v", m["reason"], m["message"])
 			gen, _ := m["observedGeneration"].(int64)
-			return m["status"] == "True" && gen == got.GetGeneration(), nil
+			versions, _, _ := unstructured.NestedSlice(got.Object, "status", "versions")
+			current := slices.ContainsFunc(versions, func(v any) bool {
+				vm, _ := v.(map[string]any)
+				return vm["name"] == hyperconverged.VersionName && vm["version"] == version
+			})
+			return m["status"] == "True" && gen == got.GetGeneration() && current, nil
 		}
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("HyperConverged %s/%s not Available: %s (kubectl -n %s logs deploy/tekvirt-controller)", hc.GetNamespace(), hc.GetName(), last, hc.GetNamespace())
+		return fmt.Errorf("HyperConverged %s/%s not Available: %s (kubectl -n %s logs deploy/%s)", hc.GetNamespace(), hc.GetName(), last, ctrlconfig.Namespace, ctrlconfig.OperatorDeployment)
 	}
 	return nil
 }

@@ -74,30 +74,6 @@ func (k *kube) waitDeployment(ctx context.Context, ns, name string) error {
 	return fmt.Errorf("deployment %s/%s not available: %s (kubectl -n %s logs deploy/%s)", ns, name, problems, ns, name)
 }
 
-// waitDaemonSet waits until every node the daemon set should run on has a
-// ready Pod of its current revision.
-func (k *kube) waitDaemonSet(ctx context.Context, ns, name string) error {
-	var problems string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := k.cs.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			problems = err.Error()
-			return false, nil
-		}
-		st := d.Status
-		if st.ObservedGeneration >= d.Generation && st.DesiredNumberScheduled > 0 &&
-			st.UpdatedNumberScheduled == st.DesiredNumberScheduled && st.NumberAvailable == st.DesiredNumberScheduled {
-			return true, nil
-		}
-		problems = k.podProblems(context.WithoutCancel(ctx), ns, d.Spec.Selector)
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("daemon set %s/%s not ready: %s (kubectl -n %s logs ds/%s)", ns, name, problems, ns, name)
-	}
-	return nil
-}
-
 func deploymentAvailable(d *appsv1.Deployment) bool {
 	if d.Status.ObservedGeneration < d.Generation {
 		return false

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -46,8 +48,8 @@ type ExecServer struct {
 	*Handler
 	// Addr is host:port to listen on; Advertise is what the Node annotation says.
 	Addr, Advertise string
-	// CertFile and KeyFile are the serving certificate, signed by the
-	// cluster CA so that pods verify it with their service account's ca.crt.
+	// CertFile and KeyFile are the serving certificate, signed by tekvirt's
+	// CA for the node's name; reloaded when the operator renews them.
 	CertFile, KeyFile string
 }
 
@@ -76,6 +78,12 @@ func (s ExecServer) Start(ctx context.Context) error {
 	// the number of connections, so that clients that never send a
 	// request cannot pin the handler's file descriptors.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second}
+	cw, err := certwatcher.New(s.CertFile, s.KeyFile)
+	if err != nil {
+		return fmt.Errorf("loading the exec serving certificate: %w", err)
+	}
+	go func() { _ = cw.Start(ctx) }()
+	srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cw.GetCertificate}
 	l, err := net.Listen("tcp", s.Addr)
 	if err != nil {
 		return fmt.Errorf("serving exec on %s: %w", s.Addr, err)
@@ -87,7 +95,7 @@ func (s ExecServer) Start(ctx context.Context) error {
 		_ = srv.Shutdown(sctx)
 	}()
 	ctrl.LoggerFrom(ctx).Info("serving guest exec", "addr", s.Addr, "advertised", s.Advertise)
-	if err := srv.ServeTLS(netutil.LimitListener(l, maxExecConns), s.CertFile, s.KeyFile); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.ServeTLS(netutil.LimitListener(l, maxExecConns), "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving exec on %s: %w", s.Addr, err)
 	}
 	return nil

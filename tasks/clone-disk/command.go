@@ -1,12 +1,15 @@
 package clonedisk
 
 import (
+	"context"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tekvirt/tekvirt/contracts/trust"
 	"github.com/tekvirt/tekvirt/contracts/upload"
+	"github.com/tekvirt/tekvirt/tasks/kube"
 	"github.com/tekvirt/tekvirt/tasks/result"
 )
 
@@ -21,6 +24,13 @@ func Command() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if send.URL != "" {
 				send.SourceDir, send.Token = p.SourceDir, os.Getenv(upload.TokenEnv)
+				send.CA = func(ctx context.Context) ([]byte, error) {
+					c, err := kube.Client()
+					if err != nil {
+						return nil, err
+					}
+					return kube.TekvirtCA(ctx, c)
+				}
 				if err := Send(cmd.Context(), send, cmd.OutOrStdout()); err != nil {
 					return err
 				}
@@ -39,7 +49,7 @@ func Command() *cobra.Command {
 	f.StringVar(&p.Size, "size", "", "virtual size of the clone, e.g. 10Gi (default the source's)")
 	f.StringVar(&send.URL, "send-url", "", "instead of copying, upload the source disk to this upload URL (token in $"+upload.TokenEnv+")")
 	f.StringVar(&send.ServerName, "send-server-name", "", "name the upload server's certificate is for")
-	f.StringVar(&send.CAFile, "send-ca", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "CA of the upload server's certificate")
+	f.StringVar(&send.CAFile, "send-ca", "", "CA of the upload server's certificate (default: tekvirt's CA bundle, ConfigMap "+trust.Namespace+"/"+trust.CABundleConfigMap+")")
 	f.IntVar(&send.Attempts, "send-attempts", 10, "tries while the target is not ready")
 	f.DurationVar(&send.Backoff, "send-backoff", 2*time.Second, "first wait between tries (doubling)")
 	return cmd

@@ -22,8 +22,10 @@ import (
 type SendParams struct {
 	SourceDir string
 	// URL is the upload proxy's upload path; ServerName the name its
-	// certificate is for when URL has an IP; CAFile the CA that signed it.
+	// certificate is for when URL has an IP; CAFile the CA that signed it
+	// (read from CA when empty).
 	URL, ServerName, CAFile string
+	CA                      func(context.Context) ([]byte, error)
 	// Token authorizes the upload into the target PVC.
 	Token string
 	// Attempts is how often a refused (503) or broken send is tried.
@@ -37,7 +39,7 @@ func Send(ctx context.Context, p SendParams, out io.Writer) error {
 	if _, err := os.Stat(src); err != nil {
 		return &result.Failure{Err: fmt.Errorf("%w: source volume has no %s: %w", images.ErrNotFound, DiskFile, err)}
 	}
-	hc, err := sendClient(p)
+	hc, err := sendClient(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -101,15 +103,23 @@ func sendOnce(ctx context.Context, hc *http.Client, p SendParams, src string) (i
 	return 0, errors.New(text)
 }
 
-func sendClient(p SendParams) (*http.Client, error) {
+func sendClient(ctx context.Context, p SendParams) (*http.Client, error) {
 	tr := &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
-	if p.CAFile != "" {
-		pem, err := os.ReadFile(p.CAFile)
-		if err != nil {
+	var pem []byte
+	var err error
+	switch {
+	case p.CAFile != "":
+		if pem, err = os.ReadFile(p.CAFile); err != nil {
 			return nil, fmt.Errorf("reading the CA: %w", err)
 		}
+	case p.CA != nil:
+		if pem, err = p.CA(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if pem != nil {
 		if tr, err = images.CATransport(pem); err != nil {
-			return nil, fmt.Errorf("%s: %w", p.CAFile, err)
+			return nil, fmt.Errorf("the upload server's CA: %w", err)
 		}
 	}
 	tr.TLSClientConfig.ServerName = p.ServerName

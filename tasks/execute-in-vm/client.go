@@ -21,9 +21,6 @@ import (
 	"github.com/tekvirt/tekvirt/contracts/guestexec"
 )
 
-// ServiceAccountDir holds the cluster CA (ca.crt).
-const ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
-
 // HandlerTokenDir holds the step's service account token for the node
 // handler (token), projected by the kubelet for HandlerAudience only: sent
 // to anything else, it is refused there, and the API server refuses it too.
@@ -33,13 +30,13 @@ const (
 )
 
 // HTTPExecutor calls the handler's exec endpoint with the step's handler
-// token. It trusts only the cluster CA, and only a certificate for the
+// token. It trusts only tekvirt's CA bundle, and only a certificate for the
 // VMI's node (status.nodeName, which only the cluster's components write):
 // an address a user wrote into the VMI's annotation cannot lead it, and its
 // token, anywhere else.
 type HTTPExecutor struct {
-	// Dir is the service account directory (ServiceAccountDir).
-	Dir string
+	// CA returns the PEM bundle the handlers' certificates are verified with.
+	CA func(context.Context) ([]byte, error)
 	// TokenDir holds the audience-bound token (HandlerTokenDir).
 	TokenDir string
 	// Attempts to connect before giving up (network blips).
@@ -55,13 +52,13 @@ func (h HTTPExecutor) Exec(ctx context.Context, address string, vmi *v1.VirtualM
 	if vmi.Status.NodeName == "" {
 		return nil, fmt.Errorf("VirtualMachineInstance %s/%s runs on no node", vmi.Namespace, vmi.Name)
 	}
-	caPEM, err := os.ReadFile(filepath.Join(h.Dir, "ca.crt"))
+	caPEM, err := h.CA(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the cluster CA: %w", err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, errors.New("no certificate in the cluster CA file")
+		return nil, errors.New("no certificate in tekvirt's CA bundle")
 	}
 	tlsConfig := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, ServerName: vmi.Status.NodeName}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}}

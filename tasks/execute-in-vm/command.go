@@ -1,6 +1,7 @@
 package executeinvm
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -33,7 +34,8 @@ func Command() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return Run(cmd.Context(), c, HTTPExecutor{Dir: ServiceAccountDir, TokenDir: HandlerTokenDir, Attempts: 3}, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return Run(cmd.Context(), c, HTTPExecutor{
+				CA: func(ctx context.Context) ([]byte, error) { return kube.TekvirtCA(ctx, c) }, TokenDir: HandlerTokenDir, Attempts: 3}, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()

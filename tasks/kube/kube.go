@@ -1,9 +1,11 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -11,6 +13,8 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/contracts/trust"
 )
 
 // NamespaceEnv holds the TaskRun's namespace, from the downward API.
@@ -50,4 +54,19 @@ func Namespace(ns string) string {
 		return ns
 	}
 	return os.Getenv(NamespaceEnv)
+}
+
+// TekvirtCA is the PEM bundle that verifies tekvirt's serving certificates
+// (upload proxy, node handlers), which the operator publishes for every
+// authenticated user.
+func TekvirtCA(ctx context.Context, c client.Reader) ([]byte, error) {
+	cm := &corev1.ConfigMap{}
+	key := client.ObjectKey{Namespace: trust.Namespace, Name: trust.CABundleConfigMap}
+	if err := c.Get(ctx, key, cm); err != nil {
+		return nil, fmt.Errorf("reading tekvirt's CA bundle (ConfigMap %s): %w", key, err)
+	}
+	if cm.Data[trust.CABundleKey] == "" {
+		return nil, fmt.Errorf("ConfigMap %s has no %s", key, trust.CABundleKey)
+	}
+	return []byte(cm.Data[trust.CABundleKey]), nil
 }

@@ -1,6 +1,7 @@
 package v1beta1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,6 +45,22 @@ type HyperConvergedStatus struct {
 	// InstalledObjects counts the catalog objects applied on the last reconcile.
 	// +optional
 	InstalledObjects int `json:"installedObjects,omitempty"`
+	// Versions name what runs once every component is ready: "tekvirt"
+	// is a digest of the component images.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Versions []Version `json:"versions,omitempty"`
+	// RelatedObjects are the components the operator deploys.
+	// +listType=atomic
+	// +optional
+	RelatedObjects []corev1.ObjectReference `json:"relatedObjects,omitempty"`
+}
+
+// Version is a component's name and version.
+type Version struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 // HyperConverged is the single entry object of the installation.

@@ -1,0 +1,85 @@
+package hyperconverged
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"testing"
+	"time"
+)
+
+func TestCertificatesRenewAndVerify(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	ca, err := newCA(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := newCA(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := issue(ca, []string{"node-a", "node-b"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := parsePair(leaf.certPEM, leaf.keyPEM)
+	if err != nil {
+		t.Fatalf("a pair as the Secret holds it: %v", err)
+	}
+	if _, err := parsePair(leaf.certPEM, ca.keyPEM); err == nil {
+		t.Error("a certificate with another's key was accepted")
+	}
+	tests := []struct {
+		name  string
+		ca    *x509.Certificate
+		names []string
+		at    time.Time
+		want  bool
+	}{
+		{"fresh, same names", ca.cert, []string{"node-a", "node-b"}, now, true},
+		{"a node joined", ca.cert, []string{"node-a", "node-b", "node-c"}, now, false},
+		{"signed by another CA", other.cert, []string{"node-a", "node-b"}, now, false},
+		{"just before 80% of its life", ca.cert, []string{"node-a", "node-b"}, now.Add(23 * 24 * time.Hour), true},
+		{"past 80% of its life", ca.cert, []string{"node-a", "node-b"}, now.Add(25 * 24 * time.Hour), false},
+	}
+	for _, tt := range tests {
+		if got := leafCurrent(parsed.cert, tt.ca, tt.names, tt.at); got != tt.want {
+			t.Errorf("%s: leafCurrent = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(bundle(ca, nil, now))
+	if _, err := parsed.cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "node-b", CurrentTime: now}); err != nil {
+		t.Errorf("the leaf does not verify with the bundle for node-b: %v", err)
+	}
+	if _, err := parsed.cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "node-z", CurrentTime: now}); err == nil {
+		t.Error("the leaf verified for a name it was not issued for")
+	}
+}
+
+func TestBundleKeepsThePreviousCAWhileValid(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	old, _ := newCA(now.Add(-300 * 24 * time.Hour))
+	current, _ := newCA(now)
+	count := func(b []byte) int {
+		n := 0
+		for {
+			var blk *pem.Block
+			if blk, b = pem.Decode(b); blk == nil {
+				return n
+			}
+			n++
+		}
+	}
+	if n := count(bundle(current, old.certPEM, now)); n != 2 {
+		t.Errorf("bundle during rotation has %d CAs, want 2", n)
+	}
+	if n := count(bundle(current, old.certPEM, now.Add(100*24*time.Hour))); n != 1 {
+		t.Errorf("bundle after the old CA expired has %d CAs, want 1", n)
+	}
+	if n := count(bundle(current, current.certPEM, now)); n != 1 {
+		t.Errorf("bundle with itself as previous has %d CAs, want 1", n)
+	}
+	if got := renewAt(current.cert); !got.After(now.Add(290*24*time.Hour)) || !got.Before(now.Add(293*24*time.Hour)) {
+		t.Errorf("a CA is renewed at %s, want 80%% into its year", got)
+	}
+}

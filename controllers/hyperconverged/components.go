@@ -1,0 +1,193 @@
+package hyperconverged
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/tekvirt/tekvirt/catalog"
+	"github.com/tekvirt/tekvirt/contracts/trust"
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+)
+
+// Labels on every object the operator deploys; its watches select them.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "tekvirt-operator"
+)
+
+// ContainerDiskMaxBytesAnnotation on the HyperConverged sets the handlers'
+// --container-disk-max-bytes (as HCO takes settings it has no field for
+// from annotations).
+const ContainerDiskMaxBytesAnnotation = "tekvirt.io/container-disk-max-bytes"
+
+// Images maps each tekvirt program's import path, as the manifests name
+// it (ko://<import path>), to the image reference the operator deploys.
+type Images map[string]string
+
+// Version is a digest of the images, which the HyperConverged reports as
+// version "tekvirt" once every component runs them.
+func (im Images) Version() string {
+	keys := slices.Sorted(maps.Keys(im))
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%s\n", k, im[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// caSecretName holds the operator's CA (tls.crt, tls.key) and the CA it
+// replaced (previous.crt), in ctrlconfig.Namespace.
+const caSecretName = "tekvirt-ca"
+
+// webhookDNSNames are the Services the controller's certificate serves:
+// the webhooks, the upload API and the upload proxy.
+func webhookDNSNames() []string {
+	var out []string
+	for _, svc := range []string{ctrlconfig.WebhookService, ctrlconfig.APIService, ctrlconfig.UploadProxyService} {
+		out = append(out, svc, svc+"."+ctrlconfig.Namespace, svc+"."+ctrlconfig.Namespace+".svc", svc+"."+ctrlconfig.Namespace+".svc.cluster.local")
+	}
+	return out
+}
+
+// certs are what the components are deployed with.
+type certs struct {
+	caBundle         []byte
+	webhook, handler keyPair
+}
+
+// render returns the component objects: the controller's Deployment,
+// Services, webhooks and APIService (caBundle set), the node daemons, the
+// default StorageClass, the serving certificates' Secrets and the CA
+// bundle's ConfigMap, each labelled as the operator's.
+func render(images Images, c certs, containerDiskMaxBytes string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, f := range ctrlconfig.ComponentFiles {
+		data, err := fs.ReadFile(ctrlconfig.FS, f)
+		if err != nil {
+			return nil, err
+		}
+		resolved, err := catalog.ResolveImages(string(data), images)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		docs, err := decode([]byte(resolved))
+		if err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", f, err)
+		}
+		for _, d := range docs {
+			if err := setCABundle(d, c.caBundle); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if d.GetKind() == "DaemonSet" && d.GetName() == ctrlconfig.HandlerDaemonSet && containerDiskMaxBytes != "" {
+				if err := setArg(d, "--container-disk-max-bytes", containerDiskMaxBytes); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out = append(out, docs...)
+	}
+	out = append(out,
+		tlsSecret(ctrlconfig.WebhookSecret, ctrlconfig.Namespace, c.webhook),
+		tlsSecret(ctrlconfig.HandlerCertSecret, ctrlconfig.NodeNamespace, c.handler),
+		&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": trust.CABundleConfigMap, "namespace": trust.Namespace},
+			"data":     map[string]any{trust.CABundleKey: string(c.caBundle)},
+		}})
+	for _, o := range out {
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[ManagedByLabel] = ManagedBy
+		labels["app.kubernetes.io/part-of"] = "tekvirt"
+		o.SetLabels(labels)
+	}
+	return out, nil
+}
+
+func tlsSecret(name, ns string, kp keyPair) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"data": map[string]any{
+			"tls.crt": encode(kp.certPEM),
+			"tls.key": encode(kp.keyPEM),
+		},
+	}}
+}
+
+func encode(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// setCABundle makes the API server trust bundle when it calls the
+// webhooks or the APIService in o.
+func setCABundle(o *unstructured.Unstructured, bundle []byte) error {
+	enc := encode(bundle)
+	switch o.GetKind() {
+	case "APIService":
+		return unstructured.SetNestedField(o.Object, enc, "spec", "caBundle")
+	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+		for _, h := range hooks {
+			if err := unstructured.SetNestedField(h.(map[string]any), enc, "clientConfig", "caBundle"); err != nil {
+				return err
+			}
+		}
+		return unstructured.SetNestedSlice(o.Object, hooks, "webhooks")
+	}
+	return nil
+}
+
+// setArg replaces the value of flag (written --flag=value) in the first
+// container of a workload's Pod template.
+func setArg(workload *unstructured.Unstructured, flag, value string) error {
+	containers, _, _ := unstructured.NestedSlice(workload.Object, "spec", "template", "spec", "containers")
+	if len(containers) == 0 {
+		return fmt.Errorf("%s %s has no containers", workload.GetKind(), workload.GetName())
+	}
+	c := containers[0].(map[string]any)
+	args, _, _ := unstructured.NestedStringSlice(c, "args")
+	found := false
+	for i, a := range args {
+		if strings.HasPrefix(a, flag+"=") {
+			args[i], found = flag+"="+value, true
+		}
+	}
+	if !found {
+		return fmt.Errorf("%s %s has no %s argument", workload.GetKind(), workload.GetName(), flag)
+	}
+	if err := unstructured.SetNestedStringSlice(c, args, "args"); err != nil {
+		return err
+	}
+	return unstructured.SetNestedSlice(workload.Object, containers, "spec", "template", "spec", "containers")
+}
+
+// decode splits a multi-document YAML stream into objects.
+func decode(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(obj) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: obj})
+		}
+	}
+}

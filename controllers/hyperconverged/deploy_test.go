@@ -1,0 +1,210 @@
+package hyperconverged
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tekvirt/tekvirt/contracts/trust"
+	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+	"github.com/tekvirt/tekvirt/controllers/testenv"
+)
+
+func testImages() Images {
+	images := Images{}
+	for i, c := range []string{"tekvirt-controller", "tekvirt-step", "tekvirt-launcher", "tekvirt-handler", "tekvirt-hostpath"} {
+		images["github.com/tekvirt/tekvirt/cmd/"+c] = fmt.Sprintf("registry.example/tekvirt/%s@sha256:%064d", c, i)
+	}
+	return images
+}
+
+// startOperator runs the reconciler with component images against a real
+// API server (no controllers: the test reports the workloads' status), in
+// a cluster of one node, node-a.
+func startOperator(t *testing.T) client.Client {
+	t.Helper()
+	tekton := testenv.ModuleDir(t, "github.com/tektoncd/pipeline")
+	cfg := testenv.Start(t, filepath.Join("..", "config", "crd"), filepath.Join(tekton, "config", "300-crds", "300-task.yaml"),
+		filepath.Join(tekton, "config", "300-crds", "300-pipeline.yaml"))
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := hcov1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	images := testImages()
+	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), StepImage: images["github.com/tekvirt/tekvirt/cmd/tekvirt-step"], Images: images}).SetupWithManager(mgr)
+	})
+	ctx := context.Background()
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ctrlconfig.Namespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ctrlconfig.NodeNamespace}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}},
+	} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// verifies checks that the Secret's certificate verifies with bundle for name.
+func verifies(c client.Client, bundle []byte, secret client.ObjectKey, name string) error {
+	s := &corev1.Secret{}
+	if err := c.Get(context.Background(), secret, s); err != nil {
+		return err
+	}
+	b, _ := pem.Decode(s.Data["tls.crt"])
+	if b == nil {
+		return fmt.Errorf("Secret %s holds no certificate", secret)
+	}
+	cert, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(bundle)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: name}); err != nil {
+		return fmt.Errorf("Secret %s for %s: %w", secret, name, err)
+	}
+	return nil
+}
+
+func TestOperatorDeploysCertifiesAndRestoresComponents(t *testing.T) {
+	c := startOperator(t)
+	ctx := context.Background()
+	hc := &hcov1beta1.HyperConverged{ObjectMeta: metav1.ObjectMeta{Name: SingletonName, Namespace: ctrlconfig.Namespace,
+		Annotations: map[string]string{ContainerDiskMaxBytesAnnotation: "1073741824"}}}
+	if err := c.Create(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(hc)
+	testenv.Eventually(t, "waiting for the components", func() error {
+		cond, _, err := condition(c, key, ConditionAvailable)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionFalse || cond.Reason != ReasonNotReady || !containsAll(cond.Message, "Deployment tekvirt-system/tekvirt-controller", "DaemonSet tekvirt-node/tekvirt-handler") {
+			return fmt.Errorf("Available = %s/%s: %s", cond.Status, cond.Reason, cond.Message)
+		}
+		return nil
+	})
+	handler := &appsv1.DaemonSet{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerDaemonSet}, handler); err != nil {
+		t.Fatal(err)
+	}
+	ctr := handler.Spec.Template.Spec.Containers[0]
+	if want := testImages()["github.com/tekvirt/tekvirt/cmd/tekvirt-handler"]; ctr.Image != want || !slices.Contains(ctr.Args, "--container-disk-max-bytes=1073741824") {
+		t.Errorf("handler DaemonSet image %s args %v; want %s and the annotation's cap", ctr.Image, ctr.Args, want)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: trust.Namespace, Name: trust.CABundleConfigMap}, cm); err != nil {
+		t.Fatal(err)
+	}
+	bundle := []byte(cm.Data[trust.CABundleKey])
+	hook := &admissionv1.ValidatingWebhookConfiguration{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "tekvirt-vm-validator"}, hook); err != nil {
+		t.Fatal(err)
+	}
+	if string(hook.Webhooks[0].ClientConfig.CABundle) != string(bundle) {
+		t.Error("the webhook's caBundle is not the published CA bundle")
+	}
+	if err := verifies(c, bundle, client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.WebhookSecret}, "tekvirt-webhook.tekvirt-system.svc"); err != nil {
+		t.Error(err)
+	}
+	if err := verifies(c, bundle, client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerCertSecret}, "node-a"); err != nil {
+		t.Error(err)
+	}
+
+	markReady(t, c)
+	testenv.Eventually(t, "HyperConverged Available", func() error {
+		cond, got, err := condition(c, key, ConditionAvailable)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Available = %s: %s", cond.Status, cond.Message)
+		}
+		if want := testImages().Version(); len(got.Status.Versions) != 1 || got.Status.Versions[0].Version != want {
+			return fmt.Errorf("versions %v, want %s", got.Status.Versions, want)
+		}
+		if !slices.ContainsFunc(got.Status.RelatedObjects, func(r corev1.ObjectReference) bool {
+			return r.Kind == "DaemonSet" && r.Name == ctrlconfig.HandlerDaemonSet && r.Namespace == ctrlconfig.NodeNamespace
+		}) {
+			return fmt.Errorf("relatedObjects %v do not name the handler DaemonSet", got.Status.RelatedObjects)
+		}
+		return nil
+	})
+
+	if err := c.Delete(ctx, handler); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "deleted handler DaemonSet restored", func() error {
+		got := &appsv1.DaemonSet{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(handler), got); err != nil {
+			return err
+		}
+		if got.UID == handler.UID {
+			return fmt.Errorf("old object still there")
+		}
+		return nil
+	})
+	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the handlers' certificate reissued for a new node", func() error {
+		return verifies(c, bundle, client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerCertSecret}, "node-b")
+	})
+}
+
+// markReady reports the operator's workloads as running everywhere, as the
+// Deployment and DaemonSet controllers would.
+func markReady(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: "tekvirt-controller"}, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1, ReadyReplicas: 1}
+	if err := c.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{ctrlconfig.HandlerDaemonSet, ctrlconfig.HostpathDaemonSet} {
+		ds := &appsv1.DaemonSet{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: name}, ds); err != nil {
+			t.Fatal(err)
+		}
+		ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, DesiredNumberScheduled: 1, CurrentNumberScheduled: 1,
+			UpdatedNumberScheduled: 1, NumberAvailable: 1, NumberReady: 1}
+		if err := c.Status().Update(ctx, ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
