@@ -8,7 +8,7 @@ TEKVIRT := $(GO) run ./cmd/tekvirt
 E2E_TIMEOUT ?= 40m
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e$$|/e2e/bench$$')
 
-.PHONY: help build test test-unit e2e up down demo generate verify-gen lint bench fmt
+.PHONY: help build test test-unit e2e up down demo generate verify-gen lint bench fmt release
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -27,6 +27,11 @@ test-unit: ## unit tests (no cluster needed; API-server tests skip until `up` ha
 
 up: ## bring the local cluster up (idempotent)
 	$(TEKVIRT) up
+
+REGISTRY ?= 127.0.0.1:5000
+
+release: ## render _out/release/tekvirt-operator.yaml and tekvirt-cr.yaml, images pushed to $(REGISTRY) and named by digest (the default is the local cluster's registry: `make up` first)
+	$(TEKVIRT) release --registry $(REGISTRY) --out _out/release
 
 down: ## stop the local cluster
 	$(TEKVIRT) down

@@ -39,7 +39,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", defHome, "state directory ($TEKVIRT_HOME)")
 	root.PersistentFlags().StringVar(&g.source, "source", "", "tekvirt source tree (default: found from the working directory)")
-	root.AddCommand(upCmd(g), downCmd(g), statusCmd(g), registryCmd())
+	root.AddCommand(upCmd(g), releaseCmd(g), downCmd(g), statusCmd(g), registryCmd())
 	root.AddCommand(vmCmds(g)...)
 	root.AddCommand(imageUploadCmd(g), guestURLCmd(g))
 	return root
@@ -87,6 +87,30 @@ func upCmd(g *globalFlags) *cobra.Command {
 			return c.Up(cmd.Context())
 		},
 	}
+}
+
+func releaseCmd(g *globalFlags) *cobra.Command {
+	var registry, out string
+	cmd := &cobra.Command{
+		Use:   "release",
+		Short: "Build every image, push it to --registry and write the release (" + cluster.ReleaseOperatorFile + ", " + cluster.ReleaseCRFile + ") into --out",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.cluster(cmd)
+			if err != nil {
+				return err
+			}
+			if err := c.Release(cmd.Context(), registry, out); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "kubectl apply --server-side -f %s\nkubectl apply --server-side -f %s\n",
+				filepath.Join(out, cluster.ReleaseOperatorFile), filepath.Join(out, cluster.ReleaseCRFile))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&registry, "registry", cluster.RegistryAddr, "registry (host:port[/path]) the images are pushed to and named from")
+	cmd.Flags().StringVar(&out, "out", "_out/release", "directory the release's files are written to")
+	return cmd
 }
 
 func downCmd(g *globalFlags) *cobra.Command {

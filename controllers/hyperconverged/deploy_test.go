@@ -5,18 +5,16 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tekvirt/tekvirt/contracts/trust"
@@ -38,23 +36,10 @@ func testImages() Images {
 // a cluster of one node, node-a.
 func startOperator(t *testing.T) client.Client {
 	t.Helper()
-	tekton := testenv.ModuleDir(t, "github.com/tektoncd/pipeline")
-	cfg := testenv.Start(t, filepath.Join("..", "config", "crd"), filepath.Join(tekton, "config", "300-crds", "300-task.yaml"),
-		filepath.Join(tekton, "config", "300-crds", "300-pipeline.yaml"))
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := hcov1beta1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	images := testImages()
-	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient(), StepImage: images["github.com/tekvirt/tekvirt/cmd/tekvirt-step"], Images: images}).SetupWithManager(mgr)
-	})
+	c := startReconciler(t, &Reconciler{StepImage: images["github.com/tekvirt/tekvirt/cmd/tekvirt-step"], Images: images})
 	ctx := context.Background()
 	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ctrlconfig.Namespace}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ctrlconfig.NodeNamespace}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}},
 	} {
@@ -153,6 +138,14 @@ func TestOperatorDeploysCertifiesAndRestoresComponents(t *testing.T) {
 		return nil
 	})
 
+	settle(t, c, key)
+	// Settled: only the new Node can start a reconcile.
+	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the handlers' certificate reissued for a new node", func() error {
+		return verifies(c, bundle, client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerCertSecret}, "node-b")
+	})
 	if err := c.Delete(ctx, handler); err != nil {
 		t.Fatal(err)
 	}
@@ -166,11 +159,64 @@ func TestOperatorDeploysCertifiesAndRestoresComponents(t *testing.T) {
 		}
 		return nil
 	})
-	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}); err != nil {
+}
+
+// TestOperatorRemovesComponentsWithTheHyperConverged: deleting the
+// HyperConverged (the webhook allowed it: no VMs) removes what it deployed.
+func TestOperatorRemovesComponentsWithTheHyperConverged(t *testing.T) {
+	c := startOperator(t)
+	ctx := context.Background()
+	hc := &hcov1beta1.HyperConverged{ObjectMeta: metav1.ObjectMeta{Name: SingletonName, Namespace: ctrlconfig.Namespace}}
+	if err := c.Create(ctx, hc); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, "the handlers' certificate reissued for a new node", func() error {
-		return verifies(c, bundle, client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerCertSecret}, "node-b")
+	handler := client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerDaemonSet}
+	testenv.Eventually(t, "handler DaemonSet deployed", func() error { return c.Get(ctx, handler, &appsv1.DaemonSet{}) })
+	// No controller serves the deployed webhook here, and it fails closed:
+	// delete it and the HyperConverged before the operator puts it back.
+	testenv.Eventually(t, "HyperConverged deletion admitted", func() error {
+		hook := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-vm-validator"}}
+		if err := c.Delete(ctx, hook); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return c.Delete(ctx, hc)
+	})
+	testenv.Eventually(t, "components removed with the HyperConverged", func() error {
+		for key, obj := range map[client.ObjectKey]client.Object{
+			handler: &appsv1.DaemonSet{},
+			{Namespace: ctrlconfig.Namespace, Name: "tekvirt-controller"}: &appsv1.Deployment{},
+			{Namespace: ctrlconfig.Namespace, Name: caSecretName}:         &corev1.Secret{},
+			{Name: "tekvirt-vm-validator"}:                                &admissionv1.ValidatingWebhookConfiguration{},
+			{Namespace: trust.Namespace, Name: trust.CABundleConfigMap}:   &corev1.ConfigMap{},
+		} {
+			if err := c.Get(ctx, key, obj); err == nil || !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%T %s still there (%w)", obj, key, err)
+			}
+		}
+		return nil
+	})
+}
+
+// settle waits until the HyperConverged has not changed for two seconds,
+// so that no reconcile its last status change started is still running.
+func settle(t *testing.T, c client.Client, key client.ObjectKey) {
+	t.Helper()
+	last, stable := "", 0
+	testenv.Eventually(t, "HyperConverged settled", func() error {
+		hc := &hcov1beta1.HyperConverged{}
+		if err := c.Get(context.Background(), key, hc); err != nil {
+			return err
+		}
+		if hc.ResourceVersion == last {
+			stable++
+		} else {
+			last, stable = hc.ResourceVersion, 0
+		}
+		if stable < 4 {
+			time.Sleep(500 * time.Millisecond)
+			return fmt.Errorf("resourceVersion %s for %d polls", last, stable)
+		}
+		return nil
 	})
 }
 

@@ -143,7 +143,9 @@ func (r *Reconciler) install(ctx context.Context, ns string) (int, error) {
 	return len(objs), nil
 }
 
-// reconcileDelete removes the catalog objects, then the finalizer.
+// reconcileDelete removes the catalog objects and the components, then the
+// finalizer (the validating webhook refuses deleting the HyperConverged
+// while virtual machines exist).
 func (r *Reconciler) reconcileDelete(ctx context.Context, hc *hcov1beta1.HyperConverged) error {
 	if !controllerutil.ContainsFinalizer(hc, finalizer) {
 		return nil
@@ -151,6 +153,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hc *hcov1beta1.HyperCo
 	objs, err := catalog.InstallObjects(hc.CatalogNamespace(), r.StepImage)
 	if err != nil {
 		return reconcile.TerminalError(err)
+	}
+	if r.Images != nil {
+		// The components, named as render names them (no certificate is
+		// needed to delete one), and the CA.
+		components, err := render(r.Images, certs{}, "")
+		if err != nil {
+			return reconcile.TerminalError(err)
+		}
+		objs = append(append(objs, components...), tlsSecret(caSecretName, ctrlconfig.Namespace, keyPair{}))
 	}
 	for _, o := range objs {
 		if err := r.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {

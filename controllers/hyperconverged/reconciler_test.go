@@ -23,9 +23,16 @@ import (
 
 const stepImage = "127.0.0.1:5000/tekvirt/tekvirt-step@sha256:1111111111111111111111111111111111111111111111111111111111111111"
 
-// startController runs the reconciler against a real API server holding the
-// HyperConverged and Tekton Task and Pipeline CRDs, and returns a client of it.
+// startController runs the reconciler (catalog only) against a real API
+// server holding the HyperConverged and Tekton Task and Pipeline CRDs, and
+// returns a client of it.
 func startController(t *testing.T) client.Client {
+	t.Helper()
+	return startReconciler(t, &Reconciler{StepImage: stepImage})
+}
+
+// startReconciler runs r, its Client set, as startController describes.
+func startReconciler(t *testing.T, r *Reconciler) client.Client {
 	t.Helper()
 	tekton := testenv.ModuleDir(t, "github.com/tektoncd/pipeline")
 	cfg := testenv.Start(t, filepath.Join("..", "config", "crd"), filepath.Join(tekton, "config", "300-crds", "300-task.yaml"),
@@ -38,7 +45,8 @@ func startController(t *testing.T) client.Client {
 		t.Fatal(err)
 	}
 	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr)
+		r.Client = mgr.GetClient()
+		return r.SetupWithManager(mgr)
 	})
 	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-system"}}); err != nil {
 		t.Fatal(err)

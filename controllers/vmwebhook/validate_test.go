@@ -1,6 +1,7 @@
 package vmwebhook
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -98,5 +99,27 @@ func TestAllUnsupportedFieldsListed(t *testing.T) {
 	err := ValidateVMSpec(s)
 	if err == nil || strings.Count(err.Error(), ";") != 1 || !strings.Contains(err.Error(), "spec.preference") || !strings.Contains(err.Error(), "sriov") {
 		t.Fatalf("err = %v; want both fields named", err)
+	}
+}
+
+func TestDeletionRefusal(t *testing.T) {
+	if err := deletionRefusal("ns/hc", nil); err != nil {
+		t.Errorf("no VMs: %v, want allowed", err)
+	}
+	var many []string
+	for i := 7; i > 0; i-- {
+		many = append(many, fmt.Sprintf("VirtualMachine ns/vm%d", i))
+	}
+	for _, tt := range []struct {
+		blocking []string
+		want     string
+	}{
+		{[]string{"VirtualMachineInstance b/x", "VirtualMachine a/y"}, "HyperConverged ns/hc cannot be deleted while virtual machines exist: VirtualMachine a/y, VirtualMachineInstance b/x; delete them first"},
+		{many, "VirtualMachine ns/vm1, VirtualMachine ns/vm2, VirtualMachine ns/vm3, VirtualMachine ns/vm4, VirtualMachine ns/vm5 and 2 more; delete them first"},
+	} {
+		err := deletionRefusal("ns/hc", tt.blocking)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("deletionRefusal(%v) = %v, want %q", tt.blocking, err, tt.want)
+		}
 	}
 }

@@ -35,6 +35,12 @@ type Validator struct {
 // Handle implements admission.Handler.
 func (v Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation == admissionv1.Delete {
+		if req.Kind.Kind != "HyperConverged" {
+			return admission.Allowed("")
+		}
+		if err := v.hyperConvergedDelete(ctx, req); err != nil {
+			return admission.Denied(err.Error())
+		}
 		return admission.Allowed("")
 	}
 	check, ok := map[string]func(context.Context, admission.Request) error{

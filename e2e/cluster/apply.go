@@ -27,6 +27,17 @@ import (
 type applier struct {
 	dyn    dynamic.Interface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
+	// manager is the field manager (default "tekvirt").
+	manager string
+}
+
+// asKubectl applies as `kubectl apply --server-side` does (field
+// manager "kubectl"), so that a user re-applying the same files later is
+// the same manager and changes nothing.
+func (a *applier) asKubectl() *applier {
+	c := *a
+	c.manager = "kubectl"
+	return &c
 }
 
 func newApplier(cfg *rest.Config) (*applier, error) {
@@ -104,7 +115,11 @@ func (a *applier) tryApply(ctx context.Context, obj *unstructured.Unstructured) 
 		return err
 	}
 	force := true
-	_, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "tekvirt", Force: &force})
+	manager := a.manager
+	if manager == "" {
+		manager = "tekvirt"
+	}
+	_, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: manager, Force: &force})
 	return err
 }
 

@@ -58,8 +58,9 @@ func busyboxImage() (ocibuild.Spec, error) {
 	return ocibuild.Spec{Files: files, Entrypoint: []string{"/bin/sh"}}, nil
 }
 
-// pushImages builds and pushes every image; unchanged images upload nothing.
-func (c *Cluster) pushImages(b binaries) (Images, error) {
+// pushImages builds and pushes every image to registry (host:port, or
+// host:port/path); unchanged images upload nothing.
+func (c *Cluster) pushImages(b binaries, registry string) (Images, error) {
 	bb, err := busyboxImage()
 	if err != nil {
 		return nil, err
@@ -92,7 +93,7 @@ func (c *Cluster) pushImages(b binaries) (Images, error) {
 		}
 		g.Go(func() error {
 			// Pushed by tag too: containerd names the sandbox image by tag.
-			ref, err := ocibuild.Push(spec, RegistryAddr+"/"+repo+":latest")
+			ref, err := ocibuild.Push(spec, registry+"/"+repo+":latest")
 			mu.Lock()
 			defer mu.Unlock()
 			images[key] = ref
@@ -102,7 +103,7 @@ func (c *Cluster) pushImages(b binaries) (Images, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	c.progress("%-24s pushed %d images to %s", "images", len(images), RegistryAddr)
+	c.progress("%-24s pushed %d images to %s", "images", len(images), registry)
 	return images, nil
 }
 

@@ -3,7 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -11,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tekvirt/tekvirt/catalog"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/hyperconverged"
 )
@@ -39,7 +40,7 @@ func (c *Cluster) install(ctx context.Context, b binaries) error {
 		return err
 	}
 	c.progress("%-24s Ready (%s)", "node "+c.NodeName, since(start))
-	images, err := c.pushImages(b)
+	images, err := c.pushImages(b, RegistryAddr)
 	if err != nil {
 		return err
 	}
@@ -59,38 +60,40 @@ func (c *Cluster) install(ctx context.Context, b binaries) error {
 	return nil
 }
 
-// installTekvirt applies the task ClusterRoles and what the release's
-// operator manifest holds, then the default HyperConverged, and waits until
-// the operator reports every component ready and the catalog installed.
+// ReleaseDir is where `up` renders the release it installs.
+func (c *Cluster) ReleaseDir() string { return c.path("data", "release") }
+
+// installTekvirt installs the release as a user does: it renders the two
+// files for the pushed images and applies them (server-side, as `kubectl
+// apply --server-side -f`), then waits until the operator reports every
+// component ready at the pushed images and the catalog installed.
 func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, images Images) error {
-	roles, err := catalog.ClusterRoles()
-	if err != nil {
-		return err
-	}
-	if err := a.apply(ctx, roles); err != nil {
+	if err := renderRelease(images, c.ReleaseDir()); err != nil {
 		return err
 	}
 	var objs []*unstructured.Unstructured
-	for _, f := range append(append([]string{}, ctrlconfig.Files...), ctrlconfig.DefaultHyperConverged) {
-		data, err := fs.ReadFile(ctrlconfig.FS, f)
+	for _, f := range []string{ReleaseOperatorFile, ReleaseCRFile} {
+		data, err := os.ReadFile(filepath.Join(c.ReleaseDir(), f))
 		if err != nil {
 			return err
 		}
-		resolved, err := images.Resolve(string(data))
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		docs, err := decodeManifests([]byte(resolved))
+		docs, err := decodeManifests(data)
 		if err != nil {
 			return fmt.Errorf("decoding %s: %w", f, err)
 		}
 		objs = append(objs, docs...)
 	}
-	hc := objs[len(objs)-1]
-	// Low enough for a test to cross quickly (the handlers' default is 20 GiB).
-	hc.SetAnnotations(map[string]string{hyperconverged.ContainerDiskMaxBytesAnnotation: strconv.Itoa(ContainerDiskMaxBytes)})
-	if err := a.apply(ctx, objs); err != nil {
+	if err := a.asKubectl().apply(ctx, objs); err != nil {
 		return err
+	}
+	// Low enough for a test to cross quickly (the handlers' default is
+	// 20 GiB): set on the HyperConverged as an admin would, by its own
+	// field manager, so that re-applying the release keeps it.
+	hc := objs[len(objs)-1]
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, hyperconverged.ContainerDiskMaxBytesAnnotation, strconv.Itoa(ContainerDiskMaxBytes))
+	if _, err := a.dyn.Resource(hyperConvergedGVR).Namespace(hc.GetNamespace()).Patch(ctx, hc.GetName(), types.MergePatchType, []byte(patch),
+		metav1.PatchOptions{FieldManager: "tekvirt"}); err != nil {
+		return fmt.Errorf("annotating HyperConverged %s/%s: %w", hc.GetNamespace(), hc.GetName(), err)
 	}
 	if err := k.waitDeployment(ctx, ctrlconfig.Namespace, ctrlconfig.OperatorDeployment); err != nil {
 		return err

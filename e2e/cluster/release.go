@@ -1,0 +1,78 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/tekvirt/tekvirt/catalog"
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+)
+
+// The release's two files, as KubeVirt's kubevirt-operator.yaml and
+// kubevirt-cr.yaml.
+const (
+	ReleaseOperatorFile = "tekvirt-operator.yaml"
+	ReleaseCRFile       = "tekvirt-cr.yaml"
+)
+
+// Release builds every image, pushes it to registry and writes the release
+// into dir: ReleaseOperatorFile (the task roles and what
+// ctrlconfig.Files holds: namespaces, CRDs, RBAC, admission policies and
+// the operator, every image by digest) and ReleaseCRFile (the
+// HyperConverged). `kubectl apply --server-side -f` of both installs
+// tekvirt on a cluster with Tekton Pipelines.
+func (c *Cluster) Release(ctx context.Context, registry, dir string) error {
+	bins, err := c.buildAll(ctx)
+	if err != nil {
+		return err
+	}
+	images, err := c.pushImages(bins, registry)
+	if err != nil {
+		return err
+	}
+	return renderRelease(images, dir)
+}
+
+// renderRelease writes the release's files for images into dir.
+func renderRelease(images Images, dir string) error {
+	var docs []string
+	roles, err := catalog.ClusterRoles()
+	if err != nil {
+		return err
+	}
+	for _, r := range roles {
+		data, err := yaml.Marshal(r.Object)
+		if err != nil {
+			return err
+		}
+		docs = append(docs, string(data))
+	}
+	for _, f := range ctrlconfig.Files {
+		data, err := fs.ReadFile(ctrlconfig.FS, f)
+		if err != nil {
+			return err
+		}
+		resolved, err := images.Resolve(string(data))
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		docs = append(docs, "# "+f+"\n"+strings.TrimPrefix(strings.TrimSpace(resolved), "---\n"))
+	}
+	cr, err := fs.ReadFile(ctrlconfig.FS, ctrlconfig.DefaultHyperConverged)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ReleaseOperatorFile), []byte(strings.Join(docs, "\n---\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ReleaseCRFile), cr, 0o644)
+}
