@@ -131,15 +131,20 @@ func TestVMIInLauncherPod(t *testing.T) {
 		t.Errorf("QEMU's network namespace %q is the node's %q", qemuNet, nodeNet)
 	}
 	// 10.0.2.2 is the host side of the guest's user network: here, the
-	// Pod's loopback, where nothing listens; on the node, 127.0.0.1:2379 is
-	// etcd. The kubernetes Service is reachable, as from any pod.
+	// Pod's loopback, where nothing listens; on the node, 127.0.0.1 serves
+	// etcd (2379), the image registry (5000) and the kubelet's health
+	// (10248). The kubernetes Service is reachable, as from any pod.
 	res, err := podLauncher(t, f, &pod).Exec(ctx, guestexec.Request{Command: "/bin/sh", Args: []string{"-c",
-		"nc -w 3 10.0.2.2 2379 </dev/null; echo etcd=$?; nc -w 3 " + kubernetesServiceIP(t, f) + " 443 </dev/null; echo service=$?"}, TimeoutSeconds: 20})
+		"for p in 2379 5000 10248; do nc -w 3 10.0.2.2 $p </dev/null; echo loopback-$p=$?; done; nc -w 3 " +
+			kubernetesServiceIP(t, f) + " 443 </dev/null; echo service=$?"}, TimeoutSeconds: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out := string(res.Stdout) + string(res.Stderr); !strings.Contains(out, "etcd=1") || !strings.Contains(out, "service=0") {
-		t.Errorf("from the guest, the node's etcd must be refused and the kubernetes Service reached: %q", out)
+	out := string(res.Stdout) + string(res.Stderr)
+	for _, want := range []string{"loopback-2379=1", "loopback-5000=1", "loopback-10248=1", "service=0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("from the guest, the node's loopback services must be refused and the kubernetes Service reached: want %s in %q", want, out)
+		}
 	}
 
 	if err := c.Delete(ctx, got); err != nil {

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -26,6 +27,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/datasource"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/controllers/manager"
+	"github.com/tekvirt/tekvirt/controllers/metrics"
 	"github.com/tekvirt/tekvirt/controllers/requester"
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
 	"github.com/tekvirt/tekvirt/controllers/uploadtoken"
@@ -72,6 +74,9 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	})
 	if err != nil {
 		return err
+	}
+	if err := ctrlmetrics.Registry.Register(metrics.Collector{Reader: mgr.GetClient()}); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
 	}
 	if err := (&vm.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the VirtualMachine controller: %w", err)

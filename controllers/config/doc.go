@@ -37,6 +37,7 @@ var Files = []string{
 	"rbac/role.yaml",
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",
+	"rbac/metrics_reader.yaml",
 	"admission/policies.yaml",
 	"users/roles.yaml",
 	"hostpath/role.yaml",

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
@@ -56,7 +57,10 @@ func New(o Options) (ctrl.Manager, error) {
 		Scheme:                 scheme,
 		Cache:                  o.Cache,
 		HealthProbeBindAddress: o.ProbeAddr,
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		// Metrics are served over HTTPS to callers the API server
+		// authenticates and authorizes (get on the /metrics URL).
+		Metrics: metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: true,
+			FilterProvider: filters.WithAuthenticationAndAuthorization},
 	}
 	if o.WebhookCertDir != "" {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{CertDir: o.WebhookCertDir, Port: o.WebhookPort})

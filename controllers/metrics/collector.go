@@ -1,0 +1,105 @@
+package metrics
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+)
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+var (
+	phaseCount = prometheus.NewDesc("kubevirt_vmi_phase_count",
+		"Number of VMIs by node and phase.", []string{"node", "phase"}, nil)
+	importProgress = prometheus.NewDesc("kubevirt_cdi_import_progress_total",
+		"Progress of each importing DataVolume, in percent.", []string{"namespace", "name", "phase"}, nil)
+)
+
+// Collector reads VMIs and DataVolumes from Reader when scraped.
+type Collector struct {
+	Reader client.Reader
+}
+
+// Describe implements prometheus.Collector.
+func (c Collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- phaseCount
+	ch <- importProgress
+}
+
+// Collect implements prometheus.Collector.
+func (c Collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	log := ctrl.Log.WithName("metrics")
+	var vmis v1.VirtualMachineInstanceList
+	if err := c.Reader.List(ctx, &vmis); err != nil {
+		log.Error(err, "listing VirtualMachineInstances")
+	}
+	for _, p := range PhaseCounts(vmis.Items) {
+		ch <- prometheus.MustNewConstMetric(phaseCount, prometheus.GaugeValue, float64(p.Count), p.Node, p.Phase)
+	}
+	var dvs cdiv1.DataVolumeList
+	if err := c.Reader.List(ctx, &dvs); err != nil {
+		log.Error(err, "listing DataVolumes")
+	}
+	for _, dv := range dvs.Items {
+		if pct, ok := Percent(dv.Status.Progress); ok {
+			ch <- prometheus.MustNewConstMetric(importProgress, prometheus.GaugeValue, pct, dv.Namespace, dv.Name, string(dv.Status.Phase))
+		}
+	}
+}
+
+// PhaseCount is the number of VMIs in one phase on one node ("" while
+// unscheduled).
+type PhaseCount struct {
+	Node, Phase string
+	Count       int
+}
+
+// PhaseCounts groups vmis by node and phase (lower-case, as KubeVirt
+// reports it), sorted.
+func PhaseCounts(vmis []v1.VirtualMachineInstance) []PhaseCount {
+	counts := map[[2]string]int{}
+	for _, vmi := range vmis {
+		phase := strings.ToLower(string(vmi.Status.Phase))
+		if phase == "" {
+			phase = "pending"
+		}
+		counts[[2]string{vmi.Status.NodeName, phase}]++
+	}
+	out := make([]PhaseCount, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, PhaseCount{Node: k[0], Phase: k[1], Count: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Node != out[j].Node {
+			return out[i].Node < out[j].Node
+		}
+		return out[i].Phase < out[j].Phase
+	})
+	return out
+}
+
+// Percent reads a DataVolume's progress ("45.2%"); "N/A" and "" are not
+// progress.
+func Percent(p cdiv1.DataVolumeProgress) (float64, bool) {
+	s, ok := strings.CutSuffix(string(p), "%")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || v > 100 {
+		return 0, false
+	}
+	return v, true
+}
