@@ -166,15 +166,7 @@ func TestVMIInLauncherPod(t *testing.T) {
 	if err := c.Create(ctx, nowhere); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitVMI(t, c, ns, nowhere.Name, time.Minute, "waits for a node with the scheduler's message", func(v *v1.VirtualMachineInstance) error {
-		for _, cond := range v.Status.Conditions {
-			if cond.Type == vmipod.PodScheduledCondition && cond.Status == corev1.ConditionFalse &&
-				strings.Contains(cond.Message, "0/1 nodes are available") && v.Status.Phase == v1.Scheduling {
-				return nil
-			}
-		}
-		return fmt.Errorf("phase %q, conditions %+v", v.Status.Phase, v.Status.Conditions)
-	})
+	waitScheduling(t, c, ns, nowhere.Name, "0/1 nodes are available")
 }
 
 // TestDeletedLauncherPodFailsVMIAndVMRestarts: deleting the launcher Pod

@@ -54,6 +54,21 @@ func freeMemory(t *testing.T, f *framework.Framework, node string) *resource.Qua
 	return &free
 }
 
+// waitScheduling waits for VMI ns/name to stay Scheduling with the
+// scheduler's message, which holds want, as its PodScheduled condition.
+func waitScheduling(t *testing.T, c client.Client, ns, name, want string) {
+	t.Helper()
+	framework.WaitVMI(t, c, ns, name, time.Minute, "Scheduling with the scheduler's message", func(v *v1.VirtualMachineInstance) error {
+		for _, cond := range v.Status.Conditions {
+			if cond.Type == vmipod.PodScheduledCondition && cond.Status == corev1.ConditionFalse &&
+				strings.Contains(cond.Message, want) && v.Status.Phase == v1.Scheduling {
+				return nil
+			}
+		}
+		return fmt.Errorf("phase %q, conditions %+v", v.Status.Phase, v.Status.Conditions)
+	})
+}
+
 // TestSchedulerCountsVMMemory: kube-scheduler sees VM memory. A VM larger
 // than the node stays Scheduling with the scheduler's own message; a Pod
 // that would fit beside the node's other Pods but not beside a running VM
@@ -76,15 +91,7 @@ func TestSchedulerCountsVMMemory(t *testing.T) {
 	if err := c.Create(ctx, huge); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitVMI(t, c, ns, huge.Name, time.Minute, "Scheduling with the scheduler's message", func(v *v1.VirtualMachineInstance) error {
-		for _, cond := range v.Status.Conditions {
-			if cond.Type == vmipod.PodScheduledCondition && cond.Status == corev1.ConditionFalse &&
-				strings.Contains(cond.Message, "Insufficient memory") && v.Status.Phase == v1.Scheduling {
-				return nil
-			}
-		}
-		return fmt.Errorf("phase %q, conditions %+v", v.Status.Phase, v.Status.Conditions)
-	})
+	waitScheduling(t, c, ns, huge.Name, "Insufficient memory")
 	if err := c.Delete(ctx, huge); err != nil {
 		t.Fatal(err)
 	}
