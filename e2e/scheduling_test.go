@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +145,46 @@ func TestSchedulerCountsVMMemory(t *testing.T) {
 		}
 		if pod.Spec.NodeName == "" {
 			return fmt.Errorf("still Pending: %+v", pod.Status.Conditions)
+		}
+		return nil
+	})
+}
+
+// TestExposeVMIReachesGuestSSH: `tekvirt expose vmi` (as virtctl expose)
+// makes a Service whose cluster IP reaches the guest's sshd through the
+// launcher Pod; a VMI declaring interface ports is admitted and runs.
+func TestExposeVMIReachesGuestSSH(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "exposed", Labels: map[string]string{"app": "exposed"}},
+		Spec: framework.GuestVMI(framework.GuestImage, "exposed")}
+	// Declared ports are forwarded from the Pod's address (22 always is).
+	vmi.Spec.Domain.Devices.Interfaces[0].Ports = []v1.Port{{Name: "ssh", Port: 22}, {Name: "web", Protocol: "TCP", Port: 8080}}
+	if err := c.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, "running", framework.AgentConnected)
+	cmd := exec.Command(f.Bin("tekvirt"), "expose", "vmi", vmi.Name, "-n", ns, "--name", "exposed-ssh", "--port", "2222", "--target-port", "22")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tekvirt expose: %v\n%s", err, out)
+	}
+	svc := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "exposed-ssh"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "the guest's SSH banner through the Service", func() error {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(svc.Spec.ClusterIP, "2222"), 3*time.Second)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		banner, err := bufio.NewReader(conn).ReadString('\n')
+		if !strings.HasPrefix(banner, "SSH-2.0-") {
+			return fmt.Errorf("read %q: %w", banner, err)
 		}
 		return nil
 	})

@@ -41,6 +41,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.source, "source", "", "tekvirt source tree (default: found from the working directory)")
 	root.AddCommand(upCmd(g), releaseCmd(g), downCmd(g), statusCmd(g), registryCmd())
 	root.AddCommand(vmCmds(g)...)
+	root.AddCommand(exposeCmd(g))
 	root.AddCommand(imageUploadCmd(g), guestURLCmd(g))
 	return root
 }

@@ -24,6 +24,8 @@ var Fields = []string{
 	"domain.devices.disks.cdrom.bus=sata", "domain.devices.disks.cdrom.readonly",
 	"domain.devices.interfaces.name", "domain.devices.interfaces.masquerade", "domain.devices.interfaces.bridge",
 	"domain.devices.interfaces.model=virtio",
+	"domain.devices.interfaces.ports.name", "domain.devices.interfaces.ports.port",
+	"domain.devices.interfaces.ports.protocol=TCP|UDP",
 	"domain.firmware.uuid",
 	"domain.firmware.kernelBoot.kernelArgs",
 	"domain.firmware.kernelBoot.container.image", "domain.firmware.kernelBoot.container.kernelPath",

@@ -36,9 +36,6 @@ func ConfigureNetwork(vmi *v1.VirtualMachineInstance, _ *Options, d *libvirtxml.
 		if iface.Model != "" && iface.Model != v1.VirtIO {
 			return fmt.Errorf("%s.model %q is not supported (virtio)", field, iface.Model)
 		}
-		if len(iface.Ports) > 0 {
-			return fmt.Errorf("%s.ports is not supported", field)
-		}
 		slot := uint(nicSlot)
 		zero := uint(0)
 		d.Devices.Interfaces = append(d.Devices.Interfaces, libvirtxml.DomainInterface{

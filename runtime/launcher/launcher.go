@@ -149,14 +149,17 @@ func (vm *VM) Shutdown(ctx context.Context) error {
 }
 
 // Forward forwards host:port (in the launcher's network namespace: its
-// Pod's) to port guestPort of the guest, through the user-mode network
-// (QEMU's hostfwd).
-func (vm *VM) Forward(hostAddr string, guestPort int) error {
+// Pod's) to port guestPort of the guest over protocol ("tcp" or "udp"),
+// through the user-mode network (QEMU's hostfwd).
+func (vm *VM) Forward(protocol, hostAddr string, guestPort int) error {
 	host, port, err := net.SplitHostPort(hostAddr)
 	if err != nil {
 		return fmt.Errorf("forward address %q: %w", hostAddr, err)
 	}
-	cmd := fmt.Sprintf("hostfwd_add tcp:%s:%s-:%d", host, port, guestPort)
+	if protocol != "tcp" && protocol != "udp" {
+		return fmt.Errorf("forward protocol %q: want tcp or udp", protocol)
+	}
+	cmd := fmt.Sprintf("hostfwd_add %s:%s:%s-:%d", protocol, host, port, guestPort)
 	out, err := vm.dom.QemuMonitorCommand(cmd, libvirt.DOMAIN_QEMU_MONITOR_COMMAND_HMP)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)

@@ -6,7 +6,11 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
+
+	v1 "kubevirt.io/api/core/v1"
 )
 
 // specPoll is how often a launcher Pod looks for its spec.
@@ -43,7 +47,7 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	defer vm.Close()
 	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "took", time.Since(start).Round(time.Millisecond).String())
 	srv := newServer(vm, log)
-	srv.podIPs = expose(vm, log)
+	srv.podIPs = expose(vm, forwardedPorts(spec.VMI), log)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	go func() {
@@ -68,15 +72,48 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 }
 
 // expose makes the Pod's addresses lead to the guest, as KubeVirt's
-// masquerade binding does (its SSH port: QEMU's user network forwards one
-// port per rule), and returns them.
-func expose(vm *VM, log *slog.Logger) []string {
-	if err := vm.Forward(net.JoinHostPort("", "22"), 22); err != nil {
-		log.Error("no SSH forward from the Pod's address", "err", err)
+// masquerade binding does, for ports (QEMU's user network forwards one port
+// per rule), and returns them.
+func expose(vm *VM, ports []GuestPort, log *slog.Logger) []string {
+	for _, p := range ports {
+		if err := vm.Forward(p.Protocol, net.JoinHostPort("", strconv.Itoa(int(p.Port))), int(p.Port)); err != nil {
+			log.Error("no forward from the Pod's address", "protocol", p.Protocol, "port", p.Port, "err", err)
+		}
 	}
 	ips := podIPs()
-	log.Info("guest port 22 forwarded from the Pod", "podIPs", ips)
+	log.Info("guest ports forwarded from the Pod", "ports", ports, "podIPs", ips)
 	return ips
+}
+
+// GuestPort is a guest port the Pod's address forwards.
+type GuestPort struct {
+	Protocol string // "tcp" or "udp"
+	Port     int32
+}
+
+// forwardedPorts are SSH's (22/tcp, which execute-in-vm and SSH clients
+// taking the VMI's address use) and every port the VMI's interfaces
+// declare (spec.domain.devices.interfaces[].ports, TCP unless said),
+// without repeats.
+func forwardedPorts(vmi *v1.VirtualMachineInstance) []GuestPort {
+	out := []GuestPort{{"tcp", 22}}
+	seen := map[GuestPort]bool{out[0]: true}
+	if vmi == nil {
+		return out
+	}
+	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
+		for _, p := range iface.Ports {
+			gp := GuestPort{Protocol: strings.ToLower(p.Protocol), Port: p.Port}
+			if gp.Protocol == "" {
+				gp.Protocol = "tcp"
+			}
+			if !seen[gp] && gp.Port > 0 && (gp.Protocol == "tcp" || gp.Protocol == "udp") {
+				seen[gp] = true
+				out = append(out, gp)
+			}
+		}
+	}
+	return out
 }
 
 // podIPs are the addresses of this network namespace's interfaces, but
