@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -33,8 +32,12 @@ import (
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
-// imageRef is an image, or an --*-image flag's value, in the release.
-var imageRef = regexp.MustCompile(`(?:image:\s*|-image=)(\S+)`)
+// imageRef is an image, or an --*-image flag's value, in the release;
+// byDigest is how each must end.
+var (
+	imageRef = regexp.MustCompile(`(?:image:\s*|-image=)(\S+)`)
+	byDigest = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
+)
 
 // TestReleaseNamesImagesByDigestAndAppliesTwiceAsNoOp: the release `up`
 // installed names every image by digest, and applying it again as a user
@@ -52,7 +55,7 @@ func TestReleaseNamesImagesByDigestAndAppliesTwiceAsNoOp(t *testing.T) {
 	for sc := bufio.NewScanner(strings.NewReader(string(data))); sc.Scan(); {
 		for _, m := range imageRef.FindAllStringSubmatch(sc.Text(), -1) {
 			refs++
-			if !regexp.MustCompile(`@sha256:[0-9a-f]{64}$`).MatchString(m[1]) {
+			if !byDigest.MatchString(m[1]) {
 				t.Errorf("image %s in the release is not named by digest", m[1])
 			}
 		}
@@ -102,13 +105,12 @@ func resourceVersions(t *testing.T, f *framework.Framework, manifest []byte) map
 		t.Fatal(err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	objs, err := ctrlconfig.Decode(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]string{}
-	for _, doc := range strings.Split(string(manifest), "\n---\n") {
-		var obj map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil || len(obj) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: obj}
+	for _, u := range objs {
 		m, err := mapper.RESTMapping(u.GroupVersionKind().GroupKind(), u.GroupVersionKind().Version)
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,14 +19,13 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/manager"
 )
 
-const module = "github.com/tekvirt/tekvirt/cmd/"
-
 func main() {
 	// --kubeconfig is registered by controller-runtime and read by ctrl.GetConfig.
 	images := hyperconverged.Images{}
-	for _, c := range []string{"tekvirt-controller", "tekvirt-step", "tekvirt-launcher", "tekvirt-handler", "tekvirt-hostpath"} {
-		flag.Func(c[len("tekvirt-"):]+"-image", "image reference of "+c, func(v string) error {
-			images[module+c] = v
+	for _, p := range hyperconverged.Programs {
+		name := path.Base(p)
+		flag.Func(strings.TrimPrefix(name, "tekvirt-")+"-image", "image reference of "+name, func(v string) error {
+			images[p] = v
 			return nil
 		})
 	}
@@ -42,7 +43,7 @@ func main() {
 }
 
 func run(images hyperconverged.Images, probeAddr, metricsAddr string) error {
-	if len(images) != 5 {
+	if len(images) != len(hyperconverged.Programs) {
 		return fmt.Errorf("--controller-image, --step-image, --launcher-image, --handler-image and --hostpath-image are required")
 	}
 	mgr, err := manager.New(manager.Options{
@@ -53,7 +54,7 @@ func run(images hyperconverged.Images, probeAddr, metricsAddr string) error {
 	if err != nil {
 		return err
 	}
-	r := &hyperconverged.Reconciler{Client: mgr.GetClient(), StepImage: images[module+"tekvirt-step"], Images: images}
+	r := &hyperconverged.Reconciler{Client: mgr.GetClient(), StepImage: images["github.com/tekvirt/tekvirt/cmd/tekvirt-step"], Images: images}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the HyperConverged controller: %w", err)
 	}

@@ -116,12 +116,6 @@ const GoldenNamespace = "tekvirt-os-images"
 const (
 	WebhookSecret  = "tekvirt-webhook-cert"
 	WebhookService = "tekvirt-webhook"
-	// MutatingWebhookFile and ValidatingWebhookFile are the manifests
-	// whose caBundle the installer sets.
-	MutatingWebhookFile   = "webhook/mutating.yaml"
-	ValidatingWebhookFile = "webhook/validating.yaml"
-	// APIServiceFile is the APIService whose caBundle the installer sets.
-	APIServiceFile = "upload/apiservice.yaml"
 	// APIService and UploadProxyService are the other Services the
 	// webhook's certificate serves.
 	APIService         = "tekvirt-api"

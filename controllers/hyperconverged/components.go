@@ -1,20 +1,16 @@
 package hyperconverged
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/tekvirt/tekvirt/catalog"
 	"github.com/tekvirt/tekvirt/contracts/trust"
@@ -31,6 +27,16 @@ const (
 // --container-disk-max-bytes (as HCO takes settings it has no field for
 // from annotations).
 const ContainerDiskMaxBytesAnnotation = "tekvirt.io/container-disk-max-bytes"
+
+// Programs are the import paths of the programs the operator deploys, one
+// image each: the flags of tekvirt-operator and the keys of Images.
+var Programs = []string{
+	"github.com/tekvirt/tekvirt/cmd/tekvirt-controller",
+	"github.com/tekvirt/tekvirt/cmd/tekvirt-step",
+	"github.com/tekvirt/tekvirt/cmd/tekvirt-launcher",
+	"github.com/tekvirt/tekvirt/cmd/tekvirt-handler",
+	"github.com/tekvirt/tekvirt/cmd/tekvirt-hostpath",
+}
 
 // Images maps each tekvirt program's import path, as the manifests name
 // it (ko://<import path>), to the image reference the operator deploys.
@@ -82,7 +88,7 @@ func render(images Images, c certs, containerDiskMaxBytes string) ([]*unstructur
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		docs, err := decode([]byte(resolved))
+		docs, err := ctrlconfig.Decode([]byte(resolved))
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s: %w", f, err)
 		}
@@ -172,22 +178,4 @@ func setArg(workload *unstructured.Unstructured, flag, value string) error {
 		return err
 	}
 	return unstructured.SetNestedSlice(workload.Object, containers, "spec", "template", "spec", "containers")
-}
-
-// decode splits a multi-document YAML stream into objects.
-func decode(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var obj map[string]any
-		if err := dec.Decode(&obj); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(obj) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: obj})
-		}
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -25,8 +26,8 @@ import (
 
 func testImages() Images {
 	images := Images{}
-	for i, c := range []string{"tekvirt-controller", "tekvirt-step", "tekvirt-launcher", "tekvirt-handler", "tekvirt-hostpath"} {
-		images["github.com/tekvirt/tekvirt/cmd/"+c] = fmt.Sprintf("registry.example/tekvirt/%s@sha256:%064d", c, i)
+	for i, p := range Programs {
+		images[p] = fmt.Sprintf("registry.example/tekvirt/%s@sha256:%064d", path.Base(p), i)
 	}
 	return images
 }

@@ -77,7 +77,7 @@ func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, image
 		if err != nil {
 			return err
 		}
-		docs, err := decodeManifests(data)
+		docs, err := ctrlconfig.Decode(data)
 		if err != nil {
 			return fmt.Errorf("decoding %s: %w", f, err)
 		}
@@ -99,8 +99,8 @@ func (c *Cluster) installTekvirt(ctx context.Context, a *applier, k *kube, image
 		return err
 	}
 	deployed := hyperconverged.Images{}
-	for _, c := range []string{"tekvirt-controller", "tekvirt-step", "tekvirt-launcher", "tekvirt-handler", "tekvirt-hostpath"} {
-		deployed[tekvirtModule+"/cmd/"+c] = images[tekvirtModule+"/cmd/"+c]
+	for _, p := range hyperconverged.Programs {
+		deployed[p] = images[p]
 	}
 	return waitAvailable(ctx, a, hc, deployed.Version())
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 )
 
 // tektonConfigFiles are the parts of Tekton's release config (config/ in its
@@ -44,7 +46,7 @@ func (c *Cluster) tektonManifests(images Images) ([]*unstructured.Unstructured, 
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}
-			docs, err := decodeManifests([]byte(resolved))
+			docs, err := ctrlconfig.Decode([]byte(resolved))
 			if err != nil {
 				return nil, fmt.Errorf("decoding %s: %w", f, err)
 			}
