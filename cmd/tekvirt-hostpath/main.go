@@ -40,7 +40,7 @@ func run(root, node, probeAddr string) error {
 	if err := (&hostpath.ClaimReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-hostpath"), Root: root, Node: node}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&hostpath.VolumeReconciler{Client: mgr.GetClient(), Root: root}).SetupWithManager(mgr); err != nil {
+	if err := (&hostpath.VolumeReconciler{Client: mgr.GetClient(), Root: root, Node: node}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

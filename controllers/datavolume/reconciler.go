@@ -25,6 +25,7 @@ import (
 
 	"github.com/tekvirt/tekvirt/catalog"
 	"github.com/tekvirt/tekvirt/contracts/datastep"
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 )
 
 // MaxRestarts is how often a failed import that a retry may fix is rerun.
@@ -45,6 +46,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=tekton.dev,resources=taskruns,verbs=get;list;watch;create;delete;deletecollection;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -224,6 +226,9 @@ func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume) (*co
 	if pvc, err = claimFor(dv); err != nil {
 		return nil, err
 	}
+	if err := r.placeClone(ctx, dv, pvc); err != nil {
+		return nil, err
+	}
 	if err := controllerutil.SetControllerReference(dv, pvc, r.Client.Scheme()); err != nil {
 		return nil, err
 	}
@@ -231,6 +236,31 @@ func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume) (*co
 		return nil, fmt.Errorf("creating PVC %s: %w", klog.KObj(pvc), err)
 	}
 	return pvc, nil
+}
+
+// placeClone asks for a same-namespace clone's volume on the node of its
+// source's, since one Pod mounts both: node-local volumes elsewhere could
+// never meet. A source not bound yet leaves the choice to the provisioner.
+func (r *Reconciler) placeClone(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim) error {
+	src := dv.Spec.Source
+	if src == nil || src.PVC == nil || crossNamespace(dv) || pvc.Annotations[hostpath.AnnProvisionOnNode] != "" {
+		return nil
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: dv.Namespace, Name: src.PVC.Name}, claim); err != nil || claim.Spec.VolumeName == "" {
+		return client.IgnoreNotFound(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if node := hostpath.VolumeNode(pv); node != "" {
+		if pvc.Annotations == nil {
+			pvc.Annotations = map[string]string{}
+		}
+		pvc.Annotations[hostpath.AnnProvisionOnNode] = node
+	}
+	return nil
 }
 
 // ensureRun returns the run of the current attempt, creating it if needed.

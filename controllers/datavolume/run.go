@@ -13,6 +13,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/contracts/datastep"
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 )
 
 // DataVolumeLabel marks a DataVolume's import TaskRuns, as CDI labels its pods.
@@ -100,6 +101,9 @@ func claimFor(dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {
 			VolumeMode: s.VolumeMode, Resources: s.Resources, Selector: s.Selector}
 	default:
 		return nil, fmt.Errorf("spec.storage or spec.pvc is required")
+	}
+	if n := dv.Annotations[hostpath.AnnProvisionOnNode]; n != "" {
+		pvc.Annotations = map[string]string{hostpath.AnnProvisionOnNode: n}
 	}
 	if len(pvc.Spec.AccessModes) == 0 {
 		pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}

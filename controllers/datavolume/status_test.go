@@ -13,6 +13,8 @@ import (
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 )
 
 func run(status corev1.ConditionStatus, started bool) *pipelinev1.TaskRun {
@@ -113,8 +115,12 @@ func TestSupportedAndClaim(t *testing.T) {
 	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "dv"},
 		Spec: cdiv1.DataVolumeSpec{Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: size}}}}
 	pvc, err := claimFor(dv)
-	if err != nil || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce || pvc.Name != "dv" {
+	if err != nil || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce || pvc.Name != "dv" || len(pvc.Annotations) != 0 {
 		t.Fatalf("claim = %+v, %v", pvc, err)
+	}
+	dv.Annotations = map[string]string{hostpath.AnnProvisionOnNode: "node-2", "other": "x"}
+	if pvc, err := claimFor(dv); err != nil || len(pvc.Annotations) != 1 || pvc.Annotations[hostpath.AnnProvisionOnNode] != "node-2" {
+		t.Fatalf("claim of a DataVolume asked on a node: annotations %v, %v", pvc.Annotations, err)
 	}
 	dv.Spec.Storage.Resources.Requests = nil
 	if _, err := claimFor(dv); err == nil || !strings.Contains(err.Error(), "requests.storage is required") {

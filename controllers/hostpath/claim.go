@@ -17,7 +17,10 @@ import (
 )
 
 // ClaimReconciler provisions a volume for each pending claim of a
-// StorageClass whose provisioner is Provisioner.
+// StorageClass whose provisioner is Provisioner. One runs on every node: a
+// claim that names its node (the scheduler's selected node, or
+// AnnProvisionOnNode) is served by that node's alone; for any other, the
+// first to create the volume wins and the others drop their directory.
 type ClaimReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
@@ -41,6 +44,9 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if !wantsVolume(pvc) {
 		return ctrl.Result{}, nil
 	}
+	if n := claimNode(pvc); n != "" && n != r.Node {
+		return ctrl.Result{}, nil
+	}
 	if pvc.Spec.StorageClassName == nil {
 		return ctrl.Result{}, nil
 	}
@@ -61,13 +67,32 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := os.Chmod(dir, 0o777); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.Client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.Client.Create(ctx, pv); apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, r.dropIfLost(ctx, pv.Name, dir)
+	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("creating volume %s for %s: %w", pv.Name, klog.KObj(pvc), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("provisioned volume", "volume", pv.Name, "path", dir)
 	r.Recorder.Eventf(pvc, nil, corev1.EventTypeNormal, "ProvisioningSucceeded", "Provision",
 		"provisioned volume %s at %s on %s", pv.Name, filepath.Base(dir), r.Node)
 	return ctrl.Result{}, nil
+}
+
+// dropIfLost removes the directory made for volume name when another
+// node's provisioner created that volume first. The directory is empty: no
+// Pod can mount a volume before it exists.
+func (r *ClaimReconciler) dropIfLost(ctx context.Context, name, dir string) error {
+	pv := &corev1.PersistentVolume{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, pv); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if VolumeNode(pv) == r.Node {
+		return nil
+	}
+	if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("removing %s, made for volume %s which node %s provisioned: %w", dir, name, VolumeNode(pv), err)
+	}
+	return nil
 }
 
 // SetupWithManager watches claims.

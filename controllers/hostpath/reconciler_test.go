@@ -34,7 +34,7 @@ func TestProvisionAndReclaim(t *testing.T) {
 		if err := (&ClaimReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test"), Root: root, Node: "node1"}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return (&VolumeReconciler{Client: mgr.GetClient(), Root: root}).SetupWithManager(mgr)
+		return (&VolumeReconciler{Client: mgr.GetClient(), Root: root, Node: "node1"}).SetupWithManager(mgr)
 	})
 	bg := context.Background()
 	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hp"}, Provisioner: Provisioner}

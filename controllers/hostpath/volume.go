@@ -17,7 +17,38 @@ const (
 	annProvisionedBy      = "pv.kubernetes.io/provisioned-by"
 	annStorageProvisioner = "volume.kubernetes.io/storage-provisioner"
 	annBetaProvisioner    = "volume.beta.kubernetes.io/storage-provisioner"
+	// AnnSelectedNode is set by kube-scheduler on a WaitForFirstConsumer
+	// claim: the node of its first Pod.
+	AnnSelectedNode = "volume.kubernetes.io/selected-node"
+	// AnnProvisionOnNode names the node of an Immediate claim's volume, as
+	// the hostpath provisioner's annotation of the same name does. A
+	// DataVolume passes it on to its claim.
+	AnnProvisionOnNode = "kubevirt.io/provisionOnNode"
 )
+
+// claimNode is the node pvc's volume must be on, "" when any will do.
+func claimNode(pvc *corev1.PersistentVolumeClaim) string {
+	if n := pvc.Annotations[AnnSelectedNode]; n != "" {
+		return n
+	}
+	return pvc.Annotations[AnnProvisionOnNode]
+}
+
+// VolumeNode is the node a local volume is pinned to (by hostname), "" if
+// it is not pinned to one.
+func VolumeNode(pv *corev1.PersistentVolume) string {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return ""
+	}
+	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		for _, e := range term.MatchExpressions {
+			if e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
+				return e.Values[0]
+			}
+		}
+	}
+	return ""
+}
 
 // wantsVolume reports whether pvc waits for a volume from this provisioner.
 func wantsVolume(pvc *corev1.PersistentVolumeClaim) bool {

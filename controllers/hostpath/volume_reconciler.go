@@ -19,6 +19,8 @@ import (
 type VolumeReconciler struct {
 	Client client.Client
 	Root   string
+	// Node is this node: only its own volumes' directories are here.
+	Node string
 }
 
 // Reconcile removes one released volume.
@@ -27,7 +29,7 @@ func (r *VolumeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Client.Get(ctx, req.NamespacedName, pv); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !releasedForDeletion(pv) || pv.Spec.HostPath == nil {
+	if !releasedForDeletion(pv) || pv.Spec.HostPath == nil || VolumeNode(pv) != r.Node {
 		return ctrl.Result{}, nil
 	}
 	dir := pv.Spec.HostPath.Path

@@ -109,3 +109,39 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+func TestClaimNode(t *testing.T) {
+	cases := map[string]struct {
+		ann  map[string]string
+		want string
+	}{
+		"any node":             {nil, ""},
+		"scheduler's choice":   {map[string]string{AnnSelectedNode: "n2"}, "n2"},
+		"asked for":            {map[string]string{AnnProvisionOnNode: "n3"}, "n3"},
+		"scheduler over asked": {map[string]string{AnnSelectedNode: "n2", AnnProvisionOnNode: "n3"}, "n2"},
+	}
+	for name, tc := range cases {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: tc.ann}}
+		if got := claimNode(pvc); got != tc.want {
+			t.Errorf("%s: claimNode = %q, want %q", name, got, tc.want)
+		}
+	}
+}
+
+func TestVolumeNode(t *testing.T) {
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hp"}}
+	pv, err := volumeFor(claim(nil), class, "/data", "node-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := VolumeNode(pv); got != "node-7" {
+		t.Errorf("VolumeNode of our own volume = %q", got)
+	}
+	pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Key = "topology.kubernetes.io/zone"
+	if got := VolumeNode(pv); got != "" {
+		t.Errorf("VolumeNode of a zone-pinned volume = %q", got)
+	}
+	if got := VolumeNode(&corev1.PersistentVolume{}); got != "" {
+		t.Errorf("VolumeNode of an unpinned volume = %q", got)
+	}
+}

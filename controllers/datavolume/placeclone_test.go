@@ -1,0 +1,59 @@
+package datavolume
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
+)
+
+// TestPlaceClone: a same-namespace clone's claim asks for its source's node
+// (one Pod mounts both); a clone from another namespace (sent over the
+// network), a source not bound yet and a claim that names its node already
+// are left alone.
+func TestPlaceClone(t *testing.T) {
+	pinned := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-src"},
+		Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-2"}}}}}}}}}
+	bound := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "src"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-src"}}
+	pending := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pending"}}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(pinned, bound, pending).Build()}
+	clone := func(srcNS, src string) *cdiv1.DataVolume {
+		return &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "copy"},
+			Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: srcNS, Name: src}}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		dv    *cdiv1.DataVolume
+		asked string
+		want  string
+	}{
+		{"same namespace", clone("", "src"), "", "node-2"},
+		{"same namespace named", clone("ns", "src"), "", "node-2"},
+		{"other namespace", clone("golden", "src"), "", ""},
+		{"source not bound", clone("", "pending"), "", ""},
+		{"source missing", clone("", "nope"), "", ""},
+		{"already asked", clone("", "src"), "node-9", "node-9"},
+		{"import", &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x"},
+			Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://x"}}}}, "", ""},
+	} {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if tc.asked != "" {
+			pvc.Annotations = map[string]string{hostpath.AnnProvisionOnNode: tc.asked}
+		}
+		if err := r.placeClone(context.Background(), tc.dv, pvc); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if got := pvc.Annotations[hostpath.AnnProvisionOnNode]; got != tc.want {
+			t.Errorf("%s: claim asks for node %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
