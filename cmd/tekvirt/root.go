@@ -39,7 +39,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", defHome, "state directory ($TEKVIRT_HOME)")
 	root.PersistentFlags().StringVar(&g.source, "source", "", "tekvirt source tree (default: found from the working directory)")
-	root.AddCommand(upCmd(g), releaseCmd(g), downCmd(g), statusCmd(g), registryCmd())
+	root.AddCommand(upCmd(g), releaseCmd(g), downCmd(g), statusCmd(g), registryCmd(), nodeLinkCmd())
 	root.AddCommand(vmCmds(g)...)
 	root.AddCommand(exposeCmd(g))
 	root.AddCommand(imageUploadCmd(g), guestURLCmd(g))
@@ -77,17 +77,51 @@ func findSource() (string, error) {
 }
 
 func upCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	nodes := 1
+	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Bring the local cluster up (idempotent: starts only what is not running)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if nodes < 1 {
+				return fmt.Errorf("--nodes %d: a cluster has at least one node", nodes)
+			}
 			c, err := g.cluster(cmd)
 			if err != nil {
 				return err
 			}
+			c.Nodes = nodes
 			return c.Up(cmd.Context())
 		},
 	}
+	cmd.Flags().IntVar(&nodes, "nodes", nodes, "number of nodes: this machine, and each other one a kubelet, containerd and kube-proxy in network and mount namespaces of their own (nodes beyond it that a previous up made are removed)")
+	return cmd
+}
+
+// nodeLinkCmd serves an extra node's loopback address with a host address,
+// so that the node's containerd pulls from the registry as the first
+// node's does, and no pod can reach the registry.
+func nodeLinkCmd() *cobra.Command {
+	var netns, listen, to string
+	cmd := &cobra.Command{
+		Use:    "node-link",
+		Short:  "Forward a TCP address in a node's network namespace to one on this machine (started by up)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			l, err := cluster.ListenIn(netns, listen)
+			if err != nil {
+				return err
+			}
+			return cluster.ForwardInto(l, to)
+		},
+	}
+	cmd.Flags().StringVar(&netns, "netns", "", "network namespace file")
+	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on inside the namespace")
+	cmd.Flags().StringVar(&to, "to", "", "address on this machine connections are forwarded to")
+	for _, f := range []string{"netns", "listen", "to"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
+	return cmd
 }
 
 func releaseCmd(g *globalFlags) *cobra.Command {

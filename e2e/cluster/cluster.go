@@ -36,6 +36,9 @@ type Cluster struct {
 	// NodeName and NodeIP identify the one node.
 	NodeName string
 	NodeIP   net.IP
+	// Nodes is how many nodes Up makes (the machine itself and Nodes-1
+	// extra ones); 0 keeps those a previous Up made.
+	Nodes int
 	// Out receives progress lines.
 	Out   io.Writer
 	start time.Time
@@ -139,6 +142,9 @@ func (c *Cluster) Up(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := c.upExtraNodes(ctx, bins); err != nil {
+		return err
+	}
 	if err := c.install(ctx, bins); err != nil {
 		return err
 	}
@@ -151,12 +157,17 @@ func (c *Cluster) Up(ctx context.Context) error {
 // all state under Home except the build cache.
 func (c *Cluster) Down(wipe bool) error {
 	c.start = time.Now()
-	procs := c.processes(c.knownBinaries())
 	var errs []error
+	made := c.madeIndexes()
+	for i := len(made) - 1; i >= 0; i-- {
+		errs = append(errs, c.downExtraNode(c.extraNode(made[i])))
+	}
+	errs = append(errs, removeNodeBridge())
+	procs := c.processes(c.knownBinaries())
 	for i := len(procs) - 1; i >= 0; i-- {
 		switch procs[i].name {
 		case "containerd":
-			errs = append(errs, c.stopContainers())
+			errs = append(errs, c.stopContainers(c.containerdSocket()))
 		case "libvirtd":
 			errs = append(errs, c.stopVMs())
 		}
@@ -182,7 +193,11 @@ type ComponentStatus struct {
 // Status lists every component and its PID (0 when not running).
 func (c *Cluster) Status() []ComponentStatus {
 	var out []ComponentStatus
-	for _, p := range c.processes(c.knownBinaries()) {
+	procs := c.processes(c.knownBinaries())
+	for _, i := range c.madeIndexes() {
+		procs = append(procs, c.nodeProcesses(c.knownBinaries(), c.extraNode(i))...)
+	}
+	for _, p := range procs {
 		out = append(out, ComponentStatus{Name: p.name, PID: c.pid(p), LogFile: c.LogFile(p.name)})
 	}
 	return out

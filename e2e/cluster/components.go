@@ -90,6 +90,36 @@ func (c *Cluster) processes(b binaries) []*process {
 	}
 }
 
+// nodeProcesses are the daemons of an extra node, in start order: the
+// registry's forward into its loopback, then containerd, the kubelet and
+// kube-proxy in its namespaces.
+func (c *Cluster) nodeProcesses(b binaries, n node) []*process {
+	ns := &namespaces{net: netnsPath(n), mnt: c.mountNSPath(n)}
+	return []*process{
+		{
+			name: n.proc("registry-link"), binary: filepath.Join(b.tekvirt, "tekvirt"),
+			args:  []string{"node-link", "--netns", ns.net, "--listen", RegistryAddr, "--to", RegistryAddr},
+			ready: httpReadyIn(ns.net, "http://"+RegistryAddr+"/v2/"),
+		},
+		{
+			name: n.proc("containerd"), binary: "/usr/bin/containerd", ns: ns,
+			args:  []string{"--config", c.etc(n, "containerd.toml")},
+			ready: criReady(c.containerdSocketOf(n)),
+		},
+		{
+			name: n.proc("kubelet"), binary: b.k("kubelet"), ns: ns,
+			args: []string{"--config", c.etc(n, "kubelet.yaml"), "--kubeconfig", c.etc(n, "kubelet.kubeconfig"),
+				"--hostname-override", n.name, "--node-ip", n.ip.String(), "--root-dir", c.KubeletRoot()},
+			ready: httpReadyIn(ns.net, "http://127.0.0.1:10248/healthz"),
+		},
+		{
+			name: n.proc("kube-proxy"), binary: b.k("kube-proxy"), ns: ns,
+			args:  []string{"--config", c.etc(n, "kube-proxy.yaml")},
+			ready: httpReadyIn(ns.net, "http://127.0.0.1:10256/livez"),
+		},
+	}
+}
+
 // ContainerDiskMaxBytes is the testbed's cap on one containerDisk's files:
 // well above its guests', low enough that a test can cross it quickly.
 const ContainerDiskMaxBytes = 1 << 30
@@ -166,6 +196,9 @@ func (c *Cluster) apiServerArgs() []string {
 		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
 		"--proxy-client-cert-file", pki("front-proxy-client.crt"), "--proxy-client-key-file", pki("front-proxy-client.key"),
 		"--enable-aggregator-routing=true",
+		// Extra nodes have names no resolver knows: logs and exec go to the
+		// node address.
+		"--kubelet-preferred-address-types", "InternalIP,Hostname",
 		// The watch cache waits for etcd's progress notifications to serve
 		// a watch or list at the current revision, and etcd 3.4.23 (the
 		// distribution's) does not deliver them: a watch without a

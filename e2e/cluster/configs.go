@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -20,21 +21,23 @@ var clientCerts = []certRequest{
 	{file: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
 }
 
-// writeConfigs creates the PKI, kubeconfigs and component config files. It
-// keeps existing keys so running components and users' kubeconfigs stay valid.
-func (c *Cluster) writeConfigs() error {
+// writePKI issues the control plane's and every node's certificates.
+func (c *Cluster) writePKI() error {
 	ca, err := loadOrCreateCA(c.pkiDir(), "ca")
 	if err != nil {
 		return fmt.Errorf("certificate authority: %w", err)
 	}
 	reqs := append([]certRequest{}, clientCerts...)
 	reqs = append(reqs,
-		certRequest{file: "kubelet", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}},
-		certRequest{file: "kubelet-serving", cn: c.NodeName, dns: []string{c.NodeName}, ips: []net.IP{c.NodeIP, net.IPv4(127, 0, 0, 1)}, server: true},
 		certRequest{file: "apiserver", cn: "kube-apiserver", server: true,
 			dns: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost", c.NodeName},
 			ips: []net.IP{net.ParseIP(kubernetesSvcIP).To4(), net.IPv4(127, 0, 0, 1), c.NodeIP}},
 	)
+	for _, n := range c.nodes() {
+		reqs = append(reqs,
+			certRequest{file: n.proc("kubelet"), cn: "system:node:" + n.name, orgs: []string{"system:nodes"}},
+			certRequest{file: n.proc("kubelet-serving"), cn: n.name, dns: []string{n.name}, ips: []net.IP{n.ip, net.IPv4(127, 0, 0, 1)}, server: true})
+	}
 	for _, r := range reqs {
 		if err := ca.issue(c.pkiDir(), r); err != nil {
 			return err
@@ -52,8 +55,17 @@ func (c *Cluster) writeConfigs() error {
 	if err := ensureServiceAccountKey(c.pkiDir()); err != nil {
 		return fmt.Errorf("service account key: %w", err)
 	}
+	return nil
+}
+
+// writeConfigs creates the PKI, kubeconfigs and component config files. It
+// keeps existing keys so running components and users' kubeconfigs stay valid.
+func (c *Cluster) writeConfigs() error {
+	if err := c.writePKI(); err != nil {
+		return err
+	}
 	local := fmt.Sprintf("https://127.0.0.1:%d", APIServerPort)
-	for _, name := range []string{"controller-manager", "scheduler", "kube-proxy", "kubelet"} {
+	for _, name := range []string{"controller-manager", "scheduler"} {
 		if err := c.writeKubeconfig(c.path("etc", name+".kubeconfig"), name, local); err != nil {
 			return err
 		}
@@ -62,12 +74,13 @@ func (c *Cluster) writeConfigs() error {
 		return err
 	}
 	files := map[string]string{
-		c.path("etc", "kubelet.yaml"):               c.kubeletConfig(),
-		c.path("etc", "kube-proxy.yaml"):            c.kubeProxyConfig(),
-		c.path("etc", "containerd.toml"):            c.containerdConfig(),
-		c.path("etc", "cni", "10-tekvirt.conflist"): cniConfig,
-		c.path("etc", "libvirtd.conf"):              c.libvirtdConfig(),
-		c.path("etc", "admission.yaml"):             admissionConfig,
+		c.path("etc", "libvirtd.conf"):  c.libvirtdConfig(),
+		c.path("etc", "admission.yaml"): admissionConfig,
+	}
+	for _, n := range c.nodes() {
+		if err := c.writeNodeConfigs(n, files); err != nil {
+			return err
+		}
 	}
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -77,6 +90,30 @@ func (c *Cluster) writeConfigs() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// writeNodeConfigs writes n's kubeconfigs and adds its component
+// configuration files to files. An extra node reaches the API server at the
+// first node's address, through its own network namespace.
+func (c *Cluster) writeNodeConfigs(n node, files map[string]string) error {
+	server := fmt.Sprintf("https://127.0.0.1:%d", APIServerPort)
+	if !n.first() {
+		server = fmt.Sprintf("https://%s", net.JoinHostPort(c.NodeIP.String(), strconv.Itoa(APIServerPort)))
+	}
+	for name, cert := range map[string]string{"kubelet": n.proc("kubelet"), "kube-proxy": "kube-proxy"} {
+		path := c.etc(n, name+".kubeconfig")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := c.writeKubeconfig(path, cert, server); err != nil {
+			return err
+		}
+	}
+	files[c.etc(n, "kubelet.yaml")] = c.kubeletConfig(n)
+	files[c.etc(n, "kube-proxy.yaml")] = c.kubeProxyConfig(n)
+	files[c.etc(n, "containerd.toml")] = c.containerdConfig(n)
+	files[c.etc(n, filepath.Join("cni", "10-tekvirt.conflist"))] = cniConfig(n)
 	return nil
 }
 
@@ -117,7 +154,11 @@ func writeIfChanged(path string, content []byte, mode os.FileMode) error {
 	return os.Rename(tmp, path)
 }
 
-func (c *Cluster) kubeletConfig() string {
+func (c *Cluster) kubeletConfig(n node) string {
+	extra := ""
+	if root := cgroupRoot(n); root != "" {
+		extra = "cgroupRoot: " + root + "\n"
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 authentication:
@@ -129,8 +170,8 @@ cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
 containerRuntimeEndpoint: unix://%[2]s
-tlsCertFile: %[1]s/kubelet-serving.crt
-tlsPrivateKeyFile: %[1]s/kubelet-serving.key
+tlsCertFile: %[1]s/%[3]s.crt
+tlsPrivateKeyFile: %[1]s/%[3]s.key
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: 10248
@@ -140,10 +181,10 @@ evictionHard: {memory.available: 100Mi, nodefs.available: 1%%, imagefs.available
 imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 95
 maxPods: 250
-`, c.pkiDir(), c.containerdSocket())
+%[4]s`, c.pkiDir(), c.containerdSocketOf(n), n.proc("kubelet-serving"), extra)
 }
 
-func (c *Cluster) kubeProxyConfig() string {
+func (c *Cluster) kubeProxyConfig(n node) string {
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: %s}
@@ -154,15 +195,14 @@ healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 conntrack: {maxPerCore: 0}
 nodePortAddresses: [primary]
-`, c.path("etc", "kube-proxy.kubeconfig"), podCIDR, c.NodeName)
+`, c.etc(n, "kube-proxy.kubeconfig"), podCIDR, n.name)
 }
-
-func (c *Cluster) containerdSocket() string { return c.path("run", "containerd", "containerd.sock") }
 
 // containerdConfig is the CRI configuration known to work here: cgroupfs,
 // restrict_oom_score_adj (no CAP_SYS_RESOURCE), and the local registry as a
-// plain-HTTP mirror of itself.
-func (c *Cluster) containerdConfig() string {
+// plain-HTTP mirror of itself (on an extra node, its loopback forwards to
+// the registry on the host's).
+func (c *Cluster) containerdConfig(n node) string {
 	return fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
@@ -183,11 +223,14 @@ state = %[2]q
     conf_dir = %[6]q
   [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[4]s"]
     endpoint = ["http://%[4]s"]
-`, c.path("data", "containerd"), c.path("run", "containerd", "state"), c.containerdSocket(),
-		RegistryAddr, cniBinDir, c.path("etc", "cni"))
+`, filepath.Join(c.dataDir(n), "containerd"), filepath.Join(c.runDir(n), "containerd", "state"), c.containerdSocketOf(n),
+		RegistryAddr, cniBinDir, filepath.Dir(c.etc(n, filepath.Join("cni", "x"))))
 }
 
-const cniConfig = `{
+// cniConfig bridges n's pods on the node's own subnet; their traffic to
+// any address off it leaves with the node's.
+func cniConfig(n node) string {
+	return `{
   "cniVersion": "1.0.0",
   "name": "tekvirt",
   "plugins": [
@@ -197,12 +240,13 @@ const cniConfig = `{
       "isGateway": true,
       "ipMasq": true,
       "hairpinMode": true,
-      "ipam": {"type": "host-local", "ranges": [[{"subnet": "` + podCIDR + `"}]], "routes": [{"dst": "0.0.0.0/0"}]}
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "` + n.podSubnet() + `"}]], "routes": [{"dst": "0.0.0.0/0"}]}
     },
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
 `
+}
 
 // LibvirtSocket is the libvirtd socket the node runtime connects to.
 func (c *Cluster) LibvirtSocket() string { return c.path("run", "libvirt", "libvirt-sock") }
@@ -237,6 +281,9 @@ func (c *Cluster) prepareHost() error {
 			return fmt.Errorf("creating the libvirt-qemu user: %w: %s", err, out)
 		}
 	}
+	if err := c.migratePodBridge(); err != nil {
+		return err
+	}
 	if err := c.ensureStorage(); err != nil {
 		return fmt.Errorf("storage pool: %w", err)
 	}
@@ -249,6 +296,23 @@ func (c *Cluster) prepareHost() error {
 		}
 	}
 	return nil
+}
+
+// migratePodBridge drops the address a cluster made before nodes had their
+// own pod subnets gave the first node's bridge (the whole pod network): it
+// would route the other nodes' pods into this one.
+func (c *Cluster) migratePodBridge() error {
+	old := "10.244.0.1/16"
+	out, err := exec.Command("ip", "-o", "-4", "addr", "show", "dev", "tekvirt0").Output()
+	if err != nil || !strings.Contains(string(out), " "+old+" ") {
+		return nil
+	}
+	for _, p := range c.processes(c.knownBinaries()) {
+		if p.name == "containerd" && c.pid(p) != 0 {
+			return fmt.Errorf("the pod bridge tekvirt0 still has %s, from before nodes had their own pod subnets, and pods use it: run `tekvirt down`, then up again", old)
+		}
+	}
+	return run("ip", "addr", "del", old, "dev", "tekvirt0")
 }
 
 // shareKVM gives /dev/kvm the group and mode Debian's udev rules give it

@@ -35,11 +35,13 @@ func (c *Cluster) install(ctx context.Context, b binaries) error {
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	if err := k.waitNodeReady(ctx, c.NodeName); err != nil {
-		return err
+	for _, n := range c.nodes() {
+		start := time.Now()
+		if err := k.waitNodeReady(ctx, n.name); err != nil {
+			return err
+		}
+		c.progress("%-24s Ready (%s)", "node "+n.name, since(start))
 	}
-	c.progress("%-24s Ready (%s)", "node "+c.NodeName, since(start))
 	images, err := c.pushImages(b, RegistryAddr)
 	if err != nil {
 		return err
@@ -47,7 +49,7 @@ func (c *Cluster) install(ctx context.Context, b binaries) error {
 	if err := c.publishGuest(ctx); err != nil {
 		return err
 	}
-	start = time.Now()
+	start := time.Now()
 	if err := c.installTekton(ctx, a, k, images); err != nil {
 		return err
 	}

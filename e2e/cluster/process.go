@@ -32,6 +32,20 @@ type process struct {
 	ready func(ctx context.Context) error
 	// readyTimeout bounds the wait for ready after a start.
 	readyTimeout time.Duration
+	// ns, when set, are the namespaces of the extra node the process runs in.
+	ns *namespaces
+}
+
+// namespaces are an extra node's network and mount namespace files.
+type namespaces struct{ net, mnt string }
+
+// command is how p is started: in its node's namespaces through nsenter,
+// which execs the binary, so the PID recorded is the binary's.
+func (p *process) command() *exec.Cmd {
+	if p.ns == nil {
+		return exec.Command(p.binary, p.args...)
+	}
+	return exec.Command("nsenter", append([]string{"--net=" + p.ns.net, "--mount=" + p.ns.mnt, "--", p.binary}, p.args...)...)
 }
 
 func (c *Cluster) pidFile(name string) string { return filepath.Join(c.Home, "run", name+".pid") }
@@ -156,7 +170,7 @@ func (c *Cluster) ensure(ctx context.Context, p *process) error {
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "\n"+startMarker+"%s at %s: %s %s\n", p.name, time.Now().Format(time.RFC3339), p.binary, strings.Join(p.args, " "))
-	cmd := exec.Command(p.binary, p.args...)
+	cmd := p.command()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

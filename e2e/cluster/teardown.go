@@ -17,8 +17,7 @@ import (
 // stopContainers stops the containerd shims of this cluster (found by the
 // containerd socket in their command line), which the pods' processes hang
 // off; containerd itself leaves them running by design.
-func (c *Cluster) stopContainers() error {
-	sock := c.containerdSocket()
+func (c *Cluster) stopContainers(sock string) error {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return err
@@ -59,7 +58,7 @@ func (c *Cluster) wipe() error {
 			return fmt.Errorf("removing %s: %w", c.path(d), err)
 		}
 	}
-	for _, d := range []string{NodeRoot, c.KubeletRoot()} {
+	for _, d := range []string{NodeRoot, c.KubeletRoot(), NodesRoot} {
 		if err := os.RemoveAll(d); err != nil {
 			return fmt.Errorf("removing %s: %w", d, err)
 		}
