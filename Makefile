@@ -6,6 +6,9 @@ export TEKVIRT_HOME
 TOOLS := $(CURDIR)/_output/bin
 TEKVIRT := $(GO) run ./cmd/tekvirt
 E2E_TIMEOUT ?= 40m
+# Nodes of the local cluster: `up` and `demo` make one; the e2e scenarios
+# (so `make test`) run on two.
+NODES ?= 1
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e$$|/e2e/bench$$')
 
 .PHONY: help build test test-unit e2e up down demo generate verify-gen lint bench fmt release
@@ -19,14 +22,15 @@ build: ## compile everything
 # Under `make test` the reconciler tests on a real API server (controllers/testenv)
 # must run, not skip: `up` has built the kube-apiserver they use by then.
 test: export TEKVIRT_REQUIRE_TESTENV=1
+test: NODES = 2
 test: verify-gen lint up test-unit e2e ## everything CI runs: generated files, lint, cluster up, unit and e2e tests
 
 test-unit: ## unit tests (no cluster needed; API-server tests skip until `up` has built kube-apiserver)
 	$(GO) vet ./...
 	$(GO) test -count=1 $(UNIT_PKGS)
 
-up: ## bring the local cluster up (idempotent)
-	$(TEKVIRT) up
+up: ## bring the local cluster up with $(NODES) nodes (idempotent)
+	$(TEKVIRT) up --nodes $(NODES)
 
 REGISTRY ?= 127.0.0.1:5000
 
@@ -40,8 +44,9 @@ demo: up ## the main job: cluster up, then the golden-image pipeline imports the
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig $(TEKVIRT_HOME)/bin/tkn pipeline start golden-image \
 	  -n tekvirt -s golden-image-pipeline -p url=$$($(TEKVIRT) guest-url) --use-param-defaults --showlog --exit-with-pipelinerun-error
 
-e2e: up ## bring the cluster up and run the e2e scenarios against it
-	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
+e2e: NODES = 2
+e2e: up ## bring the cluster up (2 nodes) and run the e2e scenarios against it
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
 
 bench: up ## measurements (printed as ratios); slow, not part of `make test`
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_BENCH=1 $(GO) test -count=1 -timeout 60m -v ./e2e/bench/

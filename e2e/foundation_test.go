@@ -29,12 +29,14 @@ func TestNodeReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(nodes.Items) != 1 {
-		t.Fatalf("nodes = %d, want 1", len(nodes.Items))
+	if len(nodes.Items) != framework.WantNodes() {
+		t.Fatalf("nodes = %d, want %d", len(nodes.Items), framework.WantNodes())
 	}
-	for _, c := range nodes.Items[0].Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-			t.Fatalf("node %s not Ready: %s", nodes.Items[0].Name, c.Message)
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+				t.Errorf("node %s not Ready: %s", n.Name, c.Message)
+			}
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
@@ -95,13 +96,16 @@ func TestAttackLauncherPodFromItsTenant(t *testing.T) {
 
 	// An empty claim as the VMI's first volume holds the handler back (it
 	// waits for disk.img) while the links are planted.
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
+	// Both on the first node, whose cache and mounts this machine sees.
+	first := nodeName(t, f)
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Annotations: map[string]string{hostpath.AnnProvisionOnNode: first}},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}}}}
 	if err := tc.Create(ctx, pvc); err != nil {
 		t.Fatal(err)
 	}
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"}, Spec: framework.GuestVMI(framework.GuestImage, "target")}
+	vmi.Spec.NodeSelector = map[string]string{corev1.LabelHostname: first}
 	vmi.Spec.Volumes = append([]v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
 		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}}}, vmi.Spec.Volumes...)
 	vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks, v1.Disk{Name: "data", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}})

@@ -57,7 +57,7 @@ func logPodMemory(t *testing.T, qemu int) {
 // on the node, as the handler reaches it.
 func podLauncher(t *testing.T, f *framework.Framework, pod *corev1.Pod) *launcher.Client {
 	t.Helper()
-	dir, err := launcherpod.EmptyDirOnNode(f.KubeletRoot(), pod.UID, launcherpod.VMVolume)
+	dir, err := launcherpod.EmptyDirOnNode(framework.HostPath(pod.Spec.NodeName, f.KubeletRoot()), pod.UID, launcherpod.VMVolume)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestVMIInLauncherPod(t *testing.T) {
 	if err := c.Create(ctx, nowhere); err != nil {
 		t.Fatal(err)
 	}
-	waitScheduling(t, c, ns, nowhere.Name, "0/1 nodes are available")
+	waitScheduling(t, c, ns, nowhere.Name, fmt.Sprintf("0/%d nodes are available", len(f.Nodes(t))))
 }
 
 // TestDeletedLauncherPodFailsVMIAndVMRestarts: deleting the launcher Pod

@@ -62,11 +62,7 @@ func readmePermissions(t *testing.T) []permissionRow {
 // nodeName is the name of the cluster's (first) node.
 func nodeName(t *testing.T, f *framework.Framework) string {
 	t.Helper()
-	nodes, err := f.Kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-	if err != nil || len(nodes.Items) == 0 {
-		t.Fatalf("nodes: %v (%d)", err, len(nodes.Items))
-	}
-	return nodes.Items[0].Name
+	return f.Nodes(t)[0]
 }
 
 // TestComponentPermissionsAsPublished: every row of the README's table of

@@ -101,7 +101,11 @@ func TestSchedulerCountsVMMemory(t *testing.T) {
 	}
 
 	before := freeMemory(t, f, node)
+	// The VM and the Pod are held to one node: on two, the Pod would fit
+	// on the other.
+	onNode := map[string]string{corev1.LabelHostname: node}
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder"}, Spec: framework.GuestVMI(framework.GuestImage, "holder")}
+	vmi.Spec.NodeSelector = onNode
 	if err := c.Create(ctx, vmi); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +118,7 @@ func TestSchedulerCountsVMMemory(t *testing.T) {
 		t.Fatalf("the launcher Pod requests %s; the scenario needs more than 128Mi", held)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "needs-the-vms-memory"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: cluster.RegistryAddr + "/tekvirt/tekvirt-pause:latest",
+		Spec: corev1.PodSpec{NodeSelector: onNode, Containers: []corev1.Container{{Name: "pause", Image: cluster.RegistryAddr + "/tekvirt/tekvirt-pause:latest",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: want}}}}}}
 	if err := c.Create(ctx, pod); err != nil {
 		t.Fatal(err)

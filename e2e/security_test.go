@@ -300,6 +300,8 @@ func TestAttackContainerDiskBomb(t *testing.T) {
 		t.Fatal(err)
 	}
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bomb"}, Spec: framework.GuestVMI(image, "bomb")}
+	// On the first node, whose cache this machine sees.
+	vmi.Spec.NodeSelector = map[string]string{corev1.LabelHostname: nodeName(t, f)}
 	if ready := failVMI(t, userClient(t, f, ns, "e2e-tenant"), c, vmi); ready.Reason != "ContainerDiskTooLarge" || !strings.Contains(ready.Message, "more than 1073741824 bytes") {
 		t.Errorf("Ready condition = %+v; want reason ContainerDiskTooLarge naming the cap", ready)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
@@ -54,6 +55,7 @@ func TestDynamicVolume(t *testing.T) {
 	if !strings.HasPrefix(dir, filepath.Join(cluster.NodeRoot, "storage")+"/") {
 		t.Fatalf("volume path %s is not under the storage root", dir)
 	}
+	dir = framework.HostPath(hostpath.VolumeNode(pv), dir)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "writer", Namespace: ns},
 		Spec: corev1.PodSpec{

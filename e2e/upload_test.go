@@ -33,6 +33,7 @@ import (
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/tasks/kube"
 )
@@ -149,7 +150,8 @@ func volumeFiles(t *testing.T, c client.Client, ns, pvc string) []string {
 	return names
 }
 
-// volumeDir is the node directory of the PVC's volume.
+// volumeDir is where this machine holds the PVC's volume (in its node's
+// directory).
 func volumeDir(t *testing.T, c client.Client, ns, pvc string) string {
 	t.Helper()
 	claim := &corev1.PersistentVolumeClaim{}
@@ -160,7 +162,7 @@ func volumeDir(t *testing.T, c client.Client, ns, pvc string) string {
 	if err := c.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
 		t.Fatal(err)
 	}
-	return pv.Spec.HostPath.Path
+	return framework.HostPath(hostpath.VolumeNode(pv), pv.Spec.HostPath.Path)
 }
 
 type proxyClient struct {
