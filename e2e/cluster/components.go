@@ -131,7 +131,11 @@ func insecureTLS() *tls.Config {
 }
 
 func httpReady(tlsConfig *tls.Config, url string) func(context.Context) error {
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
+	return getOK(&http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}, url)
+}
+
+// getOK is a readiness check: GET url with client answers 2xx.
+func getOK(client *http.Client, url string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {

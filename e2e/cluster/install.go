@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/hyperconverged"
@@ -22,11 +21,7 @@ import (
 
 // install pushes the images and deploys Tekton and tekvirt into the cluster.
 func (c *Cluster) install(ctx context.Context, b binaries) error {
-	cfg, err := c.RESTConfig()
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cfg, cs, err := c.clientset()
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,16 @@ type kube struct {
 	cs kubernetes.Interface
 }
 
+// clientset is a client of the cluster with the admin identity.
+func (c *Cluster) clientset() (*rest.Config, *kubernetes.Clientset, error) {
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	return cfg, cs, err
+}
+
 // RESTConfig returns the admin client configuration of the cluster.
 func (c *Cluster) RESTConfig() (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())

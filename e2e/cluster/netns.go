@@ -60,24 +60,9 @@ func dialIn(ctx context.Context, path, addr string) (net.Conn, error) {
 // httpReadyIn is httpReady for a plain-HTTP endpoint in a node's network
 // namespace (its loopback, which the host cannot reach otherwise).
 func httpReadyIn(netns, url string) func(context.Context) error {
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+	return getOK(&http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return dialIn(ctx, netns, addr) },
-	}}
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("GET %s in %s: %s", url, netns, resp.Status)
-		}
-		return nil
-	}
+	}}, url)
 }
 
 // ForwardInto accepts connections on l and joins each to a new connection

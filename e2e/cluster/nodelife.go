@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // upExtraNodes starts the extra nodes Up was asked for and removes the ones
@@ -65,11 +64,7 @@ func (c *Cluster) removeExtraNode(ctx context.Context, n node) error {
 	if err := c.downExtraNode(n); err != nil {
 		return err
 	}
-	cfg, err := c.RESTConfig()
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	_, cs, err := c.clientset()
 	if err != nil {
 		return err
 	}
