@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/trust"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
@@ -38,6 +41,44 @@ func saToken(t *testing.T, f *framework.Framework, ns, name string) string {
 	return tok.Status.Token
 }
 
+// scrapeMetrics GETs url with token (none if empty) and returns the status
+// code and body.
+func scrapeMetrics(t *testing.T, url string, tlsConfig *tls.Config, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// metricsReader is a token of a ServiceAccount in ns bound to
+// tekvirt-metrics-reader, as a monitoring system's would be.
+func metricsReader(t *testing.T, f *framework.Framework, ns string) string {
+	t.Helper()
+	reader := saToken(t, f, ns, "scraper")
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-metrics-" + ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "tekvirt-metrics-reader"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "scraper"}}}
+	if _, err := f.Kube.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = f.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+	return reader
+}
+
 // TestControllerMetricsScrape scrapes the controller's /metrics as a
 // monitoring system bound to tekvirt-metrics-reader would: a running VMI
 // shows in kubevirt_vmi_phase_count on its node; a caller without a token,
@@ -52,36 +93,11 @@ func TestControllerMetricsScrape(t *testing.T) {
 		t.Fatalf("controller Pod: %v %v", pods, err)
 	}
 	url := "https://" + net.JoinHostPort(pods.Items[0].Status.PodIP, "8082") + "/metrics"
-	scrape := func(token string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, url, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		// The serving certificate is the controller's own, self-signed:
-		// only the answer is checked here, not who serves it.
-		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
-	reader := saToken(t, f, ns, "scraper")
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-metrics-" + ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "tekvirt-metrics-reader"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "scraper"}}}
-	if _, err := f.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = f.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
-	})
+	// The serving certificate is the controller's own, self-signed: only
+	// the answer is checked here, not who serves it.
+	insecure := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // see above
+	scrape := func(token string) (int, string) { return scrapeMetrics(t, url, insecure, token) }
+	reader := metricsReader(t, f, ns)
 	if code, _ := scrape(""); code != http.StatusUnauthorized {
 		t.Errorf("scrape without a token: %d, want 401", code)
 	}
@@ -109,4 +125,88 @@ func TestControllerMetricsScrape(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestHandlerMetricsScrape scrapes each node's handler /metrics (KubeVirt's
+// port 8443, its certificate from tekvirt's CA for the node's name) with
+// one VM on each node: each handler reports the memory and CPU of the VMs
+// on its own node under KubeVirt's names, and no other node's; callers
+// without a token or the role read nothing.
+func TestHandlerMetricsScrape(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	nodes := f.Nodes(t)
+	if len(nodes) > 2 {
+		nodes = nodes[:2]
+	}
+	ca, err := f.Kube.CoreV1().ConfigMaps(ctrlconfig.Namespace).Get(ctx, trust.CABundleConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(ca.Data[trust.CABundleKey])) {
+		t.Fatal("no certificate in the CA bundle")
+	}
+	for i, node := range nodes {
+		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("measured-%d", i)},
+			Spec: framework.GuestVMI(framework.GuestImage, fmt.Sprintf("measured-%d", i))}
+		vmi.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+		if err := c.Create(ctx, vmi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := metricsReader(t, f, ns)
+	for i, node := range nodes {
+		name := fmt.Sprintf("measured-%d", i)
+		framework.WaitVMI(t, c, ns, name, 3*time.Minute, "running", framework.AgentConnected)
+		handler := f.HandlerPod(t, node)
+		url := "https://" + net.JoinHostPort(handler.Status.HostIP, "8443") + "/metrics"
+		verified := &tls.Config{RootCAs: pool, ServerName: node, MinVersion: tls.VersionTLS12}
+		if code, _ := scrapeMetrics(t, url, verified, ""); code != http.StatusUnauthorized {
+			t.Errorf("%s: scrape without a token: %d, want 401", node, code)
+		}
+		if code, _ := scrapeMetrics(t, url, verified, saToken(t, f, ns, fmt.Sprintf("nosy-%d", i))); code != http.StatusForbidden {
+			t.Errorf("%s: scrape by a ServiceAccount without the role: %d, want 403", node, code)
+		}
+		labels := fmt.Sprintf(`name="%s",namespace="%s",node="%s"`, name, ns, node)
+		framework.Eventually(t, 30*time.Second, node+"'s handler reports its VM", func() error {
+			code, body := scrapeMetrics(t, url, verified, reader)
+			if code != http.StatusOK {
+				return fmt.Errorf("scrape: %d %.200s", code, body)
+			}
+			for metric, atLeast := range map[string]float64{
+				"kubevirt_vmi_memory_domain_bytes{" + labels + "}":                       256 << 20,
+				"kubevirt_vmi_memory_resident_bytes{" + labels + "}":                     64 << 20,
+				"kubevirt_vmi_cpu_usage_seconds_total{" + labels + "}":                   0.1,
+				`kubevirt_vmi_vcpu_seconds_total{id="0",` + labels + `,state="running"}`: 0.01,
+			} {
+				m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(metric) + ` (\S+)$`).FindStringSubmatch(body)
+				if m == nil {
+					return fmt.Errorf("no %s in:\n%s", metric, vmiSeries(body))
+				}
+				if v, err := strconv.ParseFloat(m[1], 64); err != nil || v < atLeast {
+					return fmt.Errorf("%s = %s, want at least %g", metric, m[1], atLeast)
+				}
+			}
+			for j := range nodes {
+				if other := fmt.Sprintf(`name="measured-%d"`, j); j != i && strings.Contains(body, other) {
+					return fmt.Errorf("%s's handler reports the VM on %s", node, nodes[j])
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// vmiSeries are the kubevirt_vmi_ lines of a scrape, for a failure message.
+func vmiSeries(body string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, "kubevirt_vmi_") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

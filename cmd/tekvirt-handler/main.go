@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "kubevirt.io/api/core/v1"
 
@@ -23,6 +24,7 @@ func main() {
 	h := &handler.Handler{}
 	ex := &handler.ExecServer{Handler: h}
 	var probeAddr string
+	var metrics metricsFlags
 	flag.StringVar(&h.Node, "node", "", "name of this node")
 	flag.StringVar(&h.Root, "root", "/var/lib/tekvirt", "directory for the handler's VM files and the containerDisk cache")
 	flag.StringVar(&h.KubeletRoot, "kubelet-root", "/var/lib/kubelet", "the kubelet's --root-dir, where it keeps launcher Pods' volumes")
@@ -32,19 +34,24 @@ func main() {
 	flag.StringVar(&ex.CertFile, "tls-cert-file", "", "serving certificate of the exec endpoint")
 	flag.StringVar(&ex.KeyFile, "tls-private-key-file", "", "key of the serving certificate")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", "127.0.0.1:10271", "address of /healthz and /readyz")
+	flag.StringVar(&metrics.addr, "metrics-bind-address", "0", "address of /metrics (HTTPS; callers authorized for get on /metrics); 0 disables it")
+	flag.StringVar(&metrics.certDir, "metrics-cert-dir", "", "directory with the tls.crt and tls.key of /metrics (default: a self-signed certificate)")
 	flag.Int64Var(&h.ContainerDiskMaxBytes, "container-disk-max-bytes", 20<<30, "most bytes one containerDisk image may extract to on the node; 0: no limit")
 	flag.DurationVar(&h.ContainerDiskIdle, "container-disk-idle", handler.DefaultContainerDiskIdle, "how long a cached containerDisk no VM uses is kept")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	if err := run(h, ex, probeAddr); err != nil {
+	if err := run(h, ex, probeAddr, metrics); err != nil {
 		fmt.Fprintln(os.Stderr, "tekvirt-handler:", err)
 		os.Exit(1)
 	}
 }
 
-func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string) error {
+// metricsFlags say where and with which certificate /metrics is served.
+type metricsFlags struct{ addr, certDir string }
+
+func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string, metrics metricsFlags) error {
 	if h.Node == "" {
 		return fmt.Errorf("--node is required")
 	}
@@ -52,9 +59,11 @@ func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string) error {
 		return err
 	}
 	mgr, err := manager.New(manager.Options{
-		ProbeAddr:   probeAddr,
-		AddToScheme: []func(*runtime.Scheme) error{v1.AddToScheme},
-		Cache:       handler.CacheOptions(h.Node),
+		ProbeAddr:      probeAddr,
+		MetricsAddr:    metrics.addr,
+		MetricsCertDir: metrics.certDir,
+		AddToScheme:    []func(*runtime.Scheme) error{v1.AddToScheme},
+		Cache:          handler.CacheOptions(h.Node),
 	})
 	if err != nil {
 		return err
@@ -67,6 +76,9 @@ func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string) error {
 	}
 	if ex != nil {
 		h.ExecAddress = ex.Advertise
+	}
+	if err := ctrlmetrics.Registry.Register(handler.VMIMetrics{Handler: h}); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
 	}
 	if err := h.SetupWithManager(mgr, ex); err != nil {
 		return fmt.Errorf("setting up the handler: %w", err)

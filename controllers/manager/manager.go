@@ -27,6 +27,9 @@ type Options struct {
 	ProbeAddr string
 	// MetricsAddr serves /metrics; "0" disables it.
 	MetricsAddr string
+	// MetricsCertDir holds the tls.crt and tls.key /metrics is served
+	// with; empty, a self-signed certificate is made at start.
+	MetricsCertDir string
 	// AddToScheme registers API groups beyond the Kubernetes ones.
 	AddToScheme []func(*runtime.Scheme) error
 	// Cache narrows what the manager's informers hold (e.g. one node's objects).
@@ -60,7 +63,8 @@ func New(o Options) (ctrl.Manager, error) {
 		// Metrics are served over HTTPS to callers the API server
 		// authenticates and authorizes (get on the /metrics URL).
 		Metrics: metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: true,
-			FilterProvider: filters.WithAuthenticationAndAuthorization},
+			FilterProvider: filters.WithAuthenticationAndAuthorization,
+			CertDir:        o.MetricsCertDir, CertName: "tls.crt", KeyName: "tls.key"},
 	}
 	if o.WebhookCertDir != "" {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{CertDir: o.WebhookCertDir, Port: o.WebhookPort})

@@ -96,6 +96,25 @@ type Status struct {
 	PodIPs []string `json:"podIPs,omitempty"`
 }
 
+// Stats are a running domain's use of the node, as libvirt counts it.
+type Stats struct {
+	// MemoryDomainBytes is the memory the domain was given.
+	MemoryDomainBytes uint64 `json:"memoryDomainBytes"`
+	// MemoryResidentBytes is the resident set of its QEMU process.
+	MemoryResidentBytes uint64 `json:"memoryResidentBytes"`
+	// CPUSeconds is the CPU time of the whole domain (vCPUs and QEMU).
+	CPUSeconds float64     `json:"cpuSeconds"`
+	VCPUs      []VCPUStats `json:"vcpus"`
+}
+
+// VCPUStats are one vCPU's state and the CPU time it has used.
+type VCPUStats struct {
+	ID int `json:"id"`
+	// State is "running", "blocked" or "offline".
+	State   string  `json:"state"`
+	Seconds float64 `json:"seconds"`
+}
+
 // Exited is written by the launcher when its domain has ended.
 type Exited struct {
 	Exit
@@ -137,6 +156,12 @@ func NewClientDial(dial func(ctx context.Context) (net.Conn, error)) *Client {
 func (c *Client) Status(ctx context.Context) (*Status, error) {
 	st := &Status{}
 	return st, c.do(ctx, http.MethodGet, "/status", nil, st)
+}
+
+// Stats asks for the domain's resource use.
+func (c *Client) Stats(ctx context.Context) (*Stats, error) {
+	st := &Stats{}
+	return st, c.do(ctx, http.MethodGet, "/stats", nil, st)
 }
 
 // Exec runs a program in the guest.

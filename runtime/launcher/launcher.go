@@ -195,6 +195,44 @@ func (vm *VM) State() string {
 	}[state]
 }
 
+// Stats reads the domain's memory and CPU use from libvirt.
+func (vm *VM) Stats() (*Stats, error) {
+	info, err := vm.dom.GetInfo()
+	if err != nil {
+		return nil, fmt.Errorf("domain info: %w", err)
+	}
+	st := &Stats{MemoryDomainBytes: info.MaxMem * 1024, CPUSeconds: float64(info.CpuTime) / 1e9}
+	mem, err := vm.dom.MemoryStats(uint32(libvirt.DOMAIN_MEMORY_STAT_NR), 0)
+	if err != nil {
+		return nil, fmt.Errorf("domain memory stats: %w", err)
+	}
+	for _, m := range mem {
+		if m.Tag == int32(libvirt.DOMAIN_MEMORY_STAT_RSS) {
+			st.MemoryResidentBytes = m.Val * 1024
+		}
+	}
+	vcpus, err := vm.dom.GetVcpus()
+	if err != nil {
+		return nil, fmt.Errorf("domain vCPUs: %w", err)
+	}
+	for _, v := range vcpus {
+		st.VCPUs = append(st.VCPUs, VCPUStats{ID: int(v.Number), State: vcpuState(v.State), Seconds: float64(v.CpuTime) / 1e9})
+	}
+	return st, nil
+}
+
+// vcpuState names a libvirt vCPU state as KubeVirt's metrics do.
+func vcpuState(s int32) string {
+	switch libvirt.VcpuState(s) {
+	case libvirt.VCPU_RUNNING:
+		return "running"
+	case libvirt.VCPU_BLOCKED:
+		return "blocked"
+	default:
+		return "offline"
+	}
+}
+
 // Agent returns a guest agent client that goes through libvirt, which owns
 // the agent channel of the domains it runs.
 func (vm *VM) Agent() *agent.Client { return agent.New(libvirtAgent{vm.dom}) }

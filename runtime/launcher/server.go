@@ -50,6 +50,7 @@ func (s *server) serve(ctx context.Context, sock string) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", s.handleStatus)
+	mux.HandleFunc("GET /stats", s.handleStats)
 	mux.HandleFunc("POST /exec", s.handleExec)
 	mux.HandleFunc("POST /shutdown", s.handleShutdown)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -107,6 +108,15 @@ func (s *server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	st.Domain = s.vm.State()
 	st.StartedAt = s.started
 	st.PodIPs = s.podIPs
+	writeJSON(w, st)
+}
+
+func (s *server) handleStats(w http.ResponseWriter, _ *http.Request) {
+	st, err := s.vm.Stats()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
 	writeJSON(w, st)
 }
 
