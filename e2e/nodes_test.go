@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -176,5 +177,67 @@ func TestNodeLocalDataVolume(t *testing.T) {
 	vmi := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "booted from the local DataVolume", framework.AgentConnected)
 	if vmi.Status.NodeName != second {
 		t.Errorf("VM with a volume on %s started on %s", second, vmi.Status.NodeName)
+	}
+}
+
+// TestWaitForFirstConsumerClass: with a StorageClass of the hostpath
+// provisioner that waits for the first consumer, a claim gets no volume
+// until a Pod uses it, a VM's launcher Pod pinned to the second node has
+// its claim's volume made there, and a DataVolume of that class is
+// imported (its run's Pod being the first consumer).
+func TestWaitForFirstConsumerClass(t *testing.T) {
+	f := framework.New(t)
+	_, second := f.TwoNodes(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-local-" + ns}, Provisioner: hostpath.Provisioner, VolumeBindingMode: &wffc}
+	if err := c.Create(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), class) })
+	size := corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("128Mi")}}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class.Name, Resources: size,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}}
+	if err := c.Create(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil || pvc.Spec.VolumeName != "" {
+		t.Fatalf("a claim no Pod uses got volume %q (%v)", pvc.Spec.VolumeName, err)
+	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "consumer"}, Spec: framework.GuestVMI(framework.GuestImage, "consumer")}
+	vmi.Spec.NodeSelector = map[string]string{corev1.LabelHostname: second}
+	vmi.Spec.Volumes = append(vmi.Spec.Volumes, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}})
+	vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks, v1.Disk{Name: "data", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}})
+	if err := c.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, "the claim bound on the VM's node", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil || pvc.Spec.VolumeName == "" {
+			return fmt.Errorf("claim %s, volume %q: %w", pvc.Status.Phase, pvc.Spec.VolumeName, err)
+		}
+		pv := &corev1.PersistentVolume{}
+		if err := c.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+			return err
+		}
+		if n := hostpath.VolumeNode(pv); n != second {
+			t.Fatalf("volume %s on %q, the VM's Pod on %q", pv.Name, n, second)
+		}
+		return nil
+	})
+
+	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late-disk"},
+		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: serveGuest(t, f) + "/guest.qcow2.xz"}},
+			Storage: &cdiv1.StorageSpec{StorageClassName: &class.Name, Resources: size}}}
+	if err := c.Create(ctx, dv); err != nil {
+		t.Fatal(err)
+	}
+	waitDVPhase(t, c, dv, cdiv1.Succeeded)
+	if got := volumeDisk(t, c, ns, dv.Name); len(got) == 0 {
+		t.Error("the DataVolume's disk is empty")
 	}
 }

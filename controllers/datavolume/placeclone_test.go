@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -54,6 +55,25 @@ func TestPlaceClone(t *testing.T) {
 		}
 		if got := pvc.Annotations[hostpath.AnnProvisionOnNode]; got != tc.want {
 			t.Errorf("%s: claim asks for node %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestWaitsForConsumer: a claim of a WaitForFirstConsumer class is imported
+// into while still Pending (the run's Pod binds it); any other claim waits
+// for its volume.
+func TestWaitsForConsumer(t *testing.T) {
+	wffc, immediate := storagev1.VolumeBindingWaitForFirstConsumer, storagev1.VolumeBindingImmediate
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"}, VolumeBindingMode: &wffc},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "now"}, VolumeBindingMode: &immediate},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "unset"}},
+	).Build()}
+	for class, want := range map[string]bool{"local": true, "now": false, "unset": false, "missing": false, "": false} {
+		pvc := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class}}
+		got, err := r.waitsForConsumer(context.Background(), pvc)
+		if err != nil || got != want {
+			t.Errorf("class %q: waitsForConsumer = %v, %v; want %v", class, got, err, want)
 		}
 	}
 }

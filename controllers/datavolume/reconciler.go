@@ -14,6 +14,7 @@ import (
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -47,6 +48,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=tekton.dev,resources=taskruns,verbs=get;list;watch;create;delete;deletecollection;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -94,7 +96,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	obs.pvc, obs.clone, obs.upload = pvc, dv.Spec.Source.PVC != nil, dv.Spec.Source.Upload != nil
 	if pvc.Status.Phase != corev1.ClaimBound {
-		return ctrl.Result{}, nil
+		if wait, err := r.waitsForConsumer(ctx, pvc); err != nil || !wait {
+			return ctrl.Result{}, err
+		}
+		// The run's Pod is the claim's first consumer: the volume is made
+		// on the node the scheduler picks for it.
 	}
 	return r.sync(ctx, dv, pvc, &obs)
 }
@@ -236,6 +242,19 @@ func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume) (*co
 		return nil, fmt.Errorf("creating PVC %s: %w", klog.KObj(pvc), err)
 	}
 	return pvc, nil
+}
+
+// waitsForConsumer reports whether pvc's class binds a claim only once a
+// Pod uses it (WaitForFirstConsumer).
+func (r *Reconciler) waitsForConsumer(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+	if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName == "" {
+		return false, nil
+	}
+	class := &storagev1.StorageClass{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: *pvc.Spec.StorageClassName}, class); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer, nil
 }
 
 // placeClone asks for a same-namespace clone's volume on the node of its
