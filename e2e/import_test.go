@@ -29,6 +29,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -110,8 +111,19 @@ func TestImportDiskThenBoot(t *testing.T) {
 		framework.NewTaskRunRunner(t, f, importTaskRun(pvc.Name, bad.params)).CreateTaskRun().ExpectFailure(bad.want)
 	}
 	// The disk from the good import survived the failed ones: a clone of it boots.
+	// On the source's node: the default class binds at once, and one Pod
+	// mounts both node-local volumes.
+	src := &corev1.PersistentVolume{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, src); err != nil {
+		t.Fatal(err)
+	}
 	clone := pvc.DeepCopy()
-	clone.ObjectMeta = metav1.ObjectMeta{Namespace: ns, GenerateName: "e2e-clone-"}
+	clone.ObjectMeta = metav1.ObjectMeta{Namespace: ns, GenerateName: "e2e-clone-",
+		Annotations: map[string]string{hostpath.AnnProvisionOnNode: hostpath.VolumeNode(src)}}
+	clone.Spec.VolumeName = ""
 	if err := c.Create(ctx, clone); err != nil {
 		t.Fatal(err)
 	}

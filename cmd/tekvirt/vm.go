@@ -124,7 +124,7 @@ func vmCmds(g *globalFlags) []*cobra.Command {
 }
 
 // printConsole copies the VMI's serial log from its launcher Pod's volume
-// on this node.
+// on its node, which is one of the testbed's nodes on this machine.
 func printConsole(ctx context.Context, c client.Client, node *cluster.Cluster, ns, name string, follow bool, out io.Writer) error {
 	vmi := &v1.VirtualMachineInstance{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
@@ -133,7 +133,8 @@ func printConsole(ctx context.Context, c client.Client, node *cluster.Cluster, n
 	dir := ""
 	for uid := range vmi.Status.ActivePods {
 		var err error
-		if dir, err = launcherpod.EmptyDirOnNode(node.KubeletRoot(), uid, launcherpod.VMVolume); err != nil {
+		root := cluster.HostPath(vmi.Status.NodeName, node.KubeletRoot())
+		if dir, err = launcherpod.EmptyDirOnNode(root, uid, launcherpod.VMVolume); err != nil {
 			return err
 		}
 	}
