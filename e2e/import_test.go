@@ -214,6 +214,21 @@ func TestDataVolumeImport(t *testing.T) {
 	if msg := readyMessage(bad); !strings.Contains(msg, "sha256 of the image is") {
 		t.Errorf("the checksum failure's message does not name it: %q", msg)
 	}
+	// Events as CDI's: succeeded; failed naming why (the phases between
+	// may pass faster than a reconcile sees them).
+	framework.Eventually(t, 30*time.Second, "the DataVolumes' events", func() error {
+		if err := hasEvents(f, good, "ImportSucceeded"); err != nil {
+			return err
+		}
+		seen, err := objectEvents(f, bad)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(seen["ImportFailed"], "sha256 of the image is") {
+			return fmt.Errorf("no ImportFailed event naming the checksum among %v", seen)
+		}
+		return nil
+	})
 
 	// A clone of it (pvc source), by a user allowed to, and not by one who is
 	// not; the allowed one as a VM's dataVolumeTemplate, which the VM waits for.

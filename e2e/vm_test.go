@@ -112,17 +112,26 @@ func tekvirt(t *testing.T, f *framework.Framework, args ...string) string {
 	return string(out)
 }
 
-// hasEvents checks that obj has events with each of reasons.
-func hasEvents(f *framework.Framework, obj *v1.VirtualMachineInstance, reasons ...string) error {
-	list, err := f.Kube.EventsV1().Events(obj.Namespace).List(context.Background(), metav1.ListOptions{})
+// objectEvents are obj's events: reason -> "reporting controller: note".
+func objectEvents(f *framework.Framework, obj client.Object) (map[string]string, error) {
+	list, err := f.Kube.EventsV1().Events(obj.GetNamespace()).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	seen := map[string]string{}
 	for _, e := range list.Items {
-		if e.Regarding.UID == obj.UID {
+		if e.Regarding.UID == obj.GetUID() {
 			seen[e.Reason] = e.ReportingController + ": " + e.Note
 		}
+	}
+	return seen, nil
+}
+
+// hasEvents checks that obj has events with each of reasons.
+func hasEvents(f *framework.Framework, obj client.Object, reasons ...string) error {
+	seen, err := objectEvents(f, obj)
+	if err != nil {
+		return err
 	}
 	for _, r := range reasons {
 		if _, ok := seen[r]; !ok {

@@ -88,7 +88,8 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err != nil {
 		return err
 	}
-	if err := (&datavolume.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage, UploadKey: key}).SetupWithManager(mgr); err != nil {
+	if err := (&datavolume.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage, UploadKey: key,
+		Recorder: mgr.GetEventRecorder("datavolume-controller")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DataVolume controller: %w", err)
 	}
 	if err := (&datasource.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr); err != nil {

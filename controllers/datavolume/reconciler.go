@@ -17,6 +17,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,6 +43,9 @@ type Reconciler struct {
 	// UploadKey signs the tokens of clone senders; its public half, given
 	// to upload runs, verifies all upload tokens.
 	UploadKey ed25519.PrivateKey
+	// Recorder records the DataVolume's events, as CDI's controller does
+	// (scheduled, in progress, succeeded, failed and why).
+	Recorder events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;update;patch
@@ -72,8 +76,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	var obs observed
 	defer func() {
 		dv.Status = nextStatus(dv, obs, metav1.Now())
-		if err := r.Client.Status().Patch(ctx, dv, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-			reterr = errors.Join(reterr, fmt.Errorf("patching status of %s: %w", klog.KObj(dv), err))
+		if err := r.Client.Status().Patch(ctx, dv, client.MergeFrom(base)); err != nil {
+			if !apierrors.IsNotFound(err) {
+				reterr = errors.Join(reterr, fmt.Errorf("patching status of %s: %w", klog.KObj(dv), err))
+			}
+			return
+		}
+		if ev, ok := phaseEvent(dv, base.Status.Phase, dv.Status); ok && r.Recorder != nil {
+			r.Recorder.Eventf(dv, nil, ev.kind, ev.reason, ev.reason, "%s", ev.message)
 		}
 	}()
 	if obs.invalid = Supported(dv); obs.invalid != nil {
