@@ -51,7 +51,7 @@ func TestVMLifecycle(t *testing.T) {
 	})
 	domain := ns + "_" + vm.Name
 	checkInItsPod(t, f, vmi)
-	dir := filepath.Join(framework.VMRoot, string(vmi.UID))
+	dir := framework.HostPath(vmi.Status.NodeName, filepath.Join(framework.VMRoot, string(vmi.UID)))
 	if _, err := os.Stat(dir); err != nil {
 		t.Errorf("the handler keeps no directory for the VM: %v", err)
 	}
@@ -77,7 +77,7 @@ func TestVMLifecycle(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "the first VMI's events", func() error {
 		return hasEvents(f, first, "SuccessfulCreate", "Started", "ShuttingDown")
 	})
-	dir = filepath.Join(framework.VMRoot, string(vmi.UID))
+	dir = framework.HostPath(vmi.Status.NodeName, filepath.Join(framework.VMRoot, string(vmi.UID)))
 	if out := tekvirt(t, f, "console", vm.Name, "-n", ns); !strings.Contains(out, "tekvirt-guest: ready") {
 		t.Errorf("tekvirt console shows no boot:\n%s", out)
 	}
@@ -97,6 +97,11 @@ func TestVMLifecycle(t *testing.T) {
 			return fmt.Errorf("printableStatus %q", vm.Status.PrintableStatus)
 		}
 		return nil
+	})
+	// The VM's own events, as KubeVirt's VM controller records them: its
+	// VMIs created (start, restart) and deleted (restart, stop).
+	framework.Eventually(t, 30*time.Second, "the VM's events", func() error {
+		return hasEvents(f, vm, "SuccessfulCreate", "SuccessfulDelete")
 	})
 }
 

@@ -113,8 +113,11 @@ func TestHandlerRestartReadoptsVMs(t *testing.T) {
 	ns := f.Namespace(t)
 	ctx := context.Background()
 	var vms []*v1.VirtualMachine
+	node := nodeName(t, f)
 	for _, name := range []string{"first", "second"} {
 		vm := framework.GuestVM(ns, name, framework.GuestImage, v1.RunStrategyAlways)
+		// Both on the node whose handler goes, which is this machine.
+		vm.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 		if err := c.Create(ctx, vm); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +133,7 @@ func TestHandlerRestartReadoptsVMs(t *testing.T) {
 		vmi := framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
 		before[vm.Name] = running{vmi.UID, framework.QEMUPid(ns + "_" + vm.Name), f.LauncherPod(t, vmi).Name}
 	}
-	old := f.HandlerPod(t, nodeName(t, f))
+	old := f.HandlerPod(t, node)
 	if err := f.Kube.CoreV1().Pods(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

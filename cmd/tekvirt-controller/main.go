@@ -78,7 +78,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err := ctrlmetrics.Registry.Register(metrics.Collector{Reader: mgr.GetClient()}); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	if err := (&vm.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&vm.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the VirtualMachine controller: %w", err)
 	}
 	if err := (&vmi.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {

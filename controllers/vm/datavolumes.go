@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -46,6 +47,7 @@ func (r *Reconciler) ensureDataVolumes(ctx context.Context, vm *v1.VirtualMachin
 			if err := r.Client.Create(ctx, dv); err != nil {
 				return "", "", fmt.Errorf("creating DataVolume %s of %s: %w", t.Name, klog.KObj(vm), err)
 			}
+			r.event(vm, corev1.EventTypeNormal, "SuccessfulDataVolumeCreate", "Created DataVolume %s", dv.Name)
 			waiting = v1.VirtualMachineStatusProvisioning
 			continue
 		}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +25,9 @@ const NameLabel = "vm.kubevirt.io/name"
 // Reconciler keeps each VM's VMI as its run strategy says.
 type Reconciler struct {
 	Client client.Client
+	// Recorder records the VM's events under KubeVirt's reasons (its VMI
+	// created or deleted, its DataVolumes created).
+	Recorder events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;update;patch
@@ -74,7 +79,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if failure = r.Client.Patch(ctx, vm, patch); failure == nil {
 			rs = halted
 			base = vm.DeepCopy()
-			failure = r.delete(ctx, vmi)
+			failure = r.delete(ctx, vm, vmi)
 		}
 	}
 	return ctrl.Result{}, failure
@@ -106,7 +111,7 @@ func (r *Reconciler) replace(ctx context.Context, vm *v1.VirtualMachine, vmi *v1
 	if vmi.Status.Phase == v1.Failed {
 		recordStartFailure(&vm.Status, vmi, now)
 	}
-	return r.delete(ctx, vmi)
+	return r.delete(ctx, vm, vmi)
 }
 
 // vmiOf returns the VMI of vm, or nil. A VMI of that name that another
@@ -149,19 +154,32 @@ func (r *Reconciler) create(ctx context.Context, vm *v1.VirtualMachine) (*v1.Vir
 		return nil, err
 	}
 	if err := r.Client.Create(ctx, vmi); err != nil {
+		r.event(vm, corev1.EventTypeWarning, "FailedCreate", "Error creating virtual machine instance: %v", err)
 		return nil, fmt.Errorf("creating the VMI of %s: %w", klog.KObj(vm), err)
 	}
+	r.event(vm, corev1.EventTypeNormal, "SuccessfulCreate", "Started the virtual machine by creating the new virtual machine instance %s", vmi.Name)
 	ctrl.LoggerFrom(ctx).Info("created VMI", "vmi", klog.KObj(vmi))
 	return vmi, nil
 }
 
-func (r *Reconciler) delete(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+func (r *Reconciler) delete(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) error {
 	err := r.Client.Delete(ctx, vmi, client.Preconditions{UID: &vmi.UID})
 	if err != nil && !apierrors.IsNotFound(err) {
+		r.event(vm, corev1.EventTypeWarning, "FailedDelete", "Error deleting virtual machine instance %s: %v", vmi.Name, err)
 		return fmt.Errorf("deleting VMI %s: %w", klog.KObj(vmi), err)
+	}
+	if err == nil {
+		r.event(vm, corev1.EventTypeNormal, "SuccessfulDelete", "Stopped the virtual machine by deleting the virtual machine instance %s", vmi.UID)
 	}
 	ctrl.LoggerFrom(ctx).Info("deleted VMI", "vmi", klog.KObj(vmi), "phase", vmi.Status.Phase)
 	return nil
+}
+
+// event records an event on vm, when there is a recorder.
+func (r *Reconciler) event(vm *v1.VirtualMachine, kind, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(vm, nil, kind, reason, reason, format, args...)
+	}
 }
 
 // SetupWithManager watches VMs and the VMIs they own.
