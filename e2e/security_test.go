@@ -224,6 +224,9 @@ func TestAttackExecAddress(t *testing.T) {
 	ns := f.Namespace(t)
 	ctx := context.Background()
 	vm := framework.GuestVM(ns, "exec", framework.GuestImage, v1.RunStrategyAlways)
+	// On the first node: the tenant's server listens on its node's address,
+	// which only the first node shares with this machine's network.
+	vm.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: nodeName(t, f)}
 	if err := c.Create(ctx, vm); err != nil {
 		t.Fatal(err)
 	}
