@@ -37,6 +37,7 @@ func main() {
 	flag.StringVar(&metrics.addr, "metrics-bind-address", "0", "address of /metrics (HTTPS; callers authorized for get on /metrics); 0 disables it")
 	flag.StringVar(&metrics.certDir, "metrics-cert-dir", "", "directory with the tls.crt and tls.key of /metrics (default: a self-signed certificate)")
 	flag.Int64Var(&h.ContainerDiskMaxBytes, "container-disk-max-bytes", 20<<30, "most bytes one containerDisk image may extract to on the node; 0: no limit")
+	flag.StringVar(&h.QEMUCapabilitiesDir, "qemu-capabilities-dir", "", "directory of libvirt's QEMU capabilities files probed with the launcher image, handed to each launcher; empty: launchers probe QEMU")
 	flag.DurationVar(&h.ContainerDiskIdle, "container-disk-idle", handler.DefaultContainerDiskIdle, "how long a cached containerDisk no VM uses is kept")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)

@@ -1,6 +1,7 @@
-// Command tekvirt-launcher runs one VM: the handler starts it with the VM's
-// directory on the node, or it is a launcher Pod's entrypoint (with
-// --libvirtd), and it lives as long as the VM's libvirt domain.
+// Command tekvirt-launcher runs one VM: it is a launcher Pod's entrypoint,
+// and it lives as long as the VM's libvirt domain. With
+// --probe-qemu-capabilities it is the handler Pod's init container, which
+// probes QEMU once for every launcher on the node.
 package main
 
 import (
@@ -24,7 +25,19 @@ func main() {
 	flag.StringVar(&dir, "dir", "", "the VM's directory, where the handler writes "+launcher.SpecFile)
 	flag.StringVar(&pod.LibvirtdDir, "libvirtd", "", "run directory of the launcher's own libvirtd, which runs the VM")
 	flag.StringVar(&pod.DisksDir, "disks-dir", "", "where each claim volume is mounted, as <dir>/<volume>")
+	var probeOut string
+	flag.StringVar(&probeOut, "probe-qemu-capabilities", "", "probe QEMU with a libvirtd run in --libvirtd, write libvirt's capabilities files into this directory and exit")
 	flag.Parse()
+	if probeOut != "" && pod.LibvirtdDir != "" {
+		log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		if err := launcher.ProbeQEMU(ctx, pod.LibvirtdDir, launcher.QEMUCapabilitiesCache, probeOut, log); err != nil {
+			// Launchers then probe QEMU themselves: slower, not broken.
+			log.Error("QEMU capabilities not probed; each launcher will probe QEMU itself", "err", err)
+		}
+		return
+	}
 	if dir == "" || pod.LibvirtdDir == "" {
 		fmt.Fprintln(os.Stderr, "tekvirt-launcher: --dir and --libvirtd are required")
 		os.Exit(2)

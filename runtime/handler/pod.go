@@ -76,6 +76,33 @@ func (d vmDir) publish(local string) (string, error) {
 	return path.Join(launcherpod.VMDir, name), nil
 }
 
+// publishCapabilities copies the node's QEMU capabilities files into the
+// Pod's vm volume and returns the launcher's paths for them.
+func (h *Handler) publishCapabilities(d vmDir) ([]string, error) {
+	if h.QEMUCapabilitiesDir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(h.QEMUCapabilitiesDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the QEMU capabilities: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !launcher.IsQEMUCapabilitiesFile(e.Name()) {
+			continue
+		}
+		published, err := d.publish(filepath.Join(h.QEMUCapabilitiesDir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("publishing the QEMU capabilities: %w", err)
+		}
+		out = append(out, published)
+	}
+	return out, nil
+}
+
 // launcherFile is the launcher's path for a file it makes in the VM
 // directory (a socket, the console log).
 func (d vmDir) launcherFile(name string) string {

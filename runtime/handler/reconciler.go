@@ -62,6 +62,10 @@ type Handler struct {
 	// ContainerDiskIdle is how long an image no VM uses stays cached.
 	ContainerDiskMaxBytes int64
 	ContainerDiskIdle     time.Duration
+	// QEMUCapabilitiesDir holds the node's QEMU capabilities files, which
+	// the handler Pod's init container probed with the launcher image;
+	// each launcher Pod gets a copy (empty: none, launchers probe QEMU).
+	QEMUCapabilitiesDir string
 }
 
 // images is the node's containerDisk cache.
@@ -196,7 +200,11 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	if err != nil {
 		return err
 	}
-	if err := d.writeSpec(&launcher.Spec{VMI: vmi, Options: opts}); err != nil {
+	caps, err := h.publishCapabilities(d)
+	if err != nil {
+		return err
+	}
+	if err := d.writeSpec(&launcher.Spec{VMI: vmi, Options: opts, QEMUCapabilities: caps}); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("VM prepared for its launcher Pod", "vmi", klog.KObj(vmi), "pod volume", d.pod.vm.Path)

@@ -70,3 +70,35 @@ func TestUseImage(t *testing.T) {
 		t.Errorf("images = %v, want [aaa bbb]", got)
 	}
 }
+
+// TestPublishCapabilities hands the node's QEMU capabilities files, and
+// nothing else of their directory, to the launcher Pod.
+func TestPublishCapabilities(t *testing.T) {
+	caps := t.TempDir()
+	for name, content := range map[string]string{"a.xml": "<qemuCaps/>", "notes.txt": "no", ".hidden.xml": "no"} {
+		if err := os.WriteFile(filepath.Join(caps, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vol := t.TempDir()
+	d := vmDir{path: t.TempDir(), pod: &podVolumes{vm: podvolume.Dir{Path: vol}, images: podvolume.Dir{Path: t.TempDir()}}}
+	for _, tt := range []struct {
+		dir  string
+		want []string
+	}{
+		{"", nil},
+		{filepath.Join(caps, "none"), nil},
+		{caps, []string{"/var/run/tekvirt/vm/a.xml"}},
+	} {
+		got, err := (&Handler{QEMUCapabilitiesDir: tt.dir}).publishCapabilities(d)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("publishCapabilities from %q = %v, %v; want %v", tt.dir, got, err, tt.want)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(vol, "a.xml")); err != nil || string(data) != "<qemuCaps/>" {
+		t.Errorf("a.xml in the Pod's volume: %q, %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(vol, "notes.txt")); !os.IsNotExist(err) {
+		t.Errorf("notes.txt published: %v", err)
+	}
+}

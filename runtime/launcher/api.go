@@ -41,6 +41,11 @@ type Spec struct {
 	VMI *v1.VirtualMachineInstance `json:"vmi"`
 	// Options carry the prepared volumes and sockets.
 	Options domain.Options `json:"options"`
+	// QEMUCapabilities are the node's QEMU capabilities files (ProbeQEMU),
+	// at the launcher's paths: the launcher installs them in libvirtd's
+	// cache before it starts libvirtd, so starting the domain does not
+	// probe QEMU again.
+	QEMUCapabilities []string `json:"qemuCapabilities,omitempty"`
 }
 
 // EncodeSpec is the content of SpecFile for s.

@@ -34,7 +34,7 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 		}
 		return err
 	}
-	stop, err := pod.adopt(ctx, spec, log)
+	stop, warm, err := pod.adopt(ctx, spec, log)
 	if err != nil {
 		return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
 	}
@@ -46,6 +46,7 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	}
 	defer vm.Close()
 	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "took", time.Since(start).Round(time.Millisecond).String())
+	warm.report(log)
 	srv := newServer(vm, log)
 	srv.podIPs = expose(vm, forwardedPorts(spec.VMI), log)
 	serveCtx, stopServing := context.WithCancel(context.Background())
@@ -141,18 +142,27 @@ type Pod struct {
 	// DisksDir holds each claim volume's mount, DisksDir/<volume>; the spec
 	// names the files as the node sees them.
 	DisksDir string
+	// CapabilitiesCache is libvirtd's QEMU capabilities cache; empty is
+	// QEMUCapabilitiesCache.
+	CapabilitiesCache string
 }
 
-// adopt makes spec run in the Pod: on its own libvirtd, with claims' disks
-// at their Pod paths. stop ends the libvirtd.
-func (p *Pod) adopt(ctx context.Context, spec *Spec, log *slog.Logger) (stop func(), err error) {
+// adopt makes spec run in the Pod: on its own libvirtd, which starts with
+// the node's QEMU capabilities the spec names, with claims' disks at their
+// Pod paths. stop ends the libvirtd.
+func (p *Pod) adopt(ctx context.Context, spec *Spec, log *slog.Logger) (stop func(), warm *warmCache, err error) {
 	p.claimPaths(spec)
+	cacheDir := p.CapabilitiesCache
+	if cacheDir == "" {
+		cacheDir = QEMUCapabilitiesCache
+	}
+	warm = installCapabilities(spec.QEMUCapabilities, cacheDir, log)
 	uri, stop, err := startLibvirtd(ctx, p.LibvirtdDir, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	spec.URI = uri
-	return stop, nil
+	return stop, warm, nil
 }
 
 // claimPaths points the spec's claim volumes at their mounts in the Pod.
