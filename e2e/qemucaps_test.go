@@ -38,6 +38,10 @@ func launcherCapabilities(t *testing.T, f *framework.Framework, ns, name, node s
 	if err := c.Create(context.Background(), vmi); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), vmi)
+		framework.WaitGone(t, c, vmi, 2*time.Minute)
+	})
 	got := framework.WaitVMI(t, c, ns, name, 3*time.Minute, "running with its agent", framework.AgentConnected)
 	var r capabilitiesReport
 	f.LauncherLogLine(t, got, "QEMU capabilities", &r)

@@ -36,7 +36,17 @@ func freeMemory(t *testing.T, f *framework.Framework, node string) *resource.Qua
 	}
 	free := n.Status.Allocatable.Memory().DeepCopy()
 	var pods *corev1.PodList
-	framework.Eventually(t, 2*time.Minute, "no Pod on the node being deleted", func() error {
+	// An earlier test's namespace being deleted has Pods not yet marked.
+	framework.Eventually(t, 2*time.Minute, "no namespace and no Pod on the node being deleted", func() error {
+		nss, err := f.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, n := range nss.Items {
+			if n.Status.Phase == corev1.NamespaceTerminating {
+				return fmt.Errorf("namespace %s is being deleted", n.Name)
+			}
+		}
 		if pods, err = f.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node}); err != nil {
 			return err
 		}

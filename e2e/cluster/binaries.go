@@ -16,10 +16,14 @@ type binaries struct {
 	kube    string // dir with kube-apiserver, kubelet, kubectl, ...
 	tekton  string // dir with controller, webhook, entrypoint, ...
 	tkn     string
-	tekvirt string // dir with tekvirt, tekvirt-controller, tekvirt-step
+	tekvirt string // dir with tekvirt, tekvirt-testbed, tekvirt-controller, tekvirt-step
 }
 
 func (b binaries) k(name string) string { return filepath.Join(b.kube, name) }
+
+// testbed is the testbed's own program, which serves the registry and the
+// nodes' links to it.
+func (b binaries) testbed() string { return filepath.Join(b.tekvirt, "tekvirt-testbed") }
 
 // toolBuild is one pinned tools module under e2e/tools.
 type toolBuild struct {
@@ -177,7 +181,7 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 	}
 	b.kube, b.tekton, b.tkn = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn")
 	b.tekvirt = c.path("cache", "tekvirt")
-	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath"}
+	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
 		return b, err
 	}

@@ -27,7 +27,7 @@ func (c *Cluster) processes(b binaries) []*process {
 	apiAddr := net.JoinHostPort("0.0.0.0", strconv.Itoa(APIServerPort))
 	return []*process{
 		{
-			name: "registry", binary: filepath.Join(b.tekvirt, "tekvirt"),
+			name: "registry", binary: b.testbed(),
 			args: []string{"registry", "--addr", RegistryAddr, "--dir", c.path("data", "registry"),
 				"--files-addr", c.guestFilesAddr(), "--files-dir", c.GuestDir()},
 			ports: []string{RegistryAddr, c.guestFilesAddr()}, ready: httpReady(nil, "http://"+RegistryAddr+"/v2/"),
@@ -97,7 +97,7 @@ func (c *Cluster) nodeProcesses(b binaries, n node) []*process {
 	ns := &namespaces{net: netnsPath(n), mnt: c.mountNSPath(n)}
 	return []*process{
 		{
-			name: n.proc("registry-link"), binary: filepath.Join(b.tekvirt, "tekvirt"),
+			name: n.proc("registry-link"), binary: b.testbed(),
 			args:  []string{"node-link", "--netns", ns.net, "--listen", RegistryAddr, "--to", RegistryAddr},
 			ready: httpReadyIn(ns.net, "http://"+RegistryAddr+"/v2/"),
 		},
