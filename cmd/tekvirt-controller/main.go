@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -26,9 +28,11 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/dataimportcron"
 	"github.com/tekvirt/tekvirt/controllers/datasource"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
+	"github.com/tekvirt/tekvirt/controllers/frontproxy"
 	"github.com/tekvirt/tekvirt/controllers/manager"
 	"github.com/tekvirt/tekvirt/controllers/metrics"
 	"github.com/tekvirt/tekvirt/controllers/requester"
+	"github.com/tekvirt/tekvirt/controllers/subresources"
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
 	"github.com/tekvirt/tekvirt/controllers/uploadtoken"
 	"github.com/tekvirt/tekvirt/controllers/vm"
@@ -38,7 +42,7 @@ import (
 
 func main() {
 	var stepImage, launcherImage, probeAddr, metricsAddr, certDir string
-	var webhookPort, apiPort, uploadProxyPort int
+	var webhookPort, apiPort, uploadProxyPort, subresourcesPort int
 	flag.StringVar(&stepImage, "step-image", "", "image reference of tekvirt-step, run by every catalog task")
 	flag.StringVar(&launcherImage, "launcher-image", "", "image reference of tekvirt-launcher, run by every launcher Pod")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -47,17 +51,18 @@ func main() {
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "port of the VM validating webhook")
 	flag.IntVar(&apiPort, "api-port", 8443, "port of the upload.cdi.kubevirt.io aggregated API (with --webhook-cert-dir)")
 	flag.IntVar(&uploadProxyPort, "uploadproxy-port", 8444, "port of the upload proxy (with --webhook-cert-dir)")
+	flag.IntVar(&subresourcesPort, "subresources-port", 8445, "port of the subresources.kubevirt.io aggregated API (with --webhook-cert-dir)")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	if err := run(images{step: stepImage, launcher: launcherImage}, probeAddr, metricsAddr, certDir, ports{webhookPort, apiPort, uploadProxyPort}); err != nil {
+	if err := run(images{step: stepImage, launcher: launcherImage}, probeAddr, metricsAddr, certDir, ports{webhookPort, apiPort, uploadProxyPort, subresourcesPort}); err != nil {
 		fmt.Fprintln(os.Stderr, "tekvirt-controller:", err)
 		os.Exit(1)
 	}
 }
 
-type ports struct{ webhook, api, uploadProxy int }
+type ports struct{ webhook, api, uploadProxy, subresources int }
 
 // images are the component images the controller runs.
 type images struct{ step, launcher string }
@@ -101,7 +106,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if certDir != "" {
 		mgr.GetWebhookServer().Register(requester.Path, &webhook.Admission{Handler: requester.Recorder{Controller: config.ControllerUser}})
 		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{Client: mgr.GetClient()}})
-		if err := addUploadServers(mgr, certDir, key, port); err != nil {
+		if err := addAPIServers(mgr, certDir, key, port); err != nil {
 			return err
 		}
 	}
@@ -118,9 +123,10 @@ func uploadKey(mgr ctrl.Manager) (ed25519.PrivateKey, error) {
 	return uploadtoken.LoadOrCreateKey(context.Background(), c, config.Namespace)
 }
 
-// addUploadServers serves the UploadTokenRequest API and the upload proxy.
-func addUploadServers(mgr ctrl.Manager, certDir string, key ed25519.PrivateKey, port ports) error {
-	apiTLS, allowed, certs, err := uploadtoken.ServerTLS(context.Background(), mgr.GetAPIReader(), certDir)
+// addAPIServers serves the aggregated APIs (UploadTokenRequest,
+// subresources.kubevirt.io) and the upload proxy.
+func addAPIServers(mgr ctrl.Manager, certDir string, key ed25519.PrivateKey, port ports) error {
+	apiTLS, allowed, certs, err := frontproxy.ServerTLS(context.Background(), mgr.GetAPIReader(), certDir)
 	if err != nil {
 		return err
 	}
@@ -133,8 +139,42 @@ func addUploadServers(mgr ctrl.Manager, certDir string, key ed25519.PrivateKey, 
 	if err := mgr.Add(&manager.TLSServer{Name: "upload token API", Addr: fmt.Sprintf(":%d", port.api), TLS: apiTLS, Handler: api.Handler(), ReadTimeout: 30 * time.Second}); err != nil {
 		return err
 	}
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	sub := &subresources.API{Client: direct, AllowedNames: allowed, Version: buildVersion(), Log: ctrl.Log.WithName("subresources")}
+	if err := mgr.Add(&manager.TLSServer{Name: "subresources API", Addr: fmt.Sprintf(":%d", port.subresources), TLS: apiTLS, Handler: sub.Handler(), ReadTimeout: 30 * time.Second}); err != nil {
+		return err
+	}
 	proxyTLS := apiTLS.Clone()
 	proxyTLS.ClientAuth, proxyTLS.ClientCAs = tls.NoClientCert, nil
 	proxy := &uploadproxy.Proxy{Client: mgr.GetAPIReader(), PublicKey: key.Public().(ed25519.PublicKey), Log: ctrl.Log.WithName("uploadproxy")}
 	return mgr.Add(&manager.TLSServer{Name: "upload proxy", Addr: fmt.Sprintf(":%d", port.uploadProxy), TLS: proxyTLS, Handler: proxy.Handler()})
+}
+
+// buildVersion is this binary's version as the Go toolchain recorded it,
+// which the subresources API's version endpoint reports.
+func buildVersion() version.Info {
+	v := version.Info{GitVersion: "v0.0.0-devel", GitTreeState: "clean"}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v.GitVersion = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.GitCommit = s.Value
+		case "vcs.time":
+			v.BuildDate = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				v.GitTreeState = "dirty"
+			}
+		}
+	}
+	return v
 }

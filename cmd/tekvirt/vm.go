@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -45,64 +47,54 @@ func (g *globalFlags) kubeClient() (client.Client, *rest.Config, error) {
 	return c, cfg, err
 }
 
-// getVM connects and reads the VM ns/name.
-func (g *globalFlags) getVM(ctx context.Context, ns, name string) (client.Client, *v1.VirtualMachine, error) {
-	c, err := g.vmClient()
-	if err != nil {
-		return nil, nil, err
-	}
-	vm := &v1.VirtualMachine{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err != nil {
-		return nil, nil, err
-	}
-	return c, vm, nil
-}
-
-// vmCmds are start, stop and restart, which act as virtctl's do through the
-// VM's runStrategy.
+// vmCmds are start, stop and restart, which call the VM's subresources
+// (subresources.kubevirt.io), as virtctl's do.
 func vmCmds(g *globalFlags) []*cobra.Command {
 	var ns string
-	setRunStrategy := func(rs v1.VirtualMachineRunStrategy, verb string) func(*cobra.Command, []string) error {
+	var grace int64 = -1
+	change := func(sub string) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			c, vm, err := g.getVM(cmd.Context(), ns, args[0])
-			if err != nil {
-				return err
+			body := map[string]any{}
+			if grace >= 0 {
+				body[map[string]string{"stop": "gracePeriod", "restart": "gracePeriodSeconds"}[sub]] = grace
 			}
-			base := vm.DeepCopy()
-			vm.Spec.RunStrategy, vm.Spec.Running = &rs, nil
-			if err := c.Patch(cmd.Context(), vm, client.MergeFrom(base)); err != nil {
-				return fmt.Errorf("%s VM %s/%s: %w", verb, ns, args[0], err)
+			if err := g.vmSubresource(cmd.Context(), ns, args[0], sub, body); err != nil {
+				return fmt.Errorf("%s VM %s/%s: %w", sub, ns, args[0], err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "VM %s/%s was scheduled to %s\n", ns, args[0], verb)
+			fmt.Fprintf(cmd.OutOrStdout(), "VM %s/%s was scheduled to %s\n", ns, args[0], sub)
 			return nil
 		}
 	}
-	start := &cobra.Command{Use: "start NAME", Short: "Start a VM (runStrategy Always)", Args: cobra.ExactArgs(1),
-		RunE: setRunStrategy(v1.RunStrategyAlways, "start")}
-	stop := &cobra.Command{Use: "stop NAME", Short: "Stop a VM (runStrategy Halted)", Args: cobra.ExactArgs(1),
-		RunE: setRunStrategy(v1.RunStrategyHalted, "stop")}
-	restart := &cobra.Command{Use: "restart NAME", Short: "Restart a running VM: its VMI is deleted and the VM starts a new one", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, vm, err := g.getVM(cmd.Context(), ns, args[0])
-			if err != nil {
-				return err
-			}
-			if rs, _ := vm.RunStrategy(); rs != v1.RunStrategyAlways && rs != v1.RunStrategyRerunOnFailure {
-				return fmt.Errorf("VM %s/%s has runStrategy %s: restart needs Always or RerunOnFailure", ns, args[0], rs)
-			}
-			vmi := &v1.VirtualMachineInstance{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, vmi); err != nil {
-				return fmt.Errorf("VM %s/%s is not running: %w", ns, args[0], err)
-			}
-			if err := c.Delete(cmd.Context(), vmi); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "VM %s/%s was scheduled to restart\n", ns, args[0])
-			return nil
-		}}
+	start := &cobra.Command{Use: "start NAME", Short: "Start a VM (Halted: runStrategy becomes Always; Manual, RerunOnFailure: a start request)", Args: cobra.ExactArgs(1),
+		RunE: change("start")}
+	stop := &cobra.Command{Use: "stop NAME", Short: "Stop a VM (Always, Once: runStrategy becomes Halted; Manual, RerunOnFailure: a stop request)", Args: cobra.ExactArgs(1),
+		RunE: change("stop")}
+	restart := &cobra.Command{Use: "restart NAME", Short: "Restart a VM: its VMI is stopped and a new one started", Args: cobra.ExactArgs(1),
+		RunE: change("restart")}
+	stop.Flags().Int64Var(&grace, "grace-period", -1, "seconds the guest has to shut down (default: the VMI's terminationGracePeriodSeconds)")
+	restart.Flags().Int64Var(&grace, "grace-period", -1, "0 stops the VMI at once (a forced restart)")
 	cmds := []*cobra.Command{start, stop, restart}
 	for _, c := range cmds {
 		c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace of the VM")
 	}
 	return cmds
+}
+
+// vmSubresource PUTs body to the VM's subresource sub.
+func (g *globalFlags) vmSubresource(ctx context.Context, ns, name, sub string, body any) error {
+	_, cfg, err := g.kubeClient()
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	return cs.Discovery().RESTClient().Put().
+		AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachines", name, sub).
+		SetHeader("Content-Type", "application/json").Body(data).Do(ctx).Error()
 }

@@ -7,7 +7,7 @@
 // VM handler's DaemonSet and RBAC (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/), the
 // validating and the requester-recording mutating webhooks (webhook/; their
 // serving certificate Secret and caBundle come from the operator), the upload API's APIService and
-// Services (upload/), the user roles aggregated into admin, edit and view
+// Services (upload/), the subresources.kubevirt.io APIService (subresources/), the user roles aggregated into admin, edit and view
 // (users/), the golden image namespace and its readers'
 // RBAC (golden/) and the default HyperConverged
 // (samples/), and the operator that deploys the rest: its Deployment and
@@ -19,7 +19,7 @@ import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed admission/*.yaml crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml node/*.yaml operator/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml golden/*.yaml users/*.yaml
+//go:embed admission/*.yaml crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml node/*.yaml operator/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml subresources/*.yaml golden/*.yaml users/*.yaml
 var FS embed.FS
 
 // Files are what the release installs, in the order they are applied: the
@@ -65,6 +65,7 @@ var ComponentFiles = []string{
 	"webhook/mutating.yaml",
 	"webhook/validating.yaml",
 	"upload/apiservice.yaml",
+	"subresources/apiservice.yaml",
 	"hostpath/storageclass.yaml",
 	"hostpath/daemonset.yaml",
 	"handler/daemonset.yaml",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -52,14 +53,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if vmi == nil && volumes != "" {
 			vm.Status.PrintableStatus = volumes
 		}
-		if err := r.Client.Status().Patch(ctx, vm, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-			reterr = errors.Join(reterr, fmt.Errorf("patching status of %s: %w", klog.KObj(vm), err))
-		}
+		reterr = errors.Join(reterr, r.patchStatus(ctx, base, vm, vmi))
 	}()
 	if failure != nil || vm.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // owner references delete the VMI with the VM
 	}
-	act, failure := decide(rs, vmi)
+	act, failure := decide(vm, rs, vmi)
 	if failure != nil {
 		return ctrl.Result{}, nil
 	}
@@ -71,7 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	case actDelete:
-		failure = r.replace(ctx, vm, vmi, now)
+		failure = r.replace(ctx, vm, rs, vmi, now)
 	case actHalt:
 		halted := v1.RunStrategyHalted
 		patch := client.MergeFrom(vm.DeepCopy())
@@ -83,6 +82,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 	return ctrl.Result{}, failure
+}
+
+// patchStatus writes vm's status, dropping the requests vmi shows done.
+func (r *Reconciler) patchStatus(ctx context.Context, base, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) error {
+	vm.Status.StateChangeRequests = doneRequests(vm.Status.StateChangeRequests, vmi)
+	patch := client.MergeFrom(base)
+	if !equality.Semantic.DeepEqual(vm.Status.StateChangeRequests, base.Status.StateChangeRequests) {
+		// The subresource API adds requests meanwhile: never drop one this
+		// reconcile did not see.
+		patch = client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	}
+	if err := r.Client.Status().Patch(ctx, vm, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patching status of %s: %w", klog.KObj(vm), err)
+	}
+	return nil
 }
 
 // start creates the VMI unless the crash-loop backoff (a wait) or the
@@ -105,11 +119,16 @@ func (r *Reconciler) start(ctx context.Context, vm *v1.VirtualMachine, now metav
 	return vmi, "", 0, err
 }
 
-// replace deletes a finished VMI so that a new one can start, counting a
-// failed one for the crash-loop backoff.
-func (r *Reconciler) replace(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, now metav1.Time) error {
+// replace deletes a finished (or stopped by request) VMI so that a new one
+// can start, counting a failed one for the crash-loop backoff; a failed
+// VMI of a RerunOnFailure VM is followed by a start request, as KubeVirt
+// restarts only those.
+func (r *Reconciler) replace(ctx context.Context, vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance, now metav1.Time) error {
 	if vmi.Status.Phase == v1.Failed {
 		recordStartFailure(&vm.Status, vmi, now)
+		if rs == v1.RunStrategyRerunOnFailure && !startRequested(vm.Status.StateChangeRequests) {
+			vm.Status.StateChangeRequests = append(vm.Status.StateChangeRequests, v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})
+		}
 	}
 	return r.delete(ctx, vm, vmi)
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -266,4 +267,71 @@ func TestDataVolumeTemplatesComeFirst(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// request appends a state change request to the VM's status, as the
+// subresource API does.
+func request(t *testing.T, c client.Client, key types.NamespacedName, r v1.VirtualMachineStateChangeRequest) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vm := &v1.VirtualMachine{}
+		if err := c.Get(context.Background(), key, vm); err != nil {
+			return err
+		}
+		vm.Status.StateChangeRequests = append(vm.Status.StateChangeRequests, r)
+		return c.Status().Update(context.Background(), vm)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// settled waits for the VM to have a VMI (or none) and no request left.
+func settled(t *testing.T, c client.Client, key types.NamespacedName, what string, wantVMI bool) *v1.VirtualMachineInstance {
+	t.Helper()
+	var vmi *v1.VirtualMachineInstance
+	testenv.Eventually(t, what, func() error {
+		got, i, err := vmState(c, key)
+		if err != nil {
+			return err
+		}
+		if (i != nil) != wantVMI || len(got.Status.StateChangeRequests) != 0 {
+			return fmt.Errorf("VMI %v, requests %+v", i != nil, got.Status.StateChangeRequests)
+		}
+		vmi = i
+		return nil
+	})
+	return vmi
+}
+
+func TestStateChangeRequests(t *testing.T) {
+	c := start(t)
+	manual := newVM("manual", v1.RunStrategyManual)
+	if err := c.Create(context.Background(), manual); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(manual)
+	settled(t, c, key, "a Manual VM waits for a request", false)
+	request(t, c, key, v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})
+	vmi := settled(t, c, key, "started on request", true)
+	request(t, c, key, v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest, UID: &vmi.UID})
+	settled(t, c, key, "stopped on request", false)
+
+	rerun := newVM("rerun", v1.RunStrategyRerunOnFailure)
+	if err := c.Create(context.Background(), rerun); err != nil {
+		t.Fatal(err)
+	}
+	key = client.ObjectKeyFromObject(rerun)
+	first := settled(t, c, key, "a RerunOnFailure VM starts", true)
+	setPhase(t, c, key, v1.Failed, false)
+	testenv.Eventually(t, "a failed VMI replaced", func() error {
+		_, vmi, err := vmState(c, key)
+		if err != nil || vmi == nil || vmi.UID == first.UID {
+			return fmt.Errorf("VMI %v: %w", vmi, err)
+		}
+		return nil
+	})
+	settled(t, c, key, "its start request done", true)
+	setPhase(t, c, key, v1.Succeeded, false)
+	settled(t, c, key, "a VMI that succeeded removed, not restarted", false)
 }

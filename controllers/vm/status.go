@@ -26,43 +26,68 @@ func finished(vmi *v1.VirtualMachineInstance) bool {
 	return vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed
 }
 
-// decide returns what the run strategy asks of the VMI as it is now.
-func decide(rs v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance) (action, error) {
+// decide returns what the run strategy and the first state change request
+// of vm ask of the VMI as it is now, as KubeVirt's VM controller does.
+func decide(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance) (action, error) {
 	if vmi != nil && vmi.DeletionTimestamp != nil {
 		return actNone, nil // wait until it is gone
 	}
-	switch rs {
-	case v1.RunStrategyHalted:
-		if vmi != nil {
-			return actDelete, nil
-		}
-	case v1.RunStrategyAlways:
-		if vmi == nil {
-			return actCreate, nil
-		}
-		if finished(vmi) {
-			return actDelete, nil // recreated on the next pass
-		}
-	case v1.RunStrategyRerunOnFailure:
-		if vmi == nil {
-			return actCreate, nil
-		}
-		if vmi.Status.Phase == v1.Failed {
-			return actDelete, nil
-		}
-	case v1.RunStrategyOnce:
-		if vmi == nil {
-			return actCreate, nil
-		}
-		if finished(vmi) {
-			return actHalt, nil
-		}
-	case v1.RunStrategyManual:
-		// Started and stopped by request only.
-	default:
+	strategy, ok := strategies[rs]
+	if !ok {
 		return actNone, fmt.Errorf("spec.runStrategy %q is not one of Always, RerunOnFailure, Once, Manual, Halted", rs)
 	}
-	return actNone, nil
+	return strategy(vm, vmi), nil
+}
+
+// strategies decide, per run strategy, for a VMI not being deleted.
+var strategies = map[v1.VirtualMachineRunStrategy]func(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) action{
+	v1.RunStrategyHalted: func(_ *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) action {
+		if vmi != nil {
+			return actDelete
+		}
+		return actNone
+	},
+	v1.RunStrategyAlways: func(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) action {
+		switch {
+		case vmi == nil:
+			return actCreate
+		case finished(vmi) || stopRequested(vm.Status.StateChangeRequests, vmi):
+			return actDelete // recreated on the next pass
+		}
+		return actNone
+	},
+	v1.RunStrategyRerunOnFailure: func(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) action {
+		reqs := vm.Status.StateChangeRequests
+		switch {
+		case vmi != nil && (finished(vmi) || stopRequested(reqs, vmi)):
+			return actDelete // started again only after a failure
+		case vmi != nil:
+			return actNone
+		case startRequested(reqs) || vm.Status.RunStrategy != v1.RunStrategyRerunOnFailure:
+			// A VM new to this strategy starts; after that, only by request.
+			return actCreate
+		}
+		return actNone
+	},
+	v1.RunStrategyOnce: func(_ *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) action {
+		switch {
+		case vmi == nil:
+			return actCreate
+		case finished(vmi):
+			return actHalt
+		}
+		return actNone
+	},
+	v1.RunStrategyManual: func(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) action {
+		reqs := vm.Status.StateChangeRequests
+		switch {
+		case vmi == nil && startRequested(reqs):
+			return actCreate
+		case stopRequested(reqs, vmi):
+			return actDelete
+		}
+		return actNone
+	},
 }
 
 // Restart backoff after failed VMIs, as KubeVirt's CrashLoopBackOff:

@@ -19,41 +19,92 @@ func vmiIn(phase v1.VirtualMachineInstancePhase) *v1.VirtualMachineInstance {
 func TestDecide(t *testing.T) {
 	deleting := vmiIn(v1.Running)
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	running := vmiIn(v1.Running)
+	running.UID = "run-1"
+	other := types.UID("old-0")
+	start := []v1.VirtualMachineStateChangeRequest{{Action: v1.StartRequest}}
+	stopIt := []v1.VirtualMachineStateChangeRequest{{Action: v1.StopRequest, UID: &running.UID}, {Action: v1.StartRequest}}
+	stopOther := []v1.VirtualMachineStateChangeRequest{{Action: v1.StopRequest, UID: &other}}
 	tests := []struct {
-		rs   v1.VirtualMachineRunStrategy
-		vmi  *v1.VirtualMachineInstance
-		want action
+		rs     v1.VirtualMachineRunStrategy
+		lastRS v1.VirtualMachineRunStrategy // status.runStrategy
+		reqs   []v1.VirtualMachineStateChangeRequest
+		vmi    *v1.VirtualMachineInstance
+		want   action
 	}{
-		{v1.RunStrategyAlways, nil, actCreate},
-		{v1.RunStrategyAlways, vmiIn(v1.Running), actNone},
-		{v1.RunStrategyAlways, vmiIn(v1.Succeeded), actDelete},
-		{v1.RunStrategyAlways, vmiIn(v1.Failed), actDelete},
-		{v1.RunStrategyAlways, deleting, actNone},
-		{v1.RunStrategyRerunOnFailure, nil, actCreate},
-		{v1.RunStrategyRerunOnFailure, vmiIn(v1.Failed), actDelete},
-		{v1.RunStrategyRerunOnFailure, vmiIn(v1.Succeeded), actNone},
-		{v1.RunStrategyOnce, nil, actCreate},
-		{v1.RunStrategyOnce, vmiIn(v1.Running), actNone},
-		{v1.RunStrategyOnce, vmiIn(v1.Succeeded), actHalt},
-		{v1.RunStrategyOnce, vmiIn(v1.Failed), actHalt},
-		{v1.RunStrategyHalted, nil, actNone},
-		{v1.RunStrategyHalted, vmiIn(v1.Running), actDelete},
-		{v1.RunStrategyHalted, deleting, actNone},
-		{v1.RunStrategyManual, nil, actNone},
-		{v1.RunStrategyManual, vmiIn(v1.Failed), actNone},
+		{v1.RunStrategyAlways, "", nil, nil, actCreate},
+		{v1.RunStrategyAlways, "", nil, vmiIn(v1.Running), actNone},
+		{v1.RunStrategyAlways, "", nil, vmiIn(v1.Succeeded), actDelete},
+		{v1.RunStrategyAlways, "", nil, vmiIn(v1.Failed), actDelete},
+		{v1.RunStrategyAlways, "", nil, deleting, actNone},
+		{v1.RunStrategyAlways, "", stopIt, running, actDelete}, // restart
+		{v1.RunStrategyAlways, "", stopOther, running, actNone},
+		{v1.RunStrategyRerunOnFailure, "", nil, nil, actCreate},
+		{v1.RunStrategyRerunOnFailure, v1.RunStrategyRerunOnFailure, nil, nil, actNone},
+		{v1.RunStrategyRerunOnFailure, v1.RunStrategyRerunOnFailure, start, nil, actCreate},
+		{v1.RunStrategyRerunOnFailure, v1.RunStrategyHalted, nil, nil, actCreate},
+		{v1.RunStrategyRerunOnFailure, "", nil, vmiIn(v1.Failed), actDelete},
+		{v1.RunStrategyRerunOnFailure, "", nil, vmiIn(v1.Succeeded), actDelete},
+		{v1.RunStrategyRerunOnFailure, "", nil, vmiIn(v1.Running), actNone},
+		{v1.RunStrategyRerunOnFailure, "", stopIt, running, actDelete},
+		{v1.RunStrategyOnce, "", nil, nil, actCreate},
+		{v1.RunStrategyOnce, "", nil, vmiIn(v1.Running), actNone},
+		{v1.RunStrategyOnce, "", nil, vmiIn(v1.Succeeded), actHalt},
+		{v1.RunStrategyOnce, "", nil, vmiIn(v1.Failed), actHalt},
+		{v1.RunStrategyHalted, "", nil, nil, actNone},
+		{v1.RunStrategyHalted, "", nil, vmiIn(v1.Running), actDelete},
+		{v1.RunStrategyHalted, "", nil, deleting, actNone},
+		{v1.RunStrategyManual, "", nil, nil, actNone},
+		{v1.RunStrategyManual, "", nil, vmiIn(v1.Failed), actNone},
+		{v1.RunStrategyManual, "", start, nil, actCreate},
+		{v1.RunStrategyManual, "", start, running, actNone},
+		{v1.RunStrategyManual, "", stopIt, running, actDelete},
+		{v1.RunStrategyManual, "", stopOther, running, actNone},
 	}
 	for _, tt := range tests {
-		got, err := decide(tt.rs, tt.vmi)
+		vm := &v1.VirtualMachine{Status: v1.VirtualMachineStatus{RunStrategy: tt.lastRS, StateChangeRequests: tt.reqs}}
+		got, err := decide(vm, tt.rs, tt.vmi)
 		if err != nil || got != tt.want {
 			phase := "none"
 			if tt.vmi != nil {
 				phase = string(tt.vmi.Status.Phase)
 			}
-			t.Errorf("decide(%s, %s) = %v, %v; want %v", tt.rs, phase, got, err, tt.want)
+			t.Errorf("decide(%s after %q, requests %v, VMI %s) = %v, %v; want %v", tt.rs, tt.lastRS, tt.reqs, phase, got, err, tt.want)
 		}
 	}
-	if _, err := decide("Sometimes", nil); err == nil {
+	if _, err := decide(&v1.VirtualMachine{}, "Sometimes", nil); err == nil {
 		t.Error("unknown run strategy accepted")
+	}
+}
+
+func TestDoneRequests(t *testing.T) {
+	vmi := vmiIn(v1.Running)
+	vmi.UID = "new-1"
+	old := types.UID("old-0")
+	failed := vmiIn(v1.Failed)
+	failed.UID = old
+	stopOld := v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest, UID: &old}
+	stopAny := v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest}
+	start := v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest}
+	tests := []struct {
+		name string
+		reqs []v1.VirtualMachineStateChangeRequest
+		vmi  *v1.VirtualMachineInstance
+		want int // requests left
+	}{
+		{"restart: the old VMI still there", []v1.VirtualMachineStateChangeRequest{stopOld, start}, failed, 2},
+		{"restart: the old VMI gone", []v1.VirtualMachineStateChangeRequest{stopOld, start}, nil, 1},
+		{"restart: the new VMI created", []v1.VirtualMachineStateChangeRequest{stopOld, start}, vmi, 0},
+		{"stop of any VMI, one runs", []v1.VirtualMachineStateChangeRequest{stopAny}, vmi, 1},
+		{"stop of any VMI, none runs", []v1.VirtualMachineStateChangeRequest{stopAny}, nil, 0},
+		{"start after a failure, the failed VMI still there", []v1.VirtualMachineStateChangeRequest{start}, failed, 1},
+		{"unknown action", []v1.VirtualMachineStateChangeRequest{{Action: "Migrate"}, start}, nil, 1},
+		{"none", nil, vmi, 0},
+	}
+	for _, tt := range tests {
+		if got := doneRequests(tt.reqs, tt.vmi); len(got) != tt.want {
+			t.Errorf("%s: %d requests left (%v), want %d", tt.name, len(got), got, tt.want)
+		}
 	}
 }
 

@@ -8,7 +8,13 @@ import (
 	"slices"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/tekvirt/tekvirt/controllers/config"
 )
+
+// graceField is the VMI's termination grace period, which a stop through
+// the subresource API may set.
+const graceField = "terminationGracePeriodSeconds"
 
 // immutableHint says, per kind, what to do instead of changing the spec.
 var immutableHint = map[string]string{
@@ -20,7 +26,9 @@ var immutableHint = map[string]string{
 // VirtualMachineInstance or DataVolume, naming the first top-level field
 // that differs: as in KubeVirt, a running VMI is changed through its
 // VirtualMachine and a restart; as in CDI, a DataVolume asks for one
-// import or clone, and another source is another DataVolume.
+// import or clone, and another source is another DataVolume. The one
+// exception is KubeVirt's too: the controller, serving a stop with a grace
+// period, shortens a VMI's terminationGracePeriodSeconds.
 func specUnchanged(req admission.Request) error {
 	var obj, old struct {
 		Spec map[string]any `json:"spec"`
@@ -30,6 +38,10 @@ func specUnchanged(req admission.Request) error {
 	}
 	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
 		return fmt.Errorf("decoding the stored %s: %w", req.Kind.Kind, err)
+	}
+	if req.Kind.Kind == "VirtualMachineInstance" && req.UserInfo.Username == config.ControllerUser {
+		delete(obj.Spec, graceField)
+		delete(old.Spec, graceField)
 	}
 	if reflect.DeepEqual(obj.Spec, old.Spec) {
 		return nil

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tekvirt/tekvirt/controllers/config"
 )
 
 func request(t *testing.T, kind string, op admissionv1.Operation, manifest string) admission.Request {
@@ -54,6 +56,16 @@ func TestHandle(t *testing.T) {
 	update.Object = request(t, "VirtualMachineInstance", admissionv1.Update, strings.Replace(goodVMI, "64Mi", "8Gi", 1)).Object
 	if r := v.Handle(ctx, update); r.Allowed || !strings.Contains(r.Result.Message, "spec.domain of VirtualMachineInstance") {
 		t.Errorf("VMI spec update: %+v", r.Result)
+	}
+	// A stop with a grace period through the subresource API: the
+	// controller may shorten the grace period, nobody else may.
+	update.Object = request(t, "VirtualMachineInstance", admissionv1.Update, goodVMI+"  terminationGracePeriodSeconds: 0\n").Object
+	if r := v.Handle(ctx, update); r.Allowed || !strings.Contains(r.Result.Message, "spec.terminationGracePeriodSeconds") {
+		t.Errorf("VMI grace period changed by a user: %+v", r.Result)
+	}
+	update.UserInfo.Username = config.ControllerUser
+	if r := v.Handle(ctx, update); !r.Allowed {
+		t.Errorf("VMI grace period changed by the controller denied: %+v", r.Result)
 	}
 }
 

@@ -1,4 +1,4 @@
-package uploadtoken
+package frontproxy
 
 import (
 	"context"

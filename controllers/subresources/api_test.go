@@ -1,0 +1,137 @@
+package subresources
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// serve sends a request as the kube-apiserver's front proxy would, for
+// user (none: no front proxy certificate at all).
+func serve(t *testing.T, a *API, method, path, user, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if user != "" {
+		r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: "front-proxy-client"}}}}}
+		r.Header.Set("X-Remote-User", user)
+		r.Header.Add("X-Remote-Group", "system:authenticated")
+	}
+	w := httptest.NewRecorder()
+	a.Handler().ServeHTTP(w, r)
+	return w
+}
+
+// testAPI serves VMs "halted" (Halted), "manual" (Manual, its VMI running)
+// and "always" (Always) in namespace ns to alice, who may do anything, and
+// to bob, who may do nothing.
+func testAPI(t *testing.T) (*API, client.Client) {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vm := func(name string, rs v1.VirtualMachineRunStrategy) *v1.VirtualMachine {
+		return &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: v1.VirtualMachineSpec{RunStrategy: &rs}}
+	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "manual", UID: "vmi-1"}, Status: v1.VirtualMachineInstanceStatus{Phase: v1.Running}}
+	c := fake.NewClientBuilder().WithScheme(s).
+		WithObjects(vm("halted", v1.RunStrategyHalted), vm("manual", v1.RunStrategyManual), vm("always", v1.RunStrategyAlways), vmi).
+		WithStatusSubresource(&v1.VirtualMachine{}).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if sar, ok := obj.(*authzv1.SubjectAccessReview); ok {
+				ra := sar.Spec.ResourceAttributes
+				sar.Status.Allowed = sar.Spec.User == "alice" && ra.Group == Group && ra.Resource == "virtualmachines" && ra.Verb == "update"
+				return nil
+			}
+			return c.Create(ctx, obj, opts...)
+		}}).Build()
+	return &API{Client: c, Log: logr.Discard()}, c
+}
+
+func TestDiscoveryAndVersion(t *testing.T) {
+	a, _ := testAPI(t)
+	if w := serve(t, a, "GET", "/apis/"+groupVersion, "", ""); w.Code != http.StatusUnauthorized {
+		t.Errorf("discovery without the front proxy: %d", w.Code)
+	}
+	w := serve(t, a, "GET", "/apis/"+groupVersion, "alice", "")
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(w.Body.Bytes(), &list); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("discovery: %d %s", w.Code, w.Body)
+	}
+	var names []string
+	for _, r := range list.APIResources {
+		names = append(names, r.Name)
+	}
+	if got := strings.Join(names, " "); got != "virtualmachines/start virtualmachines/stop virtualmachines/restart" {
+		t.Errorf("resources %q", got)
+	}
+	w = serve(t, a, "GET", "/apis/"+groupVersion+"/version", "alice", "")
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"goVersion":"go`) {
+		t.Errorf("version: %d %s", w.Code, w.Body)
+	}
+}
+
+func TestStateChanges(t *testing.T) {
+	a, c := testAPI(t)
+	path := func(vm, sub string) string {
+		return "/apis/" + groupVersion + "/namespaces/ns/virtualmachines/" + vm + "/" + sub
+	}
+	w := serve(t, a, "PUT", path("halted", "start"), "bob", "{}")
+	if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), `cannot update resource \"virtualmachines/start\" in API group \"subresources.kubevirt.io\"`) {
+		t.Errorf("start by bob: %d %s", w.Code, w.Body)
+	}
+	vm := &v1.VirtualMachine{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "halted"}, vm); err != nil || *vm.Spec.RunStrategy != v1.RunStrategyHalted {
+		t.Fatalf("bob's refused start changed the VM: %v %v", vm.Spec.RunStrategy, err)
+	}
+
+	if w := serve(t, a, "PUT", path("halted", "start"), "alice", ""); w.Code != http.StatusAccepted {
+		t.Errorf("start by alice: %d %s", w.Code, w.Body)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "halted"}, vm); err != nil || *vm.Spec.RunStrategy != v1.RunStrategyAlways {
+		t.Errorf("started VM: runStrategy %v %v", *vm.Spec.RunStrategy, err)
+	}
+
+	if w := serve(t, a, "PUT", path("manual", "stop"), "alice", "{}"); w.Code != http.StatusAccepted {
+		t.Errorf("stop: %d %s", w.Code, w.Body)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "manual"}, vm); err != nil || actions(vm.Status.StateChangeRequests) != "Stop(vmi-1)" {
+		t.Errorf("stopped Manual VM: requests %q %v", actions(vm.Status.StateChangeRequests), err)
+	}
+
+	w = serve(t, a, "PUT", path("always", "start"), "alice", "")
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "Always does not support manual start requests") {
+		t.Errorf("start of an Always VM: %d %s", w.Code, w.Body)
+	}
+	if w := serve(t, a, "PUT", path("always", "stop"), "alice", `{"dryRun":["All"]}`); w.Code != http.StatusAccepted {
+		t.Errorf("dry-run stop: %d %s", w.Code, w.Body)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "always"}, vm); err != nil || *vm.Spec.RunStrategy != v1.RunStrategyAlways {
+		t.Errorf("a dry-run stop changed the VM: %v %v", *vm.Spec.RunStrategy, err)
+	}
+	if w := serve(t, a, "PUT", path("always", "stop"), "alice", "{bad"); w.Code != http.StatusBadRequest {
+		t.Errorf("malformed body: %d %s", w.Code, w.Body)
+	}
+	if w := serve(t, a, "PUT", path("nothere", "start"), "alice", ""); w.Code != http.StatusNotFound {
+		t.Errorf("start of a missing VM: %d %s", w.Code, w.Body)
+	}
+}

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// subresource PUTs body to the VM's subresource sub as user (impersonated;
+// "" is the admin), as virtctl does.
+func subresource(t *testing.T, f *framework.Framework, user, ns, vm, sub, body string) error {
+	t.Helper()
+	cfg := rest.CopyConfig(f.Config)
+	if user != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs.Discovery().RESTClient().Put().AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachines", vm, sub).
+		SetHeader("Content-Type", "application/json").Body([]byte(body)).Do(context.Background()).Error()
+}
+
+// bindUser gives user the built-in ClusterRole role in ns.
+func bindUser(t *testing.T, f *framework.Framework, ns, user, role string) {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user + "-" + role},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
+	if _, err := f.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSubresourcesStartStopRestart: KubeVirt's subresources.kubevirt.io API
+// is discovered and answers version; a Manual VM starts, restarts (a new
+// VMI) and stops through it (tekvirt's CLI calls it, as virtctl does), its
+// runStrategy untouched and its requests settled; KubeVirt's conflicts
+// come back as 409 with its messages; a user with view in the namespace is
+// refused with 403 naming the subresource and the VM is untouched, a user
+// with edit may.
+func TestSubresourcesStartStopRestart(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+
+	res, err := f.Kube.Discovery().ServerResourcesForGroupVersion("subresources.kubevirt.io/v1")
+	if err != nil {
+		t.Fatalf("discovery of subresources.kubevirt.io/v1: %v", err)
+	}
+	var names []string
+	for _, r := range res.APIResources {
+		names = append(names, r.Name)
+	}
+	for _, want := range []string{"virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart"} {
+		if !strings.Contains(strings.Join(names, " "), want) {
+			t.Errorf("discovery lists %v, not %s", names, want)
+		}
+	}
+	ver, err := f.Kube.Discovery().RESTClient().Get().AbsPath("/apis/subresources.kubevirt.io/v1/version").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(ver), `"gitVersion"`) {
+		t.Errorf("version: %s %v", ver, err)
+	}
+
+	vm := framework.GuestVM(ns, "manual", framework.GuestImage, v1.RunStrategyManual)
+	if err := c.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	bindUser(t, f, ns, "e2e-viewer", "view")
+	bindUser(t, f, ns, "e2e-editor", "edit")
+	err = subresource(t, f, "e2e-viewer", ns, vm.Name, "start", "{}")
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "virtualmachines/start") {
+		t.Errorf("start by a viewer: %v, want 403 naming virtualmachines/start", err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil || len(vm.Status.StateChangeRequests) != 0 || vm.Status.Created {
+		t.Errorf("the viewer's refused start changed the VM: requests %v, created %v (%v)", vm.Status.StateChangeRequests, vm.Status.Created, err)
+	}
+
+	if out := tekvirt(t, f, "start", vm.Name, "-n", ns); !strings.Contains(out, "was scheduled to start") {
+		t.Errorf("tekvirt start: %s", out)
+	}
+	first := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "started on request", framework.AgentConnected)
+	if err := subresource(t, f, "", ns, vm.Name, "start", "{}"); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "VM is already running") {
+		t.Errorf("start of a running VM: %v, want 409 VM is already running", err)
+	}
+	if err := subresource(t, f, "e2e-editor", ns, vm.Name, "stop", `{"dryRun":["All"]}`); err != nil {
+		t.Errorf("dry-run stop by an editor: %v", err)
+	}
+
+	tekvirt(t, f, "restart", vm.Name, "-n", ns)
+	second := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "a new VMI after the restart", func(vmi *v1.VirtualMachineInstance) error {
+		if vmi.UID == first.UID {
+			return fmt.Errorf("still the VMI %s", first.UID)
+		}
+		return framework.AgentConnected(vmi)
+	})
+
+	tekvirt(t, f, "stop", vm.Name, "-n", ns, "--grace-period", "0")
+	framework.WaitGone(t, c, second, 2*time.Minute)
+	framework.Eventually(t, time.Minute, "the VM stopped, still Manual, its requests settled", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+			return err
+		}
+		if rs, _ := vm.RunStrategy(); rs != v1.RunStrategyManual || len(vm.Status.StateChangeRequests) != 0 || vm.Status.Created {
+			return fmt.Errorf("runStrategy %s, requests %+v, created %v", rs, vm.Status.StateChangeRequests, vm.Status.Created)
+		}
+		return nil
+	})
+	if err := subresource(t, f, "", ns, vm.Name, "stop", "{}"); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "VM is not running") {
+		t.Errorf("stop of a stopped VM: %v, want 409 VM is not running", err)
+	}
+
+	always := framework.GuestVM(ns, "always", framework.GuestImage, v1.RunStrategyAlways)
+	// Never placed: the answer does not depend on it, and no guest boots.
+	always.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: "no-such-node"}
+	if err := c.Create(ctx, always); err != nil {
+		t.Fatal(err)
+	}
+	if err := subresource(t, f, "e2e-editor", ns, always.Name, "start", ""); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Always does not support manual start requests") {
+		t.Errorf("start of an Always VM: %v, want KubeVirt's 409", err)
+	}
+}
