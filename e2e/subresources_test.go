@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -136,4 +138,150 @@ func TestSubresourcesStartStopRestart(t *testing.T) {
 	if err := subresource(t, f, "e2e-editor", ns, always.Name, "start", ""); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Always does not support manual start requests") {
 		t.Errorf("start of an Always VM: %v, want KubeVirt's 409", err)
 	}
+}
+
+// vmiSubresource calls the VMI's subresource sub as user (impersonated; ""
+// is the admin): GET for reads, PUT with body for changes.
+func vmiSubresource(t *testing.T, f *framework.Framework, user, method, ns, vmi, sub, body string) ([]byte, error) {
+	t.Helper()
+	cfg := rest.CopyConfig(f.Config)
+	if user != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := cs.Discovery().RESTClient().Verb(method).AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachineinstances", vmi, sub)
+	if body != "" {
+		req = req.SetHeader("Content-Type", "application/json").Body([]byte(body))
+	}
+	// Result.Error, not DoRaw or Raw: only it decodes an error's Status
+	// (its message).
+	res := req.Do(context.Background())
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	return res.Raw()
+}
+
+// guestUptime is the guest's uptime in seconds, read through its launcher.
+func guestUptime(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineInstance) float64 {
+	t.Helper()
+	res, err := podLauncher(t, f, f.LauncherPod(t, vmi)).Exec(context.Background(), guestexec.Request{Command: "/bin/cat", Args: []string{"/proc/uptime"}, TimeoutSeconds: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up float64
+	if _, err := fmt.Sscan(string(res.Stdout), &up); err != nil {
+		t.Fatalf("uptime %q: %v", res.Stdout, err)
+	}
+	return up
+}
+
+// TestSubresourcesGuestAgentAndPause: the VMI operations go through the
+// subresources API to the node handler and the launcher: guestosinfo,
+// userlist and filesystemlist answer with KubeVirt's types (a viewer may
+// read them, not pause); pause sets the VMI's Paused condition and the
+// VM's Paused status, a second pause is KubeVirt's 409, unpause resumes
+// the guest; freeze and unfreeze go through (a malformed timeout is a
+// 400); softreboot reboots the guest in the same VMI.
+func TestSubresourcesGuestAgentAndPause(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	vm := framework.GuestVM(ns, "ops", framework.GuestImage, v1.RunStrategyAlways)
+	if err := c.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	vmi := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "running with its agent", framework.AgentConnected)
+	bindUser(t, f, ns, "e2e-viewer", "view")
+	bindUser(t, f, ns, "e2e-editor", "edit")
+
+	raw, err := vmiSubresource(t, f, "e2e-viewer", "GET", ns, vmi.Name, "guestosinfo", "")
+	info := &v1.VirtualMachineInstanceGuestAgentInfo{}
+	if err != nil || json.Unmarshal(raw, info) != nil || info.GAVersion == "" || info.Hostname != vm.Name || info.OS.ID != "tekvirt-guest" || len(info.SupportedCommands) == 0 {
+		t.Errorf("guestosinfo: %v %s", err, raw)
+	}
+	raw, err = vmiSubresource(t, f, "e2e-viewer", "GET", ns, vmi.Name, "userlist", "")
+	users := &v1.VirtualMachineInstanceGuestOSUserList{}
+	if err != nil || json.Unmarshal(raw, users) != nil || users.Items == nil {
+		t.Errorf("userlist: %v %s", err, raw)
+	}
+	raw, err = vmiSubresource(t, f, "e2e-viewer", "GET", ns, vmi.Name, "filesystemlist", "")
+	fss := &v1.VirtualMachineInstanceFileSystemList{}
+	if err != nil || json.Unmarshal(raw, fss) != nil || fss.Items == nil {
+		t.Errorf("filesystemlist: %v %s", err, raw)
+	}
+
+	if _, err := vmiSubresource(t, f, "e2e-viewer", "PUT", ns, vmi.Name, "pause", "{}"); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "virtualmachineinstances/pause") {
+		t.Errorf("pause by a viewer: %v, want 403 naming virtualmachineinstances/pause", err)
+	}
+	if _, err := vmiSubresource(t, f, "e2e-editor", "PUT", ns, vmi.Name, "pause", "{}"); err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	framework.WaitVMI(t, c, ns, vmi.Name, time.Minute, "Paused", func(v *v1.VirtualMachineInstance) error {
+		for _, cond := range v.Status.Conditions {
+			if cond.Type == v1.VirtualMachineInstancePaused && cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", v.Status.Conditions)
+	})
+	framework.Eventually(t, time.Minute, "the VM Paused", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+			return err
+		}
+		if vm.Status.PrintableStatus != v1.VirtualMachineStatusPaused {
+			return fmt.Errorf("VM %s", vm.Status.PrintableStatus)
+		}
+		return nil
+	})
+	if _, err := vmiSubresource(t, f, "e2e-editor", "PUT", ns, vmi.Name, "pause", "{}"); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "VMI is already paused") {
+		t.Errorf("second pause: %v, want 409 VMI is already paused", err)
+	}
+	if _, err := vmiSubresource(t, f, "e2e-editor", "PUT", ns, vmi.Name, "unpause", "{}"); err != nil {
+		t.Fatalf("unpause: %v", err)
+	}
+	framework.WaitVMI(t, c, ns, vmi.Name, time.Minute, "running again, not paused", func(v *v1.VirtualMachineInstance) error {
+		for _, cond := range v.Status.Conditions {
+			if cond.Type == v1.VirtualMachineInstancePaused {
+				return fmt.Errorf("still %+v", cond)
+			}
+		}
+		return framework.AgentConnected(v)
+	})
+
+	// The test guest has no filesystem the kernel can freeze (its root is
+	// the initramfs): freeze and unfreeze go through, freezing none.
+	if _, err := vmiSubresource(t, f, "e2e-editor", "PUT", ns, vmi.Name, "freeze", `{"unfreezeTimeout":"1m"}`); err != nil {
+		t.Errorf("freeze: %v", err)
+	}
+	if _, err := vmiSubresource(t, f, "e2e-editor", "PUT", ns, vmi.Name, "unfreeze", "{}"); err != nil {
+		t.Errorf("unfreeze: %v", err)
+	}
+	if _, err := vmiSubresource(t, f, "e2e-editor", "PUT", ns, vmi.Name, "freeze", `{"unfreezeTimeout":"soon"}`); !apierrors.IsBadRequest(err) {
+		t.Errorf("freeze with a malformed unfreezeTimeout: %v, want 400", err)
+	}
+
+	before := guestUptime(t, f, vmi)
+	if _, err := vmiSubresource(t, f, "e2e-editor", "PUT", ns, vmi.Name, "softreboot", "{}"); err != nil {
+		t.Fatalf("softreboot: %v", err)
+	}
+	framework.Eventually(t, 2*time.Minute, "the guest rebooted in the same VMI", func() error {
+		got := &v1.VirtualMachineInstance{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vmi), got); err != nil || got.UID != vmi.UID {
+			return fmt.Errorf("VMI %v: %w", got.UID, err)
+		}
+		res, err := podLauncher(t, f, f.LauncherPod(t, got)).Exec(ctx, guestexec.Request{Command: "/bin/cat", Args: []string{"/proc/uptime"}, TimeoutSeconds: 5})
+		if err != nil {
+			return err
+		}
+		var up float64
+		if _, err := fmt.Sscan(string(res.Stdout), &up); err != nil || up >= before {
+			return fmt.Errorf("uptime %s, before the reboot %.1f", res.Stdout, before)
+		}
+		return nil
+	})
 }

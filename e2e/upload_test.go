@@ -68,6 +68,8 @@ func TestImageUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDVPhase(t, c, dv, cdiv1.UploadReady)
+	// What virtctl image-upload waits for before it sends.
+	claimPodAnnotations(t, c, ns, dv.Name, "Running", "true")
 	token := uploadToken(t, c, ns, dv.Name)
 	proxy := uploadProxy(t, f, c)
 	raw, err := os.ReadFile(filepath.Join(guest, "guest.raw"))
@@ -100,6 +102,8 @@ func TestImageUpload(t *testing.T) {
 		t.Fatalf("form upload: got %d %q", code, msg)
 	}
 	waitDVPhase(t, c, dv, cdiv1.Succeeded)
+	// What virtctl image-upload waits for to say "Processing completed successfully".
+	claimPodAnnotations(t, c, ns, dv.Name, "Succeeded", "false")
 	if got := volumeFiles(t, c, ns, dv.Name); len(got) != 1 || got[0] != "disk.img" {
 		t.Errorf("the volume holds %v, want disk.img", got)
 	}
@@ -366,4 +370,20 @@ func readyMessage(dv *cdiv1.DataVolume) string {
 		}
 	}
 	return ""
+}
+
+// claimPodAnnotations waits for the DataVolume's claim to carry CDI's
+// annotations of its Pod's phase and readiness.
+func claimPodAnnotations(t *testing.T, c client.Client, ns, name, phase, ready string) {
+	t.Helper()
+	framework.Eventually(t, 30*time.Second, "the claim's pod phase "+phase+", ready "+ready, func() error {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+			return err
+		}
+		if pvc.Annotations["cdi.kubevirt.io/storage.pod.phase"] != phase || pvc.Annotations["cdi.kubevirt.io/storage.pod.ready"] != ready {
+			return fmt.Errorf("annotations %v", pvc.Annotations)
+		}
+		return nil
+	})
 }

@@ -123,6 +123,13 @@ func uploadKey(mgr ctrl.Manager) (ed25519.PrivateKey, error) {
 	return uploadtoken.LoadOrCreateKey(context.Background(), c, config.Namespace)
 }
 
+// The node handlers' audience-bound token and tekvirt's CA bundle, as the
+// Deployment mounts them, for the VMI operations of the subresources API.
+const (
+	handlerTokenFile = "/var/run/secrets/tekvirt.io/handler/token"
+	caBundleFile     = "/etc/tekvirt/ca/ca.crt"
+)
+
 // addAPIServers serves the aggregated APIs (UploadTokenRequest,
 // subresources.kubevirt.io) and the upload proxy.
 func addAPIServers(mgr ctrl.Manager, certDir string, key ed25519.PrivateKey, port ports) error {
@@ -143,7 +150,8 @@ func addAPIServers(mgr ctrl.Manager, certDir string, key ed25519.PrivateKey, por
 	if err != nil {
 		return err
 	}
-	sub := &subresources.API{Client: direct, AllowedNames: allowed, Version: buildVersion(), Log: ctrl.Log.WithName("subresources")}
+	sub := &subresources.API{Client: direct, AllowedNames: allowed, Version: buildVersion(), Log: ctrl.Log.WithName("subresources"),
+		Handlers: &subresources.Handlers{TokenFile: handlerTokenFile, CAFile: caBundleFile}}
 	if err := mgr.Add(&manager.TLSServer{Name: "subresources API", Addr: fmt.Sprintf(":%d", port.subresources), TLS: apiTLS, Handler: sub.Handler(), ReadTimeout: 30 * time.Second}); err != nil {
 		return err
 	}

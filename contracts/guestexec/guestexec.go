@@ -15,3 +15,7 @@ type Result struct {
 	Stderr    []byte `json:"stderr"`
 	Truncated bool   `json:"truncated,omitempty"`
 }
+
+// AddressAnnotation on a Node, and on each VMI it runs, says where the
+// node's handler serves exec and the other VMI operations (host:port).
+const AddressAnnotation = "tekvirt.io/handler-address"

@@ -85,6 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if ev, ok := phaseEvent(dv, base.Status.Phase, dv.Status); ok && r.Recorder != nil {
 			r.Recorder.Eventf(dv, nil, ev.kind, ev.reason, ev.reason, "%s", ev.message)
 		}
+		reterr = errors.Join(reterr, r.annotateClaim(ctx, obs.pvc, dv.Status))
 	}()
 	if obs.invalid = Supported(dv); obs.invalid != nil {
 		return ctrl.Result{}, nil

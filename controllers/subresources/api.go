@@ -44,7 +44,10 @@ type API struct {
 	AllowedNames []string
 	// Version is what GET version answers (virtctl version prints it).
 	Version version.Info
-	Log     logr.Logger
+	// Handlers reaches the node handlers for the VMI operations; nil
+	// serves none.
+	Handlers *Handlers
+	Log      logr.Logger
 }
 
 // Handler routes the API's paths.
@@ -64,7 +67,7 @@ func (a *API) Handler() http.Handler {
 	}))
 	mux.HandleFunc("GET /apis/"+groupVersion, auth(func(w http.ResponseWriter, _ *http.Request) {
 		frontproxy.WriteJSON(w, http.StatusOK, &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
-			GroupVersion: groupVersion, APIResources: resources()})
+			GroupVersion: groupVersion, APIResources: a.resources()})
 	}))
 	mux.HandleFunc("GET /apis/"+groupVersion+"/healthz", auth(ok))
 	mux.HandleFunc("GET /apis/"+groupVersion+"/version", auth(func(w http.ResponseWriter, _ *http.Request) {
@@ -75,33 +78,18 @@ func (a *API) Handler() http.Handler {
 		frontproxy.WriteJSON(w, http.StatusOK, &v)
 	}))
 	vm := "PUT /apis/" + groupVersion + "/namespaces/{namespace}/virtualmachines/{name}/"
-	mux.HandleFunc(vm+"start", auth(a.vmChange("start", func(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, body []byte) (change, []string, error) {
-		opts := &v1.StartOptions{}
-		err := decode(body, opts)
-		if err != nil {
-			return change{}, nil, err
+	mux.HandleFunc(vm+"start", auth(a.vmChange("start", planWith(planStart, func(o *v1.StartOptions) []string { return o.DryRun }))))
+	mux.HandleFunc(vm+"stop", auth(a.vmChange("stop", planWith(planStop, func(o *v1.StopOptions) []string { return o.DryRun }))))
+	mux.HandleFunc(vm+"restart", auth(a.vmChange("restart", planWith(planRestart, func(o *v1.RestartOptions) []string { return o.DryRun }))))
+	if a.Handlers != nil {
+		vmi := "/apis/" + groupVersion + "/namespaces/{namespace}/virtualmachineinstances/{name}/"
+		for _, op := range vmiReads {
+			mux.HandleFunc("GET "+vmi+op, auth(a.vmiOp(op, "get")))
 		}
-		c, err := planStart(vm, vmi, opts)
-		return c, opts.DryRun, err
-	})))
-	mux.HandleFunc(vm+"stop", auth(a.vmChange("stop", func(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, body []byte) (change, []string, error) {
-		opts := &v1.StopOptions{}
-		err := decode(body, opts)
-		if err != nil {
-			return change{}, nil, err
+		for _, op := range vmiChanges {
+			mux.HandleFunc("PUT "+vmi+op, auth(a.vmiOp(op, "update")))
 		}
-		c, err := planStop(vm, vmi, opts)
-		return c, opts.DryRun, err
-	})))
-	mux.HandleFunc(vm+"restart", auth(a.vmChange("restart", func(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, body []byte) (change, []string, error) {
-		opts := &v1.RestartOptions{}
-		err := decode(body, opts)
-		if err != nil {
-			return change{}, nil, err
-		}
-		c, err := planRestart(vm, vmi, opts)
-		return c, opts.DryRun, err
-	})))
+	}
 	return mux
 }
 
@@ -111,10 +99,19 @@ func apiGroup() metav1.APIGroup {
 }
 
 // resources are the subresources served, as KubeVirt lists them.
-func resources() []metav1.APIResource {
+func (a *API) resources() []metav1.APIResource {
 	var out []metav1.APIResource
 	for _, s := range []string{"start", "stop", "restart"} {
 		out = append(out, metav1.APIResource{Name: "virtualmachines/" + s, Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}})
+	}
+	if a.Handlers == nil {
+		return out
+	}
+	for _, s := range vmiReads {
+		out = append(out, metav1.APIResource{Name: "virtualmachineinstances/" + s, Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}})
+	}
+	for _, s := range vmiChanges {
+		out = append(out, metav1.APIResource{Name: "virtualmachineinstances/" + s, Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"update"}})
 	}
 	return out
 }
@@ -130,13 +127,29 @@ func decode(body []byte, opts any) error {
 	return nil
 }
 
+// planFunc decides a state change from the VM, its VMI (nil: none) and the
+// request's body, and returns the body's dryRun.
+type planFunc func(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, body []byte) (change, []string, error)
+
+// planWith is plan, for a body that decodes into options O.
+func planWith[O any](plan func(*v1.VirtualMachine, *v1.VirtualMachineInstance, *O) (change, error), dryRun func(*O) []string) planFunc {
+	return func(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, body []byte) (change, []string, error) {
+		opts := new(O)
+		if err := decode(body, opts); err != nil {
+			return change{}, nil, err
+		}
+		c, err := plan(vm, vmi, opts)
+		return c, dryRun(opts), err
+	}
+}
+
 // maxBody bounds a state change's options.
 const maxBody = 64 << 10
 
 // vmChange serves a state change of a VM: the caller must be allowed
 // update on virtualmachines/<sub>; plan decides the change from the VM, its
 // VMI and the request's options; the change is applied unless dry run.
-func (a *API) vmChange(sub string, plan func(*v1.VirtualMachine, *v1.VirtualMachineInstance, []byte) (change, []string, error)) http.HandlerFunc {
+func (a *API) vmChange(sub string, plan planFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		ns, name := r.PathValue("namespace"), r.PathValue("name")

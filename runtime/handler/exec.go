@@ -31,7 +31,7 @@ import (
 
 // AddressAnnotation on a Node, and on each VMI it runs, says where the
 // node's handler serves exec requests (host:port).
-const AddressAnnotation = "tekvirt.io/handler-address"
+const AddressAnnotation = guestexec.AddressAnnotation
 
 // ExecGroup, ExecResource and ExecSubresource are what a caller must be
 // allowed to "create" to run programs in a VMI's guest, as with pods/exec.
@@ -74,6 +74,7 @@ func (s ExecServer) Start(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apis/"+ExecGroup+"/v1/namespaces/{namespace}/"+ExecResource+"/{name}/"+ExecSubresource, s.serveExec)
+	s.routeOps(mux)
 	// Exec requests are small: bound reading them, idle connections and
 	// the number of connections, so that clients that never send a
 	// request cannot pin the handler's file descriptors.
@@ -104,7 +105,7 @@ func (s ExecServer) Start(ctx context.Context) error {
 func (s ExecServer) serveExec(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	if code, err := s.authorize(ctx, r, ns, name); err != nil {
+	if code, err := s.authorize(ctx, r, "create", ExecSubresource, ns, name); err != nil {
 		http.Error(w, err.Error(), code)
 		return
 	}
@@ -113,22 +114,8 @@ func (s ExecServer) serveExec(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("bad exec request: want JSON {command, args, timeoutSeconds}: %v", err), http.StatusBadRequest)
 		return
 	}
-	vmi := &v1.VirtualMachineInstance{}
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
-		code := http.StatusInternalServerError
-		if apierrors.IsNotFound(err) {
-			code = http.StatusNotFound
-		}
-		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: %v", ns, name, err), code)
-		return
-	}
-	if vmi.Status.NodeName != s.Node || vmi.Status.Phase != v1.Running {
-		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s is %s on node %q, not Running on %s", ns, name, vmi.Status.Phase, vmi.Status.NodeName, s.Node), http.StatusConflict)
-		return
-	}
-	d, err := s.dirFor(vmi)
-	if err != nil {
-		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: %v", ns, name, err), http.StatusInternalServerError)
+	d, ok := s.runningHere(ctx, w, ns, name)
+	if !ok {
 		return
 	}
 	res, err := d.client().Exec(ctx, req)
@@ -144,8 +131,33 @@ func (s ExecServer) serveExec(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(res)
 }
 
-// authorize checks the caller's bearer token and its right to exec in the VMI.
-func (s ExecServer) authorize(ctx context.Context, r *http.Request, ns, name string) (int, error) {
+// runningHere is the directory of VMI ns/name when it runs on this node;
+// otherwise it answers the request and returns false.
+func (s ExecServer) runningHere(ctx context.Context, w http.ResponseWriter, ns, name string) (vmDir, bool) {
+	vmi := &v1.VirtualMachineInstance{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
+		code := http.StatusInternalServerError
+		if apierrors.IsNotFound(err) {
+			code = http.StatusNotFound
+		}
+		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: %v", ns, name, err), code)
+		return vmDir{}, false
+	}
+	if vmi.Status.NodeName != s.Node || vmi.Status.Phase != v1.Running {
+		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s is %s on node %q, not Running on %s", ns, name, vmi.Status.Phase, vmi.Status.NodeName, s.Node), http.StatusConflict)
+		return vmDir{}, false
+	}
+	d, err := s.dirFor(vmi)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: %v", ns, name, err), http.StatusInternalServerError)
+		return vmDir{}, false
+	}
+	return d, true
+}
+
+// authorize checks the caller's bearer token and its right to verb the
+// VMI's subresource sub.
+func (s ExecServer) authorize(ctx context.Context, r *http.Request, verb, sub, ns, name string) (int, error) {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
 		return http.StatusUnauthorized, errors.New("a bearer token is required")
@@ -165,15 +177,15 @@ func (s ExecServer) authorize(ctx context.Context, r *http.Request, ns, name str
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
 		ResourceAttributes: &authzv1.ResourceAttributes{
-			Namespace: ns, Name: name, Verb: "create",
-			Group: ExecGroup, Resource: ExecResource, Subresource: ExecSubresource,
+			Namespace: ns, Name: name, Verb: verb,
+			Group: ExecGroup, Resource: ExecResource, Subresource: sub,
 		},
 	}}
 	if err := s.Client.Create(ctx, sar); err != nil {
 		return http.StatusInternalServerError, fmt.Errorf("reviewing access: %w", err)
 	}
 	if !sar.Status.Allowed {
-		return http.StatusForbidden, fmt.Errorf("%s cannot create %s/%s in group %s for %s/%s", u.Username, ExecResource, ExecSubresource, ExecGroup, ns, name)
+		return http.StatusForbidden, fmt.Errorf("%s cannot %s %s/%s in group %s for %s/%s", u.Username, verb, ExecResource, sub, ExecGroup, ns, name)
 	}
 	return 0, nil
 }

@@ -202,11 +202,20 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return fmt.Errorf("launcher %s: %w", path, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("launcher %s: %s", path, bytes.TrimSpace(data))
+	if resp.StatusCode/100 != 2 {
+		return &OpError{Code: resp.StatusCode, Msg: string(bytes.TrimSpace(data))}
 	}
-	if out == nil {
+	if out == nil || len(data) == 0 {
 		return nil
 	}
 	return json.Unmarshal(data, out)
 }
+
+// OpError is a launcher's refusal: its HTTP code (409: the VM's state does
+// not allow it; 502: the guest failed) and message.
+type OpError struct {
+	Code int
+	Msg  string
+}
+
+func (e *OpError) Error() string { return e.Msg }

@@ -53,6 +53,7 @@ func (s *server) serve(ctx context.Context, sock string) error {
 	mux.HandleFunc("GET /stats", s.handleStats)
 	mux.HandleFunc("POST /exec", s.handleExec)
 	mux.HandleFunc("POST /shutdown", s.handleShutdown)
+	s.routeGuest(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -17,7 +17,7 @@ import (
 )
 
 // AddressAnnotation is where the node handler running a VMI serves exec.
-const AddressAnnotation = "tekvirt.io/handler-address"
+const AddressAnnotation = guestexec.AddressAnnotation
 
 // Params are the task's params.
 type Params struct {
