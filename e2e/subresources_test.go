@@ -22,9 +22,8 @@ import (
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
-// subresource PUTs body to the VM's subresource sub as user (impersonated;
-// "" is the admin), as virtctl does.
-func subresource(t *testing.T, f *framework.Framework, user, ns, vm, sub, body string) error {
+// clientsetAs is a clientset acting as user (impersonated; "" is the admin).
+func clientsetAs(t *testing.T, f *framework.Framework, user string) kubernetes.Interface {
 	t.Helper()
 	cfg := rest.CopyConfig(f.Config)
 	if user != "" {
@@ -34,7 +33,14 @@ func subresource(t *testing.T, f *framework.Framework, user, ns, vm, sub, body s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cs.Discovery().RESTClient().Put().AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachines", vm, sub).
+	return cs
+}
+
+// subresource PUTs body to the VM's subresource sub as user (impersonated;
+// "" is the admin), as virtctl does.
+func subresource(t *testing.T, f *framework.Framework, user, ns, vm, sub, body string) error {
+	t.Helper()
+	return clientsetAs(t, f, user).Discovery().RESTClient().Put().AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachines", vm, sub).
 		SetHeader("Content-Type", "application/json").Body([]byte(body)).Do(context.Background()).Error()
 }
 
@@ -144,15 +150,7 @@ func TestSubresourcesStartStopRestart(t *testing.T) {
 // is the admin): GET for reads, PUT with body for changes.
 func vmiSubresource(t *testing.T, f *framework.Framework, user, method, ns, vmi, sub, body string) ([]byte, error) {
 	t.Helper()
-	cfg := rest.CopyConfig(f.Config)
-	if user != "" {
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := cs.Discovery().RESTClient().Verb(method).AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachineinstances", vmi, sub)
+	req := clientsetAs(t, f, user).Discovery().RESTClient().Verb(method).AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachineinstances", vmi, sub)
 	if body != "" {
 		req = req.SetHeader("Content-Type", "application/json").Body([]byte(body))
 	}
@@ -217,6 +215,10 @@ func TestSubresourcesGuestAgentAndPause(t *testing.T) {
 
 	if _, err := vmiSubresource(t, f, "e2e-viewer", "PUT", ns, vmi.Name, "pause", "{}"); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "virtualmachineinstances/pause") {
 		t.Errorf("pause by a viewer: %v, want 403 naming virtualmachineinstances/pause", err)
+	}
+	other := f.Namespace(t)
+	if _, err := vmiSubresource(t, f, "e2e-editor", "PUT", other, vmi.Name, "pause", "{}"); !apierrors.IsForbidden(err) {
+		t.Errorf("pause by an editor of another namespace: %v, want 403", err)
 	}
 	if _, err := vmiSubresource(t, f, "e2e-editor", "PUT", ns, vmi.Name, "pause", "{}"); err != nil {
 		t.Fatalf("pause: %v", err)

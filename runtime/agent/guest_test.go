@@ -33,16 +33,7 @@ func TestGuestReads(t *testing.T) {
 		}
 		return `{"error": {"class": "CommandNotFound", "desc": "` + cmd + `"}}`
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := Dial(ctx, sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, c := synced(t, sock)
 	info, err := c.Describe(ctx)
 	if err != nil || info.Version != "7.2.19" || len(info.Commands) != 2 || info.Commands[1].Enabled {
 		t.Errorf("Describe = %+v, %v", info, err)
@@ -70,4 +61,21 @@ func TestGuestReads(t *testing.T) {
 	if err := c.Reboot(ctx); err != nil || shutdownMode != "reboot" {
 		t.Errorf("Reboot: mode %q, %v", shutdownMode, err)
 	}
+}
+
+// synced is a client of the agent at sock, synchronized, and a context
+// that ends with the test (5 s at most).
+func synced(t *testing.T, sock string) (context.Context, *Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	c, err := Dial(ctx, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, c
 }

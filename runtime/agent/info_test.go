@@ -1,10 +1,8 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
-	"time"
 )
 
 func TestGuestInfo(t *testing.T) {
@@ -20,16 +18,7 @@ func TestGuestInfo(t *testing.T) {
 		}
 		return `{"error": {"class": "CommandNotFound", "desc": "` + cmd + `"}}`
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := Dial(ctx, sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, c := synced(t, sock)
 	info, err := c.OSInfo(ctx)
 	if err != nil || info.Name != "Debian GNU/Linux" || info.KernelRelease != "6.1.0-57-amd64" || info.ID != "debian" {
 		t.Fatalf("OSInfo = %+v, %v", info, err)
