@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -285,5 +286,83 @@ func TestSubresourcesGuestAgentAndPause(t *testing.T) {
 			return fmt.Errorf("uptime %s, before the reboot %.1f", res.Stdout, before)
 		}
 		return nil
+	})
+}
+
+// dialConsole opens the VMI's serial console through the kube-apiserver as
+// user (impersonated; "" is the admin), as virtctl console does.
+func dialConsole(t *testing.T, f *framework.Framework, user, ns, vmi string) (*websocket.Conn, error) {
+	t.Helper()
+	tlsCfg, err := rest.TLSConfigFor(f.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(f.Config.Host, "https://")
+	cfg, err := websocket.NewConfig("wss://"+host+"/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/virtualmachineinstances/"+vmi+"/console", "https://"+host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TlsConfig, cfg.Protocol = tlsCfg, []string{"plain.kubevirt.io"}
+	if f.Config.BearerToken != "" {
+		cfg.Header.Set("Authorization", "Bearer "+f.Config.BearerToken)
+	}
+	if user != "" {
+		cfg.Header.Set("Impersonate-User", user)
+		cfg.Header.Add("Impersonate-Group", "system:authenticated")
+	}
+	return websocket.DialConfig(cfg)
+}
+
+// TestSubresourceConsole: virtctl's console protocol (a websocket with the
+// plain.kubevirt.io subprotocol, raw bytes) reaches the guest's serial
+// console through the kube-apiserver, the subresources API and the node's
+// handler: a command typed there runs in the guest's shell. A second
+// console on the same VMI is refused while the first is open, and works
+// once it closed; a viewer may not attach.
+func TestSubresourceConsole(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	vm := framework.GuestVM(ns, "console", framework.GuestImage, v1.RunStrategyAlways)
+	if err := c.Create(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "running with its agent", framework.AgentConnected)
+	bindUser(t, f, ns, "e2e-viewer", "view")
+	if ws, err := dialConsole(t, f, "e2e-viewer", ns, vm.Name); err == nil {
+		_ = ws.Close()
+		t.Error("a viewer attached to the console")
+	}
+
+	start := time.Now()
+	ws, err := dialConsole(t, f, "", ns, vm.Name)
+	if err != nil {
+		t.Fatalf("console: %v", err)
+	}
+	t.Logf("console attached in %s", time.Since(start).Round(time.Millisecond))
+	if second, err := dialConsole(t, f, "", ns, vm.Name); err == nil {
+		_ = second.Close()
+		t.Error("a second console attached while the first is open")
+	}
+	if _, err := ws.Write([]byte("echo console-$((6*7))\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var seen strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.Contains(seen.String(), "console-42") {
+		n, err := ws.Read(buf)
+		if err != nil {
+			t.Fatalf("reading the console (so far %q): %v", seen.String(), err)
+		}
+		seen.Write(buf[:n])
+	}
+	_ = ws.Close()
+	framework.Eventually(t, 30*time.Second, "a console again once the first closed", func() error {
+		again, err := dialConsole(t, f, "", ns, vm.Name)
+		if err != nil {
+			return err
+		}
+		return again.Close()
 	})
 }

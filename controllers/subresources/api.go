@@ -33,6 +33,7 @@ var groupVersion = Group + "/" + Version
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines/status,verbs=get;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;patch
+// +kubebuilder:rbac:groups=subresources.kubevirt.io,resources=virtualmachineinstances/console,verbs=get
 
 // API serves the group.
 type API struct {
@@ -89,6 +90,7 @@ func (a *API) Handler() http.Handler {
 		for _, op := range vmiChanges {
 			mux.HandleFunc("PUT "+vmi+op, auth(a.vmiOp(op, "update")))
 		}
+		mux.HandleFunc("GET "+vmi+"console", auth(a.console))
 	}
 	return mux
 }
@@ -113,7 +115,7 @@ func (a *API) resources() []metav1.APIResource {
 	for _, s := range vmiChanges {
 		out = append(out, metav1.APIResource{Name: "virtualmachineinstances/" + s, Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"update"}})
 	}
-	return out
+	return append(out, metav1.APIResource{Name: "virtualmachineinstances/console", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}})
 }
 
 // decode reads a request body (none is an empty one) into opts.

@@ -50,38 +50,50 @@ type Handlers struct {
 	Timeout time.Duration
 }
 
-// call sends method op with query to the handler running vmi and returns
-// the answer's code and body.
-func (h *Handlers) call(ctx context.Context, vmi *v1.VirtualMachineInstance, method, op string, query url.Values) (int, []byte, error) {
+// request is method op with query to the handler running vmi, and a
+// client that reaches it.
+func (h *Handlers) request(ctx context.Context, vmi *v1.VirtualMachineInstance, method, op string, query url.Values) (*http.Client, *http.Request, error) {
 	addr := vmi.Annotations[guestexec.AddressAnnotation]
 	if addr == "" || vmi.Status.NodeName == "" {
-		return 0, nil, fmt.Errorf("VirtualMachineInstance %s/%s has no node handler address yet", vmi.Namespace, vmi.Name)
+		return nil, nil, fmt.Errorf("VirtualMachineInstance %s/%s has no node handler address yet", vmi.Namespace, vmi.Name)
 	}
 	token, err := os.ReadFile(h.TokenFile)
 	if err != nil {
-		return 0, nil, fmt.Errorf("reading the handler token: %w", err)
+		return nil, nil, fmt.Errorf("reading the handler token: %w", err)
 	}
 	ca, err := os.ReadFile(h.CAFile)
 	if err != nil {
-		return 0, nil, fmt.Errorf("reading tekvirt's CA bundle: %w", err)
+		return nil, nil, fmt.Errorf("reading tekvirt's CA bundle: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
-		return 0, nil, fmt.Errorf("no certificate in %s", h.CAFile)
+		return nil, nil, fmt.Errorf("no certificate in %s", h.CAFile)
 	}
-	timeout := h.Timeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
-	hc := &http.Client{Timeout: timeout, Transport: &http.Transport{
+	hc := &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, ServerName: vmi.Status.NodeName}}}
 	u := url.URL{Scheme: "https", Host: addr, Path: fmt.Sprintf("/apis/%s/%s/namespaces/%s/virtualmachineinstances/%s/%s", Group, Version, vmi.Namespace, vmi.Name, op),
 		RawQuery: query.Encode()}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
-		return 0, nil, err
+		return nil, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	return hc, req, nil
+}
+
+// call sends method op with query to the handler running vmi and returns
+// the answer's code and body.
+func (h *Handlers) call(ctx context.Context, vmi *v1.VirtualMachineInstance, method, op string, query url.Values) (int, []byte, error) {
+	timeout := h.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hc, req, err := h.request(ctx, vmi, method, op, query)
+	if err != nil {
+		return 0, nil, err
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("reaching the handler of node %s: %w", vmi.Status.NodeName, err)

@@ -78,6 +78,14 @@ type response struct {
 	} `json:"error"`
 }
 
+// CommandError is the agent's answer that a command failed (as opposed
+// to no answer at all).
+type CommandError struct{ Command, Class, Desc string }
+
+func (e *CommandError) Error() string {
+	return fmt.Sprintf("guest agent %s: %s: %s", e.Command, e.Class, e.Desc)
+}
+
 // call sends one command and decodes its return value into out.
 func (c *Client) call(ctx context.Context, cmd string, args, out any) error {
 	data, err := json.Marshal(request{Execute: cmd, Arguments: args})
@@ -93,7 +101,7 @@ func (c *Client) call(ctx context.Context, cmd string, args, out any) error {
 		return fmt.Errorf("guest agent %s: bad reply %q: %w", cmd, line, err)
 	}
 	if resp.Error != nil {
-		return fmt.Errorf("guest agent %s: %s: %s", cmd, resp.Error.Class, resp.Error.Desc)
+		return &CommandError{Command: cmd, Class: resp.Error.Class, Desc: resp.Error.Desc}
 	}
 	if out != nil {
 		return json.Unmarshal(resp.Return, out)

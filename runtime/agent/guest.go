@@ -84,9 +84,3 @@ func (c *Client) FreezeStatus(ctx context.Context) (string, error) {
 	err := c.call(ctx, "guest-fsfreeze-status", nil, &s)
 	return s, err
 }
-
-// Reboot asks the agent to reboot the guest. The agent does not answer
-// once it has started, so a timeout is no failure.
-func (c *Client) Reboot(ctx context.Context) error {
-	return c.call(ctx, "guest-shutdown", map[string]string{"mode": "reboot"}, nil)
-}

@@ -25,6 +25,7 @@ func (s ExecServer) routeOps(mux *http.ServeMux) {
 		}
 		mux.HandleFunc(method+" "+base+op, s.serveOp(op, verb))
 	}
+	mux.HandleFunc("GET "+base+"console", s.serveConsole)
 }
 
 func (s ExecServer) serveOp(op, verb string) http.HandlerFunc {

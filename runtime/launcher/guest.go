@@ -188,19 +188,24 @@ func filesystems(ctx context.Context, a *agent.Client) ([]v1.VirtualMachineInsta
 	return out, nil
 }
 
-// softReboot reboots the guest without ending the VMI: through the agent
-// when it answers, else an ACPI reboot (KubeVirt refuses when there is
-// neither; the controller checks ACPI).
+// softReboot reboots the guest without ending the VMI: libvirt's reboot
+// presses the ACPI power button and marks the domain to start again in the
+// same QEMU once the guest is down. A guest that ignores the button (no
+// ACPI daemon) is then asked by its agent to power off, which that mark
+// turns into the reboot. (The agent's own reboot is not used: a guest
+// whose agent cannot reboot powers off instead, ending the VMI.)
 func (s *server) softReboot(ctx context.Context, a *agent.Client) error {
 	if s.vm.State() == "paused" {
 		return fmt.Errorf("%w: the VMI is paused", errState)
 	}
-	if s.agentConnected() {
-		if err := a.Reboot(ctx); err == nil || errors.Is(err, context.DeadlineExceeded) {
-			return nil
-		}
+	if err := s.vm.Reboot(); err != nil {
+		return err
 	}
-	return s.vm.Reboot()
+	if s.agentConnected() {
+		// No answer comes once the guest goes down.
+		_ = a.Shutdown(ctx)
+	}
+	return nil
 }
 
 // freeze freezes the guest's filesystems and thaws them after unfreeze
