@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // upExtraNodes starts the extra nodes Up was asked for and removes the ones
@@ -70,6 +71,20 @@ func (c *Cluster) removeExtraNode(ctx context.Context, n node) error {
 	}
 	if err := cs.CoreV1().Nodes().Delete(ctx, n.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting Node %s: %w", n.name, err)
+	}
+	// The node's Pods would still count as ready until the pod garbage
+	// collector finds them orphaned (about a minute), and a Service would
+	// still send to their addresses: they go now, so that their workloads
+	// are placed again before install waits for them.
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
+	if err != nil {
+		return fmt.Errorf("listing the Pods of node %s: %w", n.name, err)
+	}
+	for _, p := range pods.Items {
+		err := cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting Pod %s/%s of node %s: %w", p.Namespace, p.Name, n.name, err)
+		}
 	}
 	for _, d := range []string{c.etc(n, ""), c.runDir(n), c.dataDir(n), nodeDir(n.name)} {
 		if err := os.RemoveAll(d); err != nil {
