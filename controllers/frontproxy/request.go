@@ -3,6 +3,7 @@ package frontproxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -68,7 +69,8 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 // API status error), as the Kubernetes API does.
 func WriteStatus(w http.ResponseWriter, err error) {
 	st := apierrors.NewInternalError(err).ErrStatus
-	if se, ok := err.(apierrors.APIStatus); ok {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
 		st = se.Status()
 	}
 	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}

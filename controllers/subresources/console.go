@@ -14,16 +14,13 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 	"github.com/tekvirt/tekvirt/controllers/frontproxy"
 )
 
 // PlainStreamProtocol is the websocket subprotocol virtctl speaks for the
 // serial console: binary messages of raw bytes both ways.
 const PlainStreamProtocol = "plain.kubevirt.io"
-
-// consoleProtocol is what the node handler upgrades a console request to
-// (runtime/handler.ConsoleProtocol).
-const consoleProtocol = "tekvirt-serial-console"
 
 // console serves GET virtualmachineinstances/NAME/console: for callers
 // allowed get on it, the guest's serial console as a websocket, through
@@ -84,7 +81,7 @@ func (h *Handlers) stream(ctx context.Context, vmi *v1.VirtualMachineInstance, o
 		return nil, apierrors.NewServiceUnavailable(err.Error())
 	}
 	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", consoleProtocol)
+	req.Header.Set("Upgrade", guestexec.ConsoleProtocol)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the handler of node %s: %v", vmi.Status.NodeName, err))

@@ -69,7 +69,9 @@ func (h *Handlers) request(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 	if !pool.AppendCertsFromPEM(ca) {
 		return nil, nil, fmt.Errorf("no certificate in %s", h.CAFile)
 	}
-	hc := &http.Client{Transport: &http.Transport{
+	// A client per call, as the token and CA files rotate: it keeps no
+	// connection idle once the call is done.
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
 		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, ServerName: vmi.Status.NodeName}}}
 	u := url.URL{Scheme: "https", Host: addr, Path: fmt.Sprintf("/apis/%s/%s/namespaces/%s/virtualmachineinstances/%s/%s", Group, Version, vmi.Namespace, vmi.Name, op),
 		RawQuery: query.Encode()}

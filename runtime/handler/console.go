@@ -5,20 +5,17 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"time"
+
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
 )
 
-// ConsoleProtocol is the Upgrade a console request asks for: after the
-// 101 answer the connection carries the guest's serial console both ways.
-const ConsoleProtocol = "tekvirt-serial-console"
+// ConsoleProtocol is the Upgrade a console request asks for.
+const ConsoleProtocol = guestexec.ConsoleProtocol
 
 // serialSocket is QEMU's serial console socket in a VM's directory; it
 // serves one client at a time.
 const serialSocket = "serial.sock"
-
-// consoles are the VMIs (by directory) whose serial console is attached.
-var consoles sync.Map
 
 // serveConsole attaches the caller to the guest's serial console, for
 // callers allowed get on virtualmachineinstances/console; a second attach
@@ -38,11 +35,11 @@ func (s ExecServer) serveConsole(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, busy := consoles.LoadOrStore(d.path, true); busy {
+	if _, busy := s.consoles.LoadOrStore(d.path, true); busy {
 		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: a console is already connected", ns, name), http.StatusConflict)
 		return
 	}
-	defer consoles.Delete(d.path)
+	defer s.consoles.Delete(d.path)
 	serial, err := d.pod.vm.DialUnix(ctx, serialSocket)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: its serial console: %v", ns, name, err), http.StatusBadGateway)

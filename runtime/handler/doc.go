@@ -9,6 +9,9 @@
 // launcher reports into the VMI's status and stops it through its socket.
 // Its own directory per VMI (a copy of the spec, the images the VM uses)
 // lets a restarted handler take the VMs up again without touching them. It
-// also serves guest-agent exec over HTTPS for execute-in-vm, authorized
-// like any Kubernetes subresource, to tokens for its audience.
+// also serves over HTTPS, to tokens for its audience and authorized like any
+// Kubernetes subresource: guest-agent exec for execute-in-vm, and for the
+// subresources API the VMI operations (guestosinfo, pause, ...) and the
+// serial console stream. It hands each launcher Pod the node's QEMU
+// capabilities.
 package handler

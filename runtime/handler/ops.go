@@ -17,8 +17,7 @@ import (
 // subresource, as exec is as create.
 func (s ExecServer) routeOps(mux *http.ServeMux) {
 	base := "/apis/" + ExecGroup + "/v1/namespaces/{namespace}/" + ExecResource + "/{name}/"
-	for _, op := range []string{launcher.OpGuestInfo, launcher.OpUserList, launcher.OpFilesystemList,
-		launcher.OpPause, launcher.OpUnpause, launcher.OpSoftReboot, launcher.OpFreeze, launcher.OpUnfreeze} {
+	for _, op := range append(slices.Clone(launcher.Reads), launcher.Changes...) {
 		method, verb := http.MethodPut, "update"
 		if slices.Contains(launcher.Reads, op) {
 			method, verb = http.MethodGet, "get"

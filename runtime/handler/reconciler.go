@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,6 +67,9 @@ type Handler struct {
 	// the handler Pod's init container probed with the launcher image;
 	// each launcher Pod gets a copy (empty: none, launchers probe QEMU).
 	QEMUCapabilitiesDir string
+
+	// consoles are the VMIs (by directory) whose serial console is attached.
+	consoles sync.Map
 }
 
 // images is the node's containerDisk cache.

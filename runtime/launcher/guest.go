@@ -31,9 +31,12 @@ const (
 	OpUnfreeze       = "unfreeze"
 )
 
-// Reads are the operations that only read (GET); the others change the VM
+// Reads are the operations that only read (GET); Changes change the VM
 // (PUT).
-var Reads = []string{OpGuestInfo, OpUserList, OpFilesystemList}
+var (
+	Reads   = []string{OpGuestInfo, OpUserList, OpFilesystemList}
+	Changes = []string{OpPause, OpUnpause, OpSoftReboot, OpFreeze, OpUnfreeze}
+)
 
 // agentTimeout bounds one guest agent call of an operation.
 const agentTimeout = 10 * time.Second
@@ -50,7 +53,7 @@ func (s *server) routeGuest(mux *http.ServeMux) {
 	for _, op := range Reads {
 		mux.HandleFunc("GET /"+op, s.guestOp(op))
 	}
-	for _, op := range []string{OpPause, OpUnpause, OpSoftReboot, OpFreeze, OpUnfreeze} {
+	for _, op := range Changes {
 		mux.HandleFunc("PUT /"+op, s.guestOp(op))
 	}
 }
