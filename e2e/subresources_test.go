@@ -102,6 +102,9 @@ func TestSubresourcesStartStopRestart(t *testing.T) {
 		t.Errorf("the viewer's refused start changed the VM: requests %v, created %v (%v)", vm.Status.StateChangeRequests, vm.Status.Created, err)
 	}
 
+	if err := subresource(t, f, "e2e-editor", f.Namespace(t), vm.Name, "start", "{}"); !apierrors.IsForbidden(err) {
+		t.Errorf("start by an editor of another namespace: %v, want 403", err)
+	}
 	if out := tekvirt(t, f, "start", vm.Name, "-n", ns); !strings.Contains(out, "was scheduled to start") {
 		t.Errorf("tekvirt start: %s", out)
 	}
@@ -318,7 +321,8 @@ func dialConsole(t *testing.T, f *framework.Framework, user, ns, vmi string) (*w
 // console through the kube-apiserver, the subresources API and the node's
 // handler: a command typed there runs in the guest's shell. A second
 // console on the same VMI is refused while the first is open, and works
-// once it closed; a viewer may not attach.
+// once it closed; a viewer, or an editor of another namespace, may not
+// attach.
 func TestSubresourceConsole(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
@@ -332,6 +336,12 @@ func TestSubresourceConsole(t *testing.T) {
 	if ws, err := dialConsole(t, f, "e2e-viewer", ns, vm.Name); err == nil {
 		_ = ws.Close()
 		t.Error("a viewer attached to the console")
+	}
+	other := f.Namespace(t)
+	bindUser(t, f, other, "e2e-editor", "edit")
+	if ws, err := dialConsole(t, f, "e2e-editor", ns, vm.Name); err == nil {
+		_ = ws.Close()
+		t.Error("an editor of another namespace attached to the console")
 	}
 
 	start := time.Now()
