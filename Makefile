@@ -11,7 +11,7 @@ E2E_TIMEOUT ?= 40m
 NODES ?= 1
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e$$|/e2e/bench$$')
 
-.PHONY: help build test test-unit e2e up down demo generate verify-gen lint bench fmt release
+.PHONY: help build test test-unit e2e up down demo generate verify-gen lint bench fmt release virtctl
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -45,14 +45,21 @@ demo: up ## the main job: cluster up, then the golden-image pipeline imports the
 	  -n tekvirt -s golden-image-pipeline -p url=$$($(TEKVIRT) guest-url) --use-param-defaults --showlog --exit-with-pipelinerun-error
 
 e2e: NODES = 2
-e2e: up ## bring the cluster up (2 nodes) and run the e2e scenarios against it
-	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
+e2e: up $(TOOLS)/virtctl ## bring the cluster up (2 nodes) and run the e2e scenarios against it
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
 
 bench: up ## measurements (printed as ratios); slow, not part of `make test`
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_BENCH=1 $(GO) test -count=1 -timeout 60m -v ./e2e/bench/
 
 $(TOOLS)/controller-gen: e2e/tools/controller-gen/go.mod
 	cd e2e/tools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+# KubeVirt's own virtctl, from KubeVirt's source at the version its go.mod
+# names: the e2e scenarios drive tekvirt with it as KubeVirt users do.
+VIRTCTL_VERSION = $(shell sed -n 's/^\tkubevirt.io\/kubevirt //p' e2e/tools/virtctl/go.mod)
+virtctl: $(TOOLS)/virtctl ## build KubeVirt's virtctl into _output/bin (the e2e scenarios run it)
+$(TOOLS)/virtctl: e2e/tools/virtctl/go.mod
+	cd e2e/tools/virtctl && $(GO) build -o $@ -ldflags "-X kubevirt.io/client-go/version.gitVersion=$(VIRTCTL_VERSION) -X kubevirt.io/client-go/version.gitTreeState=clean" .
 
 $(TOOLS)/golangci-lint: e2e/tools/golangci-lint/go.mod
 	cd e2e/tools/golangci-lint && $(GO) build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint

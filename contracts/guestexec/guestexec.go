@@ -19,7 +19,3 @@ type Result struct {
 // AddressAnnotation on a Node, and on each VMI it runs, says where the
 // node's handler serves exec and the other VMI operations (host:port).
 const AddressAnnotation = "tekvirt.io/handler-address"
-
-// ConsoleProtocol is the Upgrade a node handler's console endpoint answers
-// with: after the 101 the connection carries the guest's serial console.
-const ConsoleProtocol = "tekvirt-serial-console"

@@ -18,6 +18,7 @@ var Fields = []string{
 	"domain.memory.guest",
 	"domain.resources.requests.*", "domain.resources.limits.*",
 	"domain.devices.autoattachSerialConsole", "domain.devices.autoattachPodInterface",
+	"domain.devices.autoattachGraphicsDevice",
 	"domain.devices.disks.name", "domain.devices.disks.bootOrder", "domain.devices.disks.serial",
 	"domain.devices.disks.cache=none|writethrough|writeback",
 	"domain.devices.disks.disk.bus=virtio|sata", "domain.devices.disks.disk.readonly",

@@ -33,7 +33,7 @@ var groupVersion = Group + "/" + Version
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines/status,verbs=get;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;patch
-// +kubebuilder:rbac:groups=subresources.kubevirt.io,resources=virtualmachineinstances/console,verbs=get
+// +kubebuilder:rbac:groups=subresources.kubevirt.io,resources=virtualmachineinstances/console;virtualmachineinstances/vnc;virtualmachineinstances/portforward,verbs=get
 
 // API serves the group.
 type API struct {
@@ -90,7 +90,13 @@ func (a *API) Handler() http.Handler {
 		for _, op := range vmiChanges {
 			mux.HandleFunc("PUT "+vmi+op, auth(a.vmiOp(op, "update")))
 		}
-		mux.HandleFunc("GET "+vmi+"console", auth(a.console))
+		mux.HandleFunc("GET "+vmi+"console", auth(a.serveStream("virtualmachineinstances", consoleStream)))
+		mux.HandleFunc("GET "+vmi+"vnc", auth(a.serveStream("virtualmachineinstances", vncStream)))
+		vm := "GET /apis/" + groupVersion + "/namespaces/{namespace}/virtualmachines/{name}/"
+		for _, pf := range []string{"portforward/{port}", "portforward/{port}/{protocol}"} {
+			mux.HandleFunc("GET "+vmi+pf, auth(a.serveStream("virtualmachineinstances", portForwardStream)))
+			mux.HandleFunc(vm+pf, auth(a.serveStream("virtualmachines", portForwardStream)))
+		}
 	}
 	return mux
 }
@@ -115,7 +121,10 @@ func (a *API) resources() []metav1.APIResource {
 	for _, s := range vmiChanges {
 		out = append(out, metav1.APIResource{Name: "virtualmachineinstances/" + s, Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"update"}})
 	}
-	return append(out, metav1.APIResource{Name: "virtualmachineinstances/console", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}})
+	for _, s := range []string{"console", "vnc", "portforward"} {
+		out = append(out, metav1.APIResource{Name: "virtualmachineinstances/" + s, Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}})
+	}
+	return append(out, metav1.APIResource{Name: "virtualmachines/portforward", Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"get"}})
 }
 
 // decode reads a request body (none is an empty one) into opts.

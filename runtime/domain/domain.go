@@ -39,6 +39,8 @@ type Options struct {
 	AgentSocket string
 	// SerialSocket and SerialLog are the serial console's socket and log file.
 	SerialSocket, SerialLog string
+	// VNCSocket is where the display's VNC server listens.
+	VNCSocket string
 }
 
 // Configurator adds one concern of vmi to d.
@@ -52,6 +54,7 @@ var Configurators = []Configurator{
 	ConfigureDisks,
 	ConfigureNetwork,
 	ConfigureChannels,
+	ConfigureGraphics,
 }
 
 // Name is the libvirt domain name of a VMI.

@@ -219,3 +219,39 @@ func TestDefaultPodInterface(t *testing.T) {
 		})
 	}
 }
+
+// TestGraphics: a VMI gets a VGA display with a VNC server on the
+// socket only (no network listener), as KubeVirt attaches one by default,
+// unless autoattachGraphicsDevice is false.
+func TestGraphics(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		auto     *bool
+		graphics int
+	}{{"unset", nil, 1}, {"true", ptr(true), 1}, {"false", ptr(false), 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			vmi := cirros()
+			vmi.Spec.Domain.Devices.AutoattachGraphicsDevice = tc.auto
+			opts := cirrosOptions()
+			opts.VNCSocket = "/run/tekvirt/vmi/uid/vnc.sock"
+			d, err := Convert(vmi, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Devices.Graphics) != tc.graphics || len(d.Devices.Videos) != tc.graphics {
+				t.Fatalf("%d graphics and %d videos, want %d", len(d.Devices.Graphics), len(d.Devices.Videos), tc.graphics)
+			}
+			if tc.graphics == 0 {
+				return
+			}
+			vnc := d.Devices.Graphics[0].VNC
+			if vnc == nil || len(vnc.Listeners) != 1 || vnc.Listeners[0].Socket == nil || vnc.Listeners[0].Socket.Socket != opts.VNCSocket ||
+				vnc.Port != 0 || vnc.Listen != "" || vnc.AutoPort != "" {
+				t.Errorf("graphics %+v, want VNC on %s only", d.Devices.Graphics[0], opts.VNCSocket)
+			}
+			if v := d.Devices.Videos[0].Model; v.Type != "vga" || v.VRam != 16384 {
+				t.Errorf("video %+v, want vga with 16 MiB", v)
+			}
+		})
+	}
+}

@@ -1,21 +1,23 @@
 package handler
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"time"
 
-	"github.com/tekvirt/tekvirt/contracts/guestexec"
+	"github.com/tekvirt/tekvirt/contracts/stream"
+	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
-
-// ConsoleProtocol is the Upgrade a console request asks for.
-const ConsoleProtocol = guestexec.ConsoleProtocol
 
 // serialSocket is QEMU's serial console socket in a VM's directory; it
 // serves one client at a time.
 const serialSocket = "serial.sock"
+
+// vncSocket is where the VNC server of the VM's display listens in its
+// directory.
+const vncSocket = "vnc.sock"
 
 // serveConsole attaches the caller to the guest's serial console, for
 // callers allowed get on virtualmachineinstances/console; a second attach
@@ -27,8 +29,7 @@ func (s ExecServer) serveConsole(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), code)
 		return
 	}
-	if r.Header.Get("Upgrade") != ConsoleProtocol {
-		http.Error(w, "the console needs Upgrade: "+ConsoleProtocol, http.StatusUpgradeRequired)
+	if !stream.Wants(w, r, stream.Console) {
 		return
 	}
 	d, ok := s.runningHere(ctx, w, ns, name)
@@ -45,31 +46,92 @@ func (s ExecServer) serveConsole(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: its serial console: %v", ns, name, err), http.StatusBadGateway)
 		return
 	}
-	defer serial.Close()
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		http.Error(w, "the connection cannot be upgraded", http.StatusInternalServerError)
-		return
-	}
-	conn, rw, err := hj.Hijack()
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	// The server's read and idle deadlines are for requests, not streams.
-	_ = conn.SetDeadline(time.Time{})
-	if _, err := fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: %s\r\nConnection: Upgrade\r\n\r\n", ConsoleProtocol); err != nil || rw.Flush() != nil {
-		return
-	}
-	splice(conn, rw, serial)
+	s.splice(w, stream.Console, serial)
 }
 
-// splice copies between a client (reading through its buffered reader,
-// which may hold bytes already sent) and the serial socket until either
-// side ends.
-func splice(client net.Conn, in io.Reader, serial net.Conn) {
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(serial, in); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(client, serial); done <- struct{}{} }()
-	<-done
+// servePortForward connects the caller to a port of the guest through its
+// launcher, for callers allowed get on virtualmachineinstances/portforward.
+func (s ExecServer) servePortForward(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if code, err := s.authorize(ctx, r, "get", "portforward", ns, name); err != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	if !stream.Wants(w, r, stream.PortForward) {
+		return
+	}
+	p, err := launcher.ParseGuestPort(r.PathValue("port"), r.PathValue("protocol"))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: %v", ns, name, err), http.StatusBadRequest)
+		return
+	}
+	d, ok := s.runningHere(ctx, w, ns, name)
+	if !ok {
+		return
+	}
+	path := fmt.Sprintf("%s%s/%d", launcher.PortForwardPath, p.Protocol, p.Port)
+	// The stream outlives this request's context once switched.
+	guest, err := d.client().Stream(context.WithoutCancel(ctx), path, stream.PortForward)
+	if err != nil {
+		code := http.StatusBadGateway
+		var refused *stream.Refused
+		if errors.As(err, &refused) && refused.Code/100 == 4 {
+			code = refused.Code
+		}
+		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: %v", ns, name, err), code)
+		return
+	}
+	s.splice(w, stream.PortForward, guest)
+}
+
+// serveVNC connects the caller to the VNC server of the guest's display,
+// for callers allowed get on virtualmachineinstances/vnc. As KubeVirt, a
+// new session ends the one open unless it asks preserveSession=true, which
+// is refused (409) while one is open.
+func (s ExecServer) serveVNC(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if code, err := s.authorize(ctx, r, "get", "vnc", ns, name); err != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	if !stream.Wants(w, r, stream.VNC) {
+		return
+	}
+	d, ok := s.runningHere(ctx, w, ns, name)
+	if !ok {
+		return
+	}
+	if open, busy := s.displays.Load(d.path); busy {
+		if r.URL.Query().Get("preserveSession") == "true" {
+			http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: a VNC session is already connected", ns, name), http.StatusConflict)
+			return
+		}
+		_ = open.(io.Closer).Close()
+	}
+	display, err := d.pod.vm.DialUnix(ctx, vncSocket)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: its display: %v", ns, name, err), http.StatusBadGateway)
+		return
+	}
+	client, err := stream.Accept(w, stream.VNC)
+	if err != nil {
+		display.Close()
+		return
+	}
+	s.displays.Store(d.path, client)
+	defer s.displays.CompareAndDelete(d.path, client)
+	stream.Splice(client, display)
+}
+
+// splice switches the caller's connection to protocol and copies between
+// it and backend until either ends.
+func (s ExecServer) splice(w http.ResponseWriter, protocol string, backend io.ReadWriteCloser) {
+	client, err := stream.Accept(w, protocol)
+	if err != nil {
+		backend.Close()
+		return
+	}
+	stream.Splice(client, backend)
 }

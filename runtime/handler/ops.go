@@ -25,6 +25,9 @@ func (s ExecServer) routeOps(mux *http.ServeMux) {
 		mux.HandleFunc(method+" "+base+op, s.serveOp(op, verb))
 	}
 	mux.HandleFunc("GET "+base+"console", s.serveConsole)
+	mux.HandleFunc("GET "+base+"vnc", s.serveVNC)
+	mux.HandleFunc("GET "+base+"portforward/{port}", s.servePortForward)
+	mux.HandleFunc("GET "+base+"portforward/{port}/{protocol}", s.servePortForward)
 }
 
 func (s ExecServer) serveOp(op, verb string) http.HandlerFunc {

@@ -40,6 +40,7 @@ func (h *Handler) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 		AgentSocket:  d.launcherFile("agent.sock"),
 		SerialSocket: d.launcherFile("serial.sock"),
 		SerialLog:    d.launcherFile("serial.log"),
+		VNCSocket:    d.launcherFile(vncSocket),
 	}
 	cache := h.images()
 	if err := os.MkdirAll(cache.Dir, 0o755); err != nil {

@@ -70,6 +70,9 @@ type Handler struct {
 
 	// consoles are the VMIs (by directory) whose serial console is attached.
 	consoles sync.Map
+	// displays are the VMIs (by directory) with a VNC session open, each
+	// to the session's client connection.
+	displays sync.Map
 }
 
 // images is the node's containerDisk cache.

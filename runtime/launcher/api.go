@@ -16,6 +16,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/guestexec"
+	"github.com/tekvirt/tekvirt/contracts/stream"
 	"github.com/tekvirt/tekvirt/runtime/agent"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 )
@@ -219,3 +220,13 @@ type OpError struct {
 }
 
 func (e *OpError) Error() string { return e.Msg }
+
+// Stream opens a stream of the launcher (path, Upgrade protocol); a
+// refusal is a *stream.Refused.
+func (c *Client) Stream(ctx context.Context, path, protocol string) (io.ReadWriteCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://launcher"+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return stream.Open(c.http, req, protocol)
+}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -48,7 +47,7 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "took", time.Since(start).Round(time.Millisecond).String())
 	warm.report(log)
 	srv := newServer(vm, log)
-	srv.podIPs = expose(vm, forwardedPorts(spec.VMI), log)
+	srv.podIPs = srv.forwards.expose(forwardedPorts(spec.VMI), log)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	go func() {
@@ -70,20 +69,6 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	}
 	log.Info("domain ended", "reason", exit.Reason, "succeeded", exit.Succeeded)
 	return writeExit(dir, exit)
-}
-
-// expose makes the Pod's addresses lead to the guest, as KubeVirt's
-// masquerade binding does, for ports (QEMU's user network forwards one port
-// per rule), and returns them.
-func expose(vm *VM, ports []GuestPort, log *slog.Logger) []string {
-	for _, p := range ports {
-		if err := vm.Forward(p.Protocol, net.JoinHostPort("", strconv.Itoa(int(p.Port))), int(p.Port)); err != nil {
-			log.Error("no forward from the Pod's address", "protocol", p.Protocol, "port", p.Port, "err", err)
-		}
-	}
-	ips := podIPs()
-	log.Info("guest ports forwarded from the Pod", "ports", ports, "podIPs", ips)
-	return ips
 }
 
 // GuestPort is a guest port the Pod's address forwards.

@@ -30,6 +30,8 @@ type server struct {
 	log     *slog.Logger
 	// podIPs are reported with every status.
 	podIPs []string
+	// forwards lead to the guest's ports.
+	forwards *forwards
 
 	mu     sync.Mutex
 	status Status
@@ -38,7 +40,7 @@ type server struct {
 }
 
 func newServer(vm *VM, log *slog.Logger) *server {
-	return &server{vm: vm, started: time.Now(), log: log}
+	return &server{vm: vm, started: time.Now(), log: log, forwards: newForwards(vm)}
 }
 
 // serve listens on sock until ctx ends.
@@ -54,6 +56,7 @@ func (s *server) serve(ctx context.Context, sock string) error {
 	mux.HandleFunc("POST /exec", s.handleExec)
 	mux.HandleFunc("POST /shutdown", s.handleShutdown)
 	s.routeGuest(mux)
+	mux.HandleFunc("GET "+PortForwardPath+"{protocol}/{port}", s.handlePortForward)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
