@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/contracts/guestexec"
 	"github.com/tekvirt/tekvirt/e2e/framework"
@@ -350,4 +351,29 @@ func freeLocalPort(t *testing.T) string {
 	defer l.Close()
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	return port
+}
+
+// TestVirtctlImageUpload: KubeVirt's virtctl image-upload creates the
+// DataVolume, waits for the upload server as CDI's annotations on the claim
+// say, sends the guest's qcow2.xz through the upload proxy and returns once
+// they say processing completed; the claim then holds the disk.
+func TestVirtctlImageUpload(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	proxy := uploadProxy(t, f, c)
+	out := virtctl(t, "image-upload", "dv", "by-virtctl", "-n", ns, "--size=128Mi",
+		"--image-path="+filepath.Join(f.GuestDir(), "guest.qcow2.xz"), "--uploadproxy-url="+proxy.url, "--insecure")
+	for _, want := range []string{"Processing completed successfully", "completed successfully"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("virtctl image-upload output lacks %q:\n%s", want, out)
+		}
+	}
+	dv := &cdiv1.DataVolume{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "by-virtctl"}, dv); err != nil || dv.Status.Phase != cdiv1.Succeeded {
+		t.Errorf("DataVolume after virtctl image-upload: %q %v, want Succeeded", dv.Status.Phase, err)
+	}
+	if got := volumeFiles(t, c, ns, "by-virtctl"); len(got) != 1 || got[0] != "disk.img" {
+		t.Errorf("the volume holds %v, want disk.img", got)
+	}
 }
