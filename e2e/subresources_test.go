@@ -393,3 +393,40 @@ func TestSubresourceConsole(t *testing.T) {
 		return again.Close()
 	})
 }
+
+// TestExpandVMSpec: expand-vm-spec, through the kube-apiserver, answers a
+// viewer with the VM sent (tekvirt serves no instancetypes, so there is
+// nothing to expand), refuses a VM naming an instancetype with a 400 naming
+// the field, and a user without a role in the namespace with a 403.
+func TestExpandVMSpec(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	bindUser(t, f, ns, "e2e-viewer", "view")
+	vm := framework.GuestVM(ns, "expand", framework.GuestImage, v1.RunStrategyHalted)
+	vm.APIVersion, vm.Kind = "kubevirt.io/v1", "VirtualMachine"
+	body, err := json.Marshal(vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expand := func(user string, body []byte) ([]byte, error) {
+		res := clientsetAs(t, f, user).Discovery().RESTClient().Put().AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "expand-vm-spec").
+			SetHeader("Content-Type", "application/json").Body(body).Do(context.Background())
+		if err := res.Error(); err != nil {
+			return nil, err
+		}
+		return res.Raw()
+	}
+	raw, err := expand("e2e-viewer", body)
+	got := &v1.VirtualMachine{}
+	if err != nil || json.Unmarshal(raw, got) != nil || got.Name != vm.Name || got.Spec.Template == nil || len(got.Spec.Template.Spec.Volumes) != len(vm.Spec.Template.Spec.Volumes) {
+		t.Errorf("expand-vm-spec by a viewer: %v %s", err, raw)
+	}
+	vm.Spec.Instancetype = &v1.InstancetypeMatcher{Name: "u1.small"}
+	withType, _ := json.Marshal(vm)
+	if _, err := expand("e2e-viewer", withType); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "spec.instancetype") {
+		t.Errorf("expand-vm-spec of a VM with an instancetype: %v, want 400 naming spec.instancetype", err)
+	}
+	if _, err := expand("e2e-stranger", body); !apierrors.IsForbidden(err) {
+		t.Errorf("expand-vm-spec by a user without a role: %v, want 403", err)
+	}
+}

@@ -82,6 +82,8 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc(vm+"start", auth(a.vmChange("start", planWith(planStart, func(o *v1.StartOptions) []string { return o.DryRun }))))
 	mux.HandleFunc(vm+"stop", auth(a.vmChange("stop", planWith(planStop, func(o *v1.StopOptions) []string { return o.DryRun }))))
 	mux.HandleFunc(vm+"restart", auth(a.vmChange("restart", planWith(planRestart, func(o *v1.RestartOptions) []string { return o.DryRun }))))
+	mux.HandleFunc("PUT /apis/"+groupVersion+"/namespaces/{namespace}/expand-vm-spec", auth(a.expandVMSpec))
+	mux.HandleFunc("GET /apis/"+groupVersion+"/namespaces/{namespace}/virtualmachines/{name}/expand-spec", auth(a.expandSpec))
 	if a.Handlers != nil {
 		vmi := "/apis/" + groupVersion + "/namespaces/{namespace}/virtualmachineinstances/{name}/"
 		for _, op := range vmiReads {
@@ -108,7 +110,10 @@ func apiGroup() metav1.APIGroup {
 
 // resources are the subresources served, as KubeVirt lists them.
 func (a *API) resources() []metav1.APIResource {
-	var out []metav1.APIResource
+	out := []metav1.APIResource{
+		{Name: "expand-vm-spec", Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}},
+		{Name: "virtualmachines/expand-spec", Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"get"}},
+	}
 	for _, s := range []string{"start", "stop", "restart"} {
 		out = append(out, metav1.APIResource{Name: "virtualmachines/" + s, Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}})
 	}
@@ -218,11 +223,14 @@ func (a *API) authorize(ctx context.Context, verb, resource, sub, ns, name strin
 		return fmt.Errorf("reviewing access of %s: %w", u.Username, err)
 	}
 	if !sar.Status.Allowed {
-		why := fmt.Sprintf("User %q cannot %s resource %q in API group %q in the namespace %q", u.Username, verb, resource+"/"+sub, Group, ns)
+		if sub != "" {
+			resource += "/" + sub
+		}
+		why := fmt.Sprintf("User %q cannot %s resource %q in API group %q in the namespace %q", u.Username, verb, resource, Group, ns)
 		if sar.Status.Reason != "" {
 			why += ": " + sar.Status.Reason
 		}
-		return apierrors.NewForbidden(schema.GroupResource{Group: Group, Resource: resource + "/" + sub}, name, fmt.Errorf("%s", why))
+		return apierrors.NewForbidden(schema.GroupResource{Group: Group, Resource: resource}, name, fmt.Errorf("%s", why))
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func testAPI(t *testing.T) (*API, client.Client) {
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if sar, ok := obj.(*authzv1.SubjectAccessReview); ok {
 				ra := sar.Spec.ResourceAttributes
-				sar.Status.Allowed = sar.Spec.User == "alice" && ra.Group == Group && ra.Resource == "virtualmachines" && ra.Verb == "update"
+				sar.Status.Allowed = sar.Spec.User == "alice" && ra.Group == Group
 				return nil
 			}
 			return c.Create(ctx, obj, opts...)
@@ -81,7 +81,7 @@ func TestDiscoveryAndVersion(t *testing.T) {
 	for _, r := range list.APIResources {
 		names = append(names, r.Name)
 	}
-	if got := strings.Join(names, " "); got != "virtualmachines/start virtualmachines/stop virtualmachines/restart" {
+	if got := strings.Join(names, " "); got != "expand-vm-spec virtualmachines/expand-spec virtualmachines/start virtualmachines/stop virtualmachines/restart" {
 		t.Errorf("resources %q", got)
 	}
 	w = serve(t, a, "GET", "/apis/"+groupVersion+"/version", "alice", "")
