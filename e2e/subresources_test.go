@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -339,7 +340,7 @@ func dialSubresource(t *testing.T, f *framework.Framework, user, path string) (i
 // handler: a command typed there runs in the guest's shell. A second
 // console on the same VMI is refused while the first is open, and works
 // once it closed; a viewer, or an editor of another namespace, may not
-// attach.
+// attach. `tekvirt console` takes the same path.
 func TestSubresourceConsole(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
@@ -392,6 +393,8 @@ func TestSubresourceConsole(t *testing.T) {
 		}
 		return again.Close()
 	})
+	// tekvirt's own CLI takes the same path.
+	checkConsoleCommand(t, append(os.Environ(), "KUBECONFIG="+f.Kubeconfig), f.Bin("tekvirt"), "console", vm.Name, "-n", ns)
 }
 
 // TestExpandVMSpec: expand-vm-spec, through the kube-apiserver, answers a

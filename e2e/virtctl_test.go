@@ -164,7 +164,7 @@ func TestVirtctl(t *testing.T) {
 		return nil
 	})
 
-	checkVirtctlConsole(t, ns, vm.Name)
+	checkConsoleCommand(t, os.Environ(), virtctlPath(t), "console", vm.Name, "-n", ns)
 	checkVirtctlVNC(t, ns, vm.Name)
 
 	bindUser(t, f, ns, "e2e-viewer", "view")
@@ -199,13 +199,15 @@ func TestVirtctl(t *testing.T) {
 	}
 }
 
-// checkVirtctlConsole types a command on virtctl console (stdin a pipe, as
-// in a script) and reads its output, then leaves with Ctrl+].
-func checkVirtctlConsole(t *testing.T, ns, vmi string) {
+// checkConsoleCommand types a command on a console client (path with
+// args: virtctl console, tekvirt console; stdin a pipe, as in a script)
+// and reads its output, then leaves with Ctrl+].
+func checkConsoleCommand(t *testing.T, env []string, path string, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, virtctlPath(t), "console", vmi, "-n", ns)
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = env
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -236,17 +238,17 @@ func checkVirtctlConsole(t *testing.T, ns, vmi string) {
 	defer tick.Stop()
 	for out == "" {
 		if _, err := io.WriteString(in, "echo console-$((6*7))\n"); err != nil {
-			t.Fatalf("writing to virtctl console: %v", err)
+			t.Fatalf("writing to %s: %v", args, err)
 		}
 		select {
 		case out = <-seen:
 		case <-tick.C:
 		case <-ctx.Done():
-			t.Fatal("virtctl console: no answer")
+			t.Fatalf("%s: no answer", args)
 		}
 	}
 	if !strings.Contains(out, "console-42") {
-		t.Errorf("virtctl console output lacks console-42:\n%s", out)
+		t.Errorf("%s output lacks console-42:\n%s", args, out)
 	}
 	_, _ = in.Write([]byte{29})
 	waited := make(chan error, 1)
@@ -254,10 +256,10 @@ func checkVirtctlConsole(t *testing.T, ns, vmi string) {
 	select {
 	case err := <-waited:
 		if err != nil {
-			t.Errorf("virtctl console after Ctrl+]: %v", err)
+			t.Errorf("%s after Ctrl+]: %v", args, err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Error("virtctl console did not end on Ctrl+]")
+		t.Errorf("%s did not end on Ctrl+]", args)
 	}
 	_ = pw.Close()
 }

@@ -78,8 +78,8 @@ func TestVMLifecycle(t *testing.T) {
 		return hasEvents(f, first, "SuccessfulCreate", "Started", "ShuttingDown")
 	})
 	dir = framework.HostPath(vmi.Status.NodeName, filepath.Join(framework.VMRoot, string(vmi.UID)))
-	if out := tekvirt(t, f, "console", vm.Name, "-n", ns); !strings.Contains(out, "tekvirt-guest: ready") {
-		t.Errorf("tekvirt console shows no boot:\n%s", out)
+	if out := tekvirt(t, f, "console-log", vm.Name, "-n", ns); !strings.Contains(out, "tekvirt-guest: ready") {
+		t.Errorf("tekvirt console-log shows no boot:\n%s", out)
 	}
 	tekvirt(t, f, "stop", vm.Name, "-n", ns)
 	framework.WaitGone(t, c, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vm.Name}}, time.Minute)

@@ -30,7 +30,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.source, "source", "", "tekvirt source tree, for the testbed commands (default: the Go module of the working directory)")
 	root.AddCommand(vmCmds(g)...)
 	root.AddCommand(exposeCmd(g))
-	root.AddCommand(imageUploadCmd(g))
+	root.AddCommand(imageUploadCmd(g), consoleCmd(g))
 	root.AddCommand(testbedCmds(g)...)
 	return root
 }

@@ -30,7 +30,7 @@ var testbedCommands = []struct {
 	{"status", "Show which components of the local cluster run", false},
 	{"release", "Build every image, push it to --registry and write the release into --out", false},
 	{"guest-url", "Print the URL pods download the test guest's disk image from", false},
-	{"console", "Print the serial console log of a VMI running on this machine's testbed", false},
+	{"console-log", "Print the serial console log of a VMI running on this machine's testbed (-f follows)", false},
 	{"registry", "Serve the local OCI registry (started by up)", true},
 	{"node-link", "Forward an address in a node's network namespace to this machine (started by up)", true},
 }

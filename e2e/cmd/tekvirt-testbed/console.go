@@ -25,7 +25,7 @@ import (
 func consoleCmd(g *globalFlags) *cobra.Command {
 	var ns string
 	var follow bool
-	cmd := &cobra.Command{Use: "console NAME", Short: "Print the serial console log of a VMI running on this machine's testbed", Args: cobra.ExactArgs(1),
+	cmd := &cobra.Command{Use: "console-log NAME", Short: "Print the serial console log of a VMI running on this machine's testbed (-f follows)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kubeconfig := os.Getenv("KUBECONFIG")
 			if kubeconfig == "" {

@@ -2,7 +2,7 @@
 // Tekton and tekvirt from source, brings a bare cluster of one or more
 // nodes up on this machine and installs tekvirt through its release, as a
 // user's kubectl apply would. The tekvirt CLI runs it for `tekvirt up`,
-// `down`, `status`, `release`, `guest-url` and `console`.
+// `down`, `status`, `release`, `guest-url` and `console-log`.
 package main
 
 import (
