@@ -48,8 +48,8 @@ e2e: NODES = 2
 e2e: up $(TOOLS)/virtctl ## bring the cluster up (2 nodes) and run the e2e scenarios against it
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
 
-bench: up ## measurements (printed as ratios); slow, not part of `make test`
-	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_BENCH=1 $(GO) test -count=1 -timeout 60m -v ./e2e/bench/
+bench: up $(TOOLS)/virtctl ## measurements (printed as ratios); slow, not part of `make test`
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_BENCH=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 60m -v ./e2e/bench/
 
 $(TOOLS)/controller-gen: e2e/tools/controller-gen/go.mod
 	cd e2e/tools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -120,6 +120,30 @@ func TestVMIStartOverhead(t *testing.T) {
 	t.Logf("overhead %s, ratio %.2f (target overhead < 2s)", (mo - mb).Round(10*time.Millisecond), float64(mo)/float64(mb))
 }
 
+// directAgent is the guest agent of vmi straight through the launcher
+// Pod's own libvirtd (reached through the root of QEMU's parent, the
+// launcher, its container's init), the baseline of what goes through
+// tekvirt; and QEMU's PID. Both are closed when the test ends.
+func directAgent(t *testing.T, vmi *v1.VirtualMachineInstance) (*agent.Client, int) {
+	t.Helper()
+	qemu := framework.QEMUPid(domain.Name(vmi))
+	if qemu == 0 {
+		t.Fatalf("no QEMU runs domain %s", domain.Name(vmi))
+	}
+	launcher := framework.ParentPID(t, qemu)
+	conn, err := libvirt.NewConnect("qemu:///system?socket=" + fmt.Sprintf("/proc/%d/root", launcher) + launcherpod.LibvirtdDir + "/libvirt-sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.Close() })
+	dom, err := conn.LookupDomainByName(domain.Name(vmi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dom.Free() })
+	return agent.New(libvirtAgent{dom}), qemu
+}
+
 // libvirtAgent runs guest agent commands straight through libvirt.
 type libvirtAgent struct{ dom *libvirt.Domain }
 
@@ -188,24 +212,7 @@ func TestExecuteInVMOverhead(t *testing.T) {
 	}
 	vmi := framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "running with its agent", framework.AgentConnected)
 	f.BindTaskRole(t, ns, "execute-in-vm")
-	// The baseline talks to the launcher Pod's own libvirtd, through the
-	// root of QEMU's parent (the launcher, its container's init).
-	qemu := framework.QEMUPid(domain.Name(vmi))
-	if qemu == 0 {
-		t.Fatalf("no QEMU runs domain %s", domain.Name(vmi))
-	}
-	launcher := framework.ParentPID(t, qemu)
-	conn, err := libvirt.NewConnect("qemu:///system?socket=" + fmt.Sprintf("/proc/%d/root", launcher) + launcherpod.LibvirtdDir + "/libvirt-sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = conn.Close() }()
-	dom, err := conn.LookupDomainByName(domain.Name(vmi))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = dom.Free() }()
-	direct := agent.New(libvirtAgent{dom})
+	direct, qemu := directAgent(t, vmi)
 	image := shellImage(t, f)
 	var ours, base, trivial []time.Duration
 	for i := 0; i < runs; i++ {
