@@ -3,20 +3,24 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/net/websocket"
+	gwebsocket "github.com/gorilla/websocket"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	wsclient "k8s.io/client-go/transport/websocket"
+	"k8s.io/streaming/pkg/httpstream"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -296,42 +300,68 @@ func TestSubresourcesGuestAgentAndPause(t *testing.T) {
 
 // dialConsole opens the VMI's serial console through the kube-apiserver as
 // user (impersonated; "" is the admin), as virtctl console does.
-func dialConsole(t *testing.T, f *framework.Framework, user, ns, vmi string) (io.ReadWriteCloser, error) {
+func dialConsole(t *testing.T, f *framework.Framework, user, ns, vmi string) (*wsStream, error) {
 	t.Helper()
 	return dialSubresource(t, f, user, "/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/virtualmachineinstances/"+vmi+"/console")
 }
 
 // dialSubresource opens the websocket stream at path through the
 // kube-apiserver as user (impersonated; "" is the admin), with virtctl's
-// subprotocol. When it is refused, the refusal is the API's error, as a
-// plain GET of path returns it (the API checks before it upgrades).
-func dialSubresource(t *testing.T, f *framework.Framework, user, path string) (io.ReadWriteCloser, error) {
+// subprotocol; a refusal is the API's error (its Status).
+func dialSubresource(t *testing.T, f *framework.Framework, user, path string) (*wsStream, error) {
 	t.Helper()
-	tlsCfg, err := rest.TLSConfigFor(f.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := strings.TrimPrefix(f.Config.Host, "https://")
-	cfg, err := websocket.NewConfig("wss://"+host+path, "https://"+host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.TlsConfig, cfg.Protocol = tlsCfg, []string{"plain.kubevirt.io"}
-	if f.Config.BearerToken != "" {
-		cfg.Header.Set("Authorization", "Bearer "+f.Config.BearerToken)
-	}
+	cfg := rest.CopyConfig(f.Config)
 	if user != "" {
-		cfg.Header.Set("Impersonate-User", user)
-		cfg.Header.Add("Impersonate-Group", "system:authenticated")
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	}
-	ws, err := websocket.DialConfig(cfg)
-	if err == nil {
-		return ws, nil
+	rt, holder, err := wsclient.RoundTripperFor(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if apiErr := clientsetAs(t, f, user).Discovery().RESTClient().Get().AbsPath(path).Do(context.Background()).Error(); apiErr != nil {
-		return nil, apiErr
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+path, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil, err
+	conn, err := wsclient.Negotiate(rt, holder, req, "plain.kubevirt.io")
+	if err != nil {
+		var upgrade *httpstream.UpgradeFailureError
+		if errors.As(err, &upgrade) {
+			return nil, upgrade.Cause
+		}
+		return nil, err
+	}
+	return &wsStream{Conn: conn}, nil
+}
+
+// wsStream reads and writes a websocket's binary messages as a byte
+// stream.
+type wsStream struct {
+	*gwebsocket.Conn
+	r io.Reader
+}
+
+func (s *wsStream) Read(p []byte) (int, error) {
+	for {
+		if s.r == nil {
+			_, r, err := s.NextReader()
+			if err != nil {
+				return 0, err
+			}
+			s.r = r
+		}
+		n, err := s.r.Read(p)
+		if errors.Is(err, io.EOF) {
+			s.r, err = nil, nil
+			if n == 0 {
+				continue
+			}
+		}
+		return n, err
+	}
+}
+
+func (s *wsStream) Write(p []byte) (int, error) {
+	return len(p), s.WriteMessage(gwebsocket.BinaryMessage, p)
 }
 
 // TestSubresourceConsole: virtctl's console protocol (a websocket with the
@@ -375,7 +405,7 @@ func TestSubresourceConsole(t *testing.T) {
 	if _, err := ws.Write([]byte("echo console-$((6*7))\n")); err != nil {
 		t.Fatal(err)
 	}
-	_ = ws.(*websocket.Conn).SetReadDeadline(time.Now().Add(30 * time.Second))
+	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
 	var seen strings.Builder
 	buf := make([]byte, 4096)
 	for !strings.Contains(seen.String(), "console-42") {

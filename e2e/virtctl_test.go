@@ -30,32 +30,13 @@ import (
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
-// virtctlPath is KubeVirt's virtctl built from KubeVirt's source
-// (e2e/tools/virtctl; `make e2e` builds it and names it in
-// TEKVIRT_VIRTCTL).
-func virtctlPath(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("TEKVIRT_VIRTCTL")
-	if p == "" {
-		p = "../_output/bin/virtctl"
-	}
-	p, err := filepath.Abs(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("KubeVirt's virtctl is not built (make virtctl): %v", err)
-	}
-	return p
-}
-
 // virtctl runs KubeVirt's virtctl and returns its output; it fails the
 // test when virtctl fails.
 func virtctl(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, virtctlPath(t), args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, framework.Virtctl(t), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("virtctl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -65,7 +46,7 @@ func virtctl(t *testing.T, args ...string) string {
 // background starts virtctl args until the test ends.
 func virtctlBackground(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.Command(virtctlPath(t), args...)
+	cmd := exec.Command(framework.Virtctl(t), args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -164,7 +145,7 @@ func TestVirtctl(t *testing.T) {
 		return nil
 	})
 
-	checkConsoleCommand(t, os.Environ(), virtctlPath(t), "console", vm.Name, "-n", ns)
+	checkConsoleCommand(t, os.Environ(), framework.Virtctl(t), "console", vm.Name, "-n", ns)
 	checkVirtctlVNC(t, ns, vm.Name)
 
 	bindUser(t, f, ns, "e2e-viewer", "view")
@@ -339,7 +320,7 @@ func rfbHandshake(c net.Conn) (uint16, uint16, string, error) {
 
 // portForwardStream opens a port-forward to port of the VMI (resource
 // virtualmachineinstances) or of the VM's VMI (virtualmachines) as user.
-func portForwardStream(t *testing.T, f *framework.Framework, user, ns, resource, name, port string) (io.ReadWriteCloser, error) {
+func portForwardStream(t *testing.T, f *framework.Framework, user, ns, resource, name, port string) (*wsStream, error) {
 	t.Helper()
 	return dialSubresource(t, f, user, "/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/"+resource+"/"+name+"/portforward/"+port)
 }

@@ -135,3 +135,27 @@ func TestStateChanges(t *testing.T) {
 		t.Errorf("start of a missing VM: %d %s", w.Code, w.Body)
 	}
 }
+
+// TestStreamRefusals: a stream is refused before any node handler is
+// asked: a VM that has no VMI is KubeVirt's 409, a request that is no
+// websocket a 400 saying how to ask, a caller without the right a 403.
+func TestStreamRefusals(t *testing.T) {
+	a, _ := testAPI(t)
+	a.Handlers = &Handlers{TokenFile: "/nonexistent"}
+	base := "/apis/subresources.kubevirt.io/v1/namespaces/ns/"
+	for _, tc := range []struct {
+		path, user string
+		code       int
+		want       string
+	}{
+		{base + "virtualmachines/halted/portforward/22", "alice", http.StatusConflict, "VMI is not started"},
+		{base + "virtualmachineinstances/manual/portforward/22", "alice", http.StatusBadRequest, "websocket"},
+		{base + "virtualmachineinstances/manual/console", "alice", http.StatusBadRequest, "plain.kubevirt.io"},
+		{base + "virtualmachineinstances/manual/vnc", "bob", http.StatusForbidden, "virtualmachineinstances/vnc"},
+		{base + "virtualmachineinstances/gone/console", "alice", http.StatusNotFound, "gone"},
+	} {
+		if w := serve(t, a, http.MethodGet, tc.path, tc.user, ""); w.Code != tc.code || !strings.Contains(w.Body.String(), tc.want) {
+			t.Errorf("GET %s as %s: %d %s, want %d naming %q", tc.path, tc.user, w.Code, w.Body, tc.code, tc.want)
+		}
+	}
+}

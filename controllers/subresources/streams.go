@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"golang.org/x/net/websocket"
@@ -97,6 +98,9 @@ func (a *API) serveStream(resource string, kind streamKind) http.HandlerFunc {
 		if err == nil {
 			err = kind.check(vmi)
 		}
+		if err == nil && !isWebsocket(r) {
+			err = apierrors.NewBadRequest(fmt.Sprintf("%s is a websocket stream: ask with Upgrade: websocket and subprotocol %s", kind.sub, PlainStreamProtocol))
+		}
 		if err != nil {
 			frontproxy.WriteStatus(w, err)
 			return
@@ -120,6 +124,11 @@ func (a *API) serveStream(resource string, kind streamKind) http.HandlerFunc {
 		}}.ServeHTTP(w, r)
 		log.Info("stream closed")
 	}
+}
+
+// isWebsocket reports whether r asks to switch to a websocket.
+func isWebsocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && r.Header.Get("Sec-WebSocket-Key") != ""
 }
 
 // plainProtocol picks plain.kubevirt.io when the client offers it; a

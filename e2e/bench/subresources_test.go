@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,23 +19,6 @@ import (
 
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
-
-// virtctl is KubeVirt's virtctl (make virtctl).
-func virtctl(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("TEKVIRT_VIRTCTL")
-	if p == "" {
-		p = "../../_output/bin/virtctl"
-	}
-	p, err := filepath.Abs(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("KubeVirt's virtctl is not built (make virtctl): %v", err)
-	}
-	return p
-}
 
 // runningAfter runs argv and returns how long from its start until the
 // VM's VMI is Running; then stops the VM with a runStrategy patch and
@@ -83,7 +65,7 @@ func TestVirtctlStart(t *testing.T) {
 	}
 	var ours, patch []time.Duration
 	for i := 0; i < runs; i++ {
-		ours = append(ours, runningAfter(t, f, c, vm, virtctl(t), "start", vm.Name, "-n", ns))
+		ours = append(ours, runningAfter(t, f, c, vm, framework.Virtctl(t), "start", vm.Name, "-n", ns))
 		patch = append(patch, runningAfter(t, f, c, vm, f.Bin("kubectl"), "patch", "vm", vm.Name, "-n", ns, "--type=merge", "-p", `{"spec":{"runStrategy":"Always"}}`))
 	}
 	mo, mp := median(ours), median(patch)

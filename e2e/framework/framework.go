@@ -96,6 +96,33 @@ func (f *Framework) Namespace(t testing.TB) string {
 // Bin is the path of a user binary `tekvirt up` installed (tkn, kubectl).
 func (f *Framework) Bin(name string) string { return filepath.Join(f.Home, "bin", name) }
 
+// Virtctl is KubeVirt's own virtctl, which `make virtctl` builds from
+// KubeVirt's source: $TEKVIRT_VIRTCTL, else _output/bin/virtctl of the
+// repository the tests run in.
+func Virtctl(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("TEKVIRT_VIRTCTL")
+	if p == "" {
+		dir, err := os.Getwd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ; ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, "e2e", "tools", "virtctl", "go.mod")); err == nil {
+				break
+			}
+			if dir == filepath.Dir(dir) {
+				t.Fatal("not in tekvirt's repository: set TEKVIRT_VIRTCTL")
+			}
+		}
+		p = filepath.Join(dir, "_output", "bin", "virtctl")
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("KubeVirt's virtctl is not built (make virtctl): %v", err)
+	}
+	return p
+}
+
 // Eventually polls cond every interval until it returns nil or timeout passes.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
