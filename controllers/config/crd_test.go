@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tekvirt/tekvirt/controllers/testenv"
+	"github.com/tekvirt/tekvirt/controllers/vmwebhook"
 )
 
 // vmManifest is a VirtualMachine as KubeVirt's user guide writes one.
@@ -140,5 +141,100 @@ func TestCDICRDsAcceptUpstreamManifests(t *testing.T) {
 	}
 	if _, err := dvs.Create(context.Background(), bad, strict); err == nil || !strings.Contains(err.Error(), "urll") {
 		t.Fatalf("err = %v, want the unknown field spec.source.http.urll named", err)
+	}
+}
+
+// hostedClusterManifest is a HostedCluster for the KubeVirt platform as
+// HyperShift's documentation writes a minimal one.
+const hostedClusterManifest = `
+apiVersion: hypershift.openshift.io/v1beta1
+kind: HostedCluster
+metadata:
+  name: example
+spec:
+  release:
+    image: 127.0.0.1:5000/tekvirt/hosted-release:latest
+  pullSecret:
+    name: example-pull-secret
+  platform:
+    type: KubeVirt
+  networking:
+    clusterNetwork:
+      - cidr: 10.132.0.0/14
+    serviceNetwork:
+      - cidr: 172.31.0.0/16
+  services:
+    - service: APIServer
+      servicePublishingStrategy:
+        type: LoadBalancer
+    - service: OAuthServer
+      servicePublishingStrategy:
+        type: Route
+    - service: Konnectivity
+      servicePublishingStrategy:
+        type: Route
+    - service: Ignition
+      servicePublishingStrategy:
+        type: Route
+`
+
+const nodePoolManifest = `
+apiVersion: hypershift.openshift.io/v1beta1
+kind: NodePool
+metadata:
+  name: example
+spec:
+  clusterName: example
+  replicas: 2
+  management:
+    upgradeType: Replace
+  release:
+    image: 127.0.0.1:5000/tekvirt/hosted-release:latest
+  platform:
+    type: KubeVirt
+    kubevirt:
+      compute:
+        cores: 1
+        memory: 1Gi
+      rootVolume:
+        type: Persistent
+        persistent:
+          size: 4Gi
+`
+
+// TestHyperShiftCRDsAcceptUpstreamManifests: HostedCluster and NodePool
+// manifests as HyperShift's documentation writes them are accepted by a
+// real API server under strict field validation, its defaults filled in
+// (the CRD's CEL rules included), and what it stores passes tekvirt's
+// admission allowlists: a CRD default tekvirt does not accept would refuse
+// every HostedCluster.
+func TestHyperShiftCRDsAcceptUpstreamManifests(t *testing.T) {
+	cfg := testenv.Start(t, "crd/hypershift.openshift.io_hostedclusters.yaml", "crd/hypershift.openshift.io_nodepools.yaml")
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict := metav1.CreateOptions{FieldValidation: "Strict"}
+	for _, tc := range []struct {
+		resource, manifest string
+		validate           func(map[string]any) error
+	}{
+		{"hostedclusters", hostedClusterManifest, vmwebhook.ValidateHostedClusterSpec},
+		{"nodepools", nodePoolManifest, vmwebhook.ValidateNodePoolSpec},
+	} {
+		res := dyn.Resource(schema.GroupVersionResource{Group: "hypershift.openshift.io", Version: "v1beta1", Resource: tc.resource}).Namespace("default")
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(tc.manifest), &obj); err != nil {
+			t.Fatal(err)
+		}
+		got, err := res.Create(context.Background(), &unstructured.Unstructured{Object: obj}, strict)
+		if err != nil {
+			t.Fatalf("%s: upstream manifest rejected: %v", tc.resource, err)
+		}
+		spec, _, _ := unstructured.NestedMap(got.Object, "spec")
+		if err := tc.validate(spec); err != nil {
+			t.Errorf("%s as stored, defaults included, refused by tekvirt's admission: %v", tc.resource, err)
+		}
+		t.Logf("%s stored spec keys: %d", tc.resource, len(spec))
 	}
 }

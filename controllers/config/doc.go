@@ -4,7 +4,7 @@
 // limit the controller and node handlers beyond RBAC (admission/), the
 // privileged namespace of the node daemons (node/), the volume
 // provisioner's DaemonSet, RBAC and default StorageClass (hostpath/), the
-// VM handler's DaemonSet and RBAC (handler/), the KubeVirt CRDs generated from kubevirt.io/api (crd/), the
+// VM handler's DaemonSet and RBAC (handler/), the KubeVirt, CDI and HyperShift CRDs generated from their Go API modules (crd/), the
 // validating and the requester-recording mutating webhooks (webhook/; their
 // serving certificate Secret and caBundle come from the operator), the upload API's APIService and
 // Services (upload/), the subresources.kubevirt.io APIService (subresources/), the user roles aggregated into admin, edit and view
@@ -34,6 +34,8 @@ var Files = []string{
 	"crd/cdi.kubevirt.io_datavolumes.yaml",
 	"crd/cdi.kubevirt.io_datasources.yaml",
 	"crd/cdi.kubevirt.io_dataimportcrons.yaml",
+	"crd/hypershift.openshift.io_hostedclusters.yaml",
+	"crd/hypershift.openshift.io_nodepools.yaml",
 	"rbac/role.yaml",
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",

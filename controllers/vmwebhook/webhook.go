@@ -49,6 +49,8 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 		"DataVolume":             v.dataVolume,
 		"DataSource":             v.dataSource,
 		"DataImportCron":         dataImportCron,
+		"HostedCluster":          hostedCluster,
+		"NodePool":               nodePool,
 	}[req.Kind.Kind]
 	if !ok {
 		return admission.Allowed("")

@@ -22,6 +22,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
@@ -49,6 +51,9 @@ func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 		t.Fatal(err)
 	}
 	if err := uploadv1beta1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := hyperv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.NewWithWatch(f.Config, client.Options{Scheme: s})

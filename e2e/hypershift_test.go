@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	"github.com/openshift/hypershift/api/util/ipnet"
+
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// hostedCluster is a HostedCluster of the KubeVirt platform with the
+// fields HyperShift requires.
+func hostedCluster(ns, name string) *hyperv1.HostedCluster {
+	route := hyperv1.ServicePublishingStrategy{Type: hyperv1.Route}
+	return &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: hyperv1.HostedClusterSpec{
+			Release:    hyperv1.Release{Image: "127.0.0.1:5000/tekvirt/hosted-release:latest"},
+			PullSecret: corev1.LocalObjectReference{Name: name + "-pull-secret"},
+			Platform:   hyperv1.PlatformSpec{Type: hyperv1.KubevirtPlatform},
+			// A typed client sends etcd whole, so the CRD's default for it
+			// does not apply.
+			Etcd: hyperv1.EtcdSpec{ManagementType: hyperv1.Managed, Managed: &hyperv1.ManagedEtcdSpec{
+				Storage: hyperv1.ManagedEtcdStorageSpec{Type: hyperv1.PersistentVolumeEtcdStorage}}},
+			Networking: hyperv1.ClusterNetworking{
+				ClusterNetwork: []hyperv1.ClusterNetworkEntry{{CIDR: *ipnet.MustParseCIDR("10.132.0.0/14")}},
+				ServiceNetwork: []hyperv1.ServiceNetworkEntry{{CIDR: *ipnet.MustParseCIDR("172.31.0.0/16")}},
+			},
+			Services: []hyperv1.ServicePublishingStrategyMapping{
+				{Service: hyperv1.APIServer, ServicePublishingStrategy: hyperv1.ServicePublishingStrategy{Type: hyperv1.LoadBalancer}},
+				{Service: hyperv1.OAuthServer, ServicePublishingStrategy: route},
+				{Service: hyperv1.Konnectivity, ServicePublishingStrategy: route},
+				{Service: hyperv1.Ignition, ServicePublishingStrategy: route},
+			},
+		},
+	}
+}
+
+// nodePool is a NodePool of two 1-core workers for cluster.
+func nodePool(ns, name, cluster string) *hyperv1.NodePool {
+	size := resource.MustParse("4Gi")
+	mem := resource.MustParse("1Gi")
+	return &hyperv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: hyperv1.NodePoolSpec{
+			ClusterName: cluster,
+			Replicas:    ptr(int32(2)),
+			Management:  hyperv1.NodePoolManagement{UpgradeType: hyperv1.UpgradeTypeReplace},
+			Release:     hyperv1.Release{Image: "127.0.0.1:5000/tekvirt/hosted-release:latest"},
+			Platform: hyperv1.NodePoolPlatform{Type: hyperv1.KubevirtPlatform, Kubevirt: &hyperv1.KubevirtNodePoolPlatform{
+				Compute:    &hyperv1.KubevirtCompute{Cores: ptr(uint32(1)), Memory: &mem},
+				RootVolume: &hyperv1.KubevirtRootVolume{KubevirtVolume: hyperv1.KubevirtVolume{Type: hyperv1.KubevirtVolumeTypePersistent, Persistent: &hyperv1.KubevirtPersistentVolume{Size: &size}}},
+			}},
+		},
+	}
+}
+
+// TestHyperShiftAdmission: HostedCluster and NodePool of the KubeVirt
+// platform are served (CRDs from HyperShift's Go types) and admitted with
+// the CRD's defaults; another platform, or a field tekvirt does not
+// implement, is refused naming the field, and nothing is stored.
+func TestHyperShiftAdmission(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	hc := hostedCluster(ns, "admitted")
+	if err := c.Create(ctx, hc); err != nil {
+		t.Fatalf("a KubeVirt HostedCluster refused: %v", err)
+	}
+	if hc.Spec.Networking.NetworkType != hyperv1.OVNKubernetes || hc.Spec.ControllerAvailabilityPolicy != hyperv1.HighlyAvailable {
+		t.Errorf("the CRD's defaults were not applied: networkType %q, controllerAvailabilityPolicy %q", hc.Spec.Networking.NetworkType, hc.Spec.ControllerAvailabilityPolicy)
+	}
+	if err := c.Create(ctx, nodePool(ns, "admitted", "admitted")); err != nil {
+		t.Fatalf("a KubeVirt NodePool refused: %v", err)
+	}
+
+	other := hostedCluster(ns, "none")
+	other.Spec.Platform = hyperv1.PlatformSpec{Type: hyperv1.NonePlatform}
+	if err := c.Create(ctx, other); err == nil || !strings.Contains(err.Error(), `spec.platform.type: "None"`) {
+		t.Errorf("another platform: %v, want refused naming spec.platform.type", err)
+	}
+	passthrough := hostedCluster(ns, "passthrough")
+	passthrough.Spec.Platform.Kubevirt = &hyperv1.KubevirtPlatformSpec{BaseDomainPassthrough: ptr(true)}
+	if err := c.Create(ctx, passthrough); err == nil || !strings.Contains(err.Error(), "spec.platform.kubevirt.baseDomainPassthrough") {
+		t.Errorf("a field tekvirt does not implement: %v, want refused naming spec.platform.kubevirt.baseDomainPassthrough", err)
+	}
+	both := nodePool(ns, "both", "admitted")
+	both.Spec.AutoScaling = &hyperv1.NodePoolAutoScaling{Min: 1, Max: 3}
+	// HyperShift's CRD refuses it already (so does tekvirt's webhook).
+	if err := c.Create(ctx, both); err == nil || !strings.Contains(err.Error(), "autoScaling") {
+		t.Errorf("replicas and autoScaling: %v, want refused naming autoScaling", err)
+	}
+	var list hyperv1.HostedClusterList
+	if err := c.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range list.Items {
+		if h.Namespace == ns && h.Name != "admitted" {
+			t.Errorf("refused HostedCluster %s stored", h.Name)
+		}
+	}
+}
