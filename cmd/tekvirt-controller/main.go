@@ -28,6 +28,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/dataimportcron"
 	"github.com/tekvirt/tekvirt/controllers/datasource"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
+	"github.com/tekvirt/tekvirt/controllers/eviction"
 	"github.com/tekvirt/tekvirt/controllers/frontproxy"
 	"github.com/tekvirt/tekvirt/controllers/manager"
 	"github.com/tekvirt/tekvirt/controllers/metrics"
@@ -86,6 +87,9 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err := (&vm.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the VirtualMachine controller: %w", err)
 	}
+	if err := (&eviction.BudgetReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := (&vmi.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up launcher Pods: %w", err)
 	}
@@ -106,6 +110,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if certDir != "" {
 		mgr.GetWebhookServer().Register(requester.Path, &webhook.Admission{Handler: requester.Recorder{Controller: config.ControllerUser}})
 		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{Client: mgr.GetClient()}})
+		mgr.GetWebhookServer().Register(eviction.Path, &webhook.Admission{Handler: eviction.Webhook{Client: mgr.GetClient(), Log: ctrl.Log.WithName("eviction")}})
 		if err := addAPIServers(mgr, certDir, key, port); err != nil {
 			return err
 		}

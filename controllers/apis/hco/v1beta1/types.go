@@ -5,6 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // GroupVersion is hco.kubevirt.io/v1beta1.
@@ -30,6 +32,42 @@ type HyperConvergedSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	TektonPipelinesNamespace *string `json:"tektonPipelinesNamespace,omitempty"`
+
+	// EvictionStrategy is the cluster-wide default of the VMIs' own
+	// spec.evictionStrategy, as KubeVirt's: None lets a drain evict the
+	// launcher Pod (the VMI stops), External refuses the eviction and marks
+	// the VMI for evacuation (status.evacuationNodeName) for another
+	// controller to act on, LiveMigrate refuses it (no VMI is migratable
+	// here), LiveMigrateIfPossible lets it through likewise. Unset is None.
+	// +kubebuilder:validation:Enum=None;LiveMigrate;LiveMigrateIfPossible;External
+	// +optional
+	EvictionStrategy *kubevirtv1.EvictionStrategy `json:"evictionStrategy,omitempty"`
+
+	// WorkloadUpdateStrategy is how running VMIs would be moved to a new
+	// launcher version after an upgrade, with HCO's defaults.
+	// +kubebuilder:default={"workloadUpdateMethods": {"LiveMigrate"}, "batchEvictionSize": 10, "batchEvictionInterval": "1m0s"}
+	// +optional
+	WorkloadUpdateStrategy HyperConvergedWorkloadUpdateStrategy `json:"workloadUpdateStrategy,omitempty"`
+}
+
+// HyperConvergedWorkloadUpdateStrategy is HCO's workload update strategy.
+type HyperConvergedWorkloadUpdateStrategy struct {
+	// WorkloadUpdateMethods are the methods tried, in order: LiveMigrate,
+	// Evict. None (an empty list) leaves running VMIs alone.
+	// +kubebuilder:validation:items:Enum=LiveMigrate;Evict
+	// +listType=atomic
+	// +kubebuilder:default={"LiveMigrate"}
+	// +optional
+	WorkloadUpdateMethods []string `json:"workloadUpdateMethods,omitempty"`
+	// BatchEvictionSize is how many VMIs are evicted at once.
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	BatchEvictionSize *int `json:"batchEvictionSize,omitempty"`
+	// BatchEvictionInterval is the pause between batches.
+	// +kubebuilder:default="1m0s"
+	// +optional
+	BatchEvictionInterval *metav1.Duration `json:"batchEvictionInterval,omitempty"`
 }
 
 // HyperConvergedStatus mirrors the upstream status conditions.

@@ -1,0 +1,142 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// evictionVM starts a VM whose VMIs have strategy (nil: none of their
+// own) and returns its running VMI.
+func evictionVM(t *testing.T, f *framework.Framework, c client.Client, ns, name string, strategy *v1.EvictionStrategy) *v1.VirtualMachineInstance {
+	t.Helper()
+	vm := framework.GuestVM(ns, name, framework.GuestImage, v1.RunStrategyAlways)
+	vm.Spec.Template.Spec.EvictionStrategy = strategy
+	if err := c.Create(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+	return framework.WaitVMI(t, c, ns, name, 3*time.Minute, "running", func(v *v1.VirtualMachineInstance) error {
+		if v.Status.Phase != v1.Running {
+			return fmt.Errorf("phase %s", v.Status.Phase)
+		}
+		return nil
+	})
+}
+
+// evict asks the eviction API to evict the VMI's launcher Pod, as kubectl
+// drain does.
+func evict(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineInstance) (string, error) {
+	t.Helper()
+	pod := f.LauncherPod(t, vmi)
+	return pod.Name, f.Kube.CoreV1().Pods(vmi.Namespace).EvictV1(context.Background(), &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: pod.Name}})
+}
+
+// hyperConvergedPatch runs the documentation's kubectl patch of the
+// HyperConverged and returns what jsonpath then prints.
+func hyperConvergedPatch(t *testing.T, f *framework.Framework, patchType, patch string) string {
+	t.Helper()
+	kubectl := func(args ...string) string {
+		out, err := exec.Command(f.Bin("kubectl"), append([]string{"--kubeconfig", f.Kubeconfig, "-n", "tekvirt-system"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	kubectl("patch", "hyperconverged", "kubevirt-hyperconverged", "--type="+patchType, "-p", patch)
+	return kubectl("get", "hyperconverged", "kubevirt-hyperconverged", "-o", "jsonpath={.spec.evictionStrategy}")
+}
+
+// TestEvictionStrategy: evictions of launcher Pods (what kubectl drain
+// sends) follow the VMI's evictionStrategy as KubeVirt's do for VMIs that
+// cannot migrate: External refuses with 429 and marks the VMI for
+// evacuation from its node (a PodDisruptionBudget guards the Pod too),
+// LiveMigrate refuses, None lets the Pod go and the VM starts a new VMI.
+// The HyperConverged's evictionStrategy, set with the documentation's
+// kubectl patch, applies to VMIs without their own.
+func TestEvictionStrategy(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	external, live, none := v1.EvictionStrategyExternal, v1.EvictionStrategyLiveMigrate, v1.EvictionStrategyNone
+
+	ext := evictionVM(t, f, c, ns, "external", &external)
+	pod, err := evict(t, f, ext)
+	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), `Eviction triggered evacuation of VMI "`+ns+`/external"`) {
+		t.Fatalf("evicting the launcher of an External VMI: %v, want 429 triggering its evacuation", err)
+	}
+	got := framework.WaitVMI(t, c, ns, "external", 30*time.Second, "marked for evacuation", func(v *v1.VirtualMachineInstance) error {
+		if v.Status.EvacuationNodeName != ext.Status.NodeName {
+			return fmt.Errorf("evacuationNodeName %q, want %q", v.Status.EvacuationNodeName, ext.Status.NodeName)
+		}
+		return nil
+	})
+	if _, err := evict(t, f, got); !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "Evacuation in progress") {
+		t.Errorf("a second eviction: %v, want 429 saying the evacuation is in progress", err)
+	}
+	if _, err := f.Kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "kubevirt-disruption-budget-external", metav1.GetOptions{}); err != nil {
+		t.Errorf("no disruption budget guards the External VMI's launcher: %v", err)
+	}
+	time.Sleep(3 * time.Second)
+	if p, err := f.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Errorf("the External VMI's launcher Pod went: %v", err)
+	}
+
+	lm := evictionVM(t, f, c, ns, "live-migrate", &live)
+	if _, err := evict(t, f, lm); !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "not live-migratable") {
+		t.Errorf("evicting the launcher of a LiveMigrate VMI: %v, want 429 saying it cannot migrate", err)
+	}
+
+	out, err := exec.Command(f.Bin("kubectl"), "--kubeconfig", f.Kubeconfig, "-n", "tekvirt-system", "patch", "hyperconverged", "kubevirt-hyperconverged",
+		"--type=merge", "-p", `{"spec":{"evictionStrategy":"Migrate"}}`).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "spec.evictionStrategy") {
+		t.Errorf("an evictionStrategy outside HCO's values: %v %s, want refused naming spec.evictionStrategy", err, out)
+	}
+	wus := &struct {
+		Spec struct {
+			WorkloadUpdateStrategy struct {
+				WorkloadUpdateMethods []string `json:"workloadUpdateMethods"`
+				BatchEvictionSize     int      `json:"batchEvictionSize"`
+			} `json:"workloadUpdateStrategy"`
+		} `json:"spec"`
+	}{}
+	raw, err := f.Kube.Discovery().RESTClient().Get().AbsPath("/apis/hco.kubevirt.io/v1beta1/namespaces/tekvirt-system/hyperconvergeds/kubevirt-hyperconverged").DoRaw(ctx)
+	if err != nil || json.Unmarshal(raw, wus) != nil || strings.Join(wus.Spec.WorkloadUpdateStrategy.WorkloadUpdateMethods, ",") != "LiveMigrate" || wus.Spec.WorkloadUpdateStrategy.BatchEvictionSize != 10 {
+		t.Errorf("workloadUpdateStrategy, want HCO's defaults: %v %s", err, raw)
+	}
+	if got := hyperConvergedPatch(t, f, "merge", `{"spec":{"evictionStrategy":"External"}}`); got != "External" {
+		t.Fatalf("HyperConverged evictionStrategy after the patch: %q", got)
+	}
+	t.Cleanup(func() { hyperConvergedPatch(t, f, "json", `[{"op":"remove","path":"/spec/evictionStrategy"}]`) })
+	def := evictionVM(t, f, c, ns, "cluster-default", nil)
+	if _, err := evict(t, f, def); !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "evacuation") {
+		t.Errorf("evicting a VMI without its own strategy under the cluster's External: %v, want 429", err)
+	}
+
+	own := evictionVM(t, f, c, ns, "none", &none)
+	if _, err := evict(t, f, own); err != nil {
+		t.Fatalf("evicting the launcher of a None VMI (its own strategy over the cluster's): %v", err)
+	}
+	framework.WaitVMI(t, c, ns, "none", 3*time.Minute, "a new VMI running after the eviction", func(v *v1.VirtualMachineInstance) error {
+		if v.UID == own.UID {
+			return fmt.Errorf("still the evicted VMI (%s)", v.Status.Phase)
+		}
+		if v.Status.Phase != v1.Running {
+			return fmt.Errorf("phase %s", v.Status.Phase)
+		}
+		return nil
+	})
+}
