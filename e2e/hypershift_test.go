@@ -2,12 +2,17 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"github.com/openshift/hypershift/api/util/ipnet"
@@ -105,6 +110,50 @@ func TestHyperShiftAdmission(t *testing.T) {
 	for _, h := range list.Items {
 		if h.Namespace == ns && h.Name != "admitted" {
 			t.Errorf("refused HostedCluster %s stored", h.Name)
+		}
+	}
+}
+
+// TestCreateClusterKubevirt: `tekvirt create cluster kubevirt` with hcp's
+// flags refuses an unknown StorageClass before creating anything, naming
+// the flag; with good flags it creates the pull secret, HostedCluster and
+// NodePool, which admission takes; `destroy cluster kubevirt` removes them.
+func TestCreateClusterKubevirt(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	pullSecret := filepath.Join(t.TempDir(), "pull-secret.json")
+	if err := os.WriteFile(pullSecret, []byte(`{"auths":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"create", "cluster", "kubevirt", "--name", "hosted", "--namespace", ns, "--pull-secret", pullSecret,
+		"--release-image", "127.0.0.1:5000/tekvirt/hosted-release:latest", "--node-pool-replicas", "2", "--cores", "1", "--memory", "1Gi",
+		"--root-volume-size", "4", "--root-volume-cache-strategy", "PVC", "--control-plane-availability-policy", "SingleReplica",
+		"--host-device-name", "nvidia.com/A100,count:1"}
+	cmd := exec.Command(f.Bin("tekvirt"), append(args, "--etcd-storage-class", "no-such-class")...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "--etcd-storage-class") {
+		t.Errorf("an unknown StorageClass: %v %s, want refused naming --etcd-storage-class", err, out)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hosted"}, &hyperv1.HostedCluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a HostedCluster was created despite the bad flag: %v", err)
+	}
+	out := tekvirt(t, f, args...)
+	for _, want := range []string{"HostedCluster " + ns + "/hosted created", "NodePool " + ns + "/hosted created", "Secret " + ns + "/hosted-pull-secret created"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("create cluster kubevirt output lacks %q:\n%s", want, out)
+		}
+	}
+	np := &hyperv1.NodePool{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hosted"}, np); err != nil || *np.Spec.Replicas != 2 ||
+		np.Spec.Platform.Kubevirt.RootVolume.CacheStrategy.Type != hyperv1.KubevirtCachingStrategyPVC || len(np.Spec.Platform.Kubevirt.KubevirtHostDevices) != 1 {
+		t.Errorf("NodePool as created: %v %+v", err, np.Spec)
+	}
+	out = tekvirt(t, f, "destroy", "cluster", "kubevirt", "--name", "hosted", "--namespace", ns)
+	for _, obj := range []client.Object{&hyperv1.HostedCluster{}, &hyperv1.NodePool{}} {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hosted"}, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T left after destroy (%v):\n%s", obj, err, out)
 		}
 	}
 }

@@ -31,6 +31,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(vmCmds(g)...)
 	root.AddCommand(exposeCmd(g))
 	root.AddCommand(imageUploadCmd(g), consoleCmd(g))
+	root.AddCommand(clusterCmds(g)...)
 	root.AddCommand(testbedCmds(g)...)
 	return root
 }

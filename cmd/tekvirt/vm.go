@@ -18,6 +18,8 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 )
 
 // vmClient connects with $KUBECONFIG, else the cluster's admin kubeconfig.
@@ -38,7 +40,7 @@ func (g *globalFlags) kubeClient() (client.Client, *rest.Config, error) {
 		return nil, nil, fmt.Errorf("loading %s: %w", kubeconfig, err)
 	}
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, cdiv1.AddToScheme, uploadv1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, cdiv1.AddToScheme, uploadv1beta1.AddToScheme, hyperv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, nil, err
 		}
