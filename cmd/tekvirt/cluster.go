@@ -88,14 +88,16 @@ func (g *globalFlags) createCluster(ctx context.Context, o clusterOptions, out i
 		return err
 	}
 	for _, obj := range objs.list() {
+		// Create empties TypeMeta: name the kind before.
+		kind, key := obj.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(obj)
 		err := c.Create(ctx, obj)
 		if apierrors.IsAlreadyExists(err) && obj == objs.namespace {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("creating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(obj), err)
+			return fmt.Errorf("creating %s %s: %w", kind, key, err)
 		}
-		fmt.Fprintf(out, "%s %s created\n", obj.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(obj))
+		fmt.Fprintf(out, "%s %s created\n", kind, key)
 	}
 	return nil
 }
