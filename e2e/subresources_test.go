@@ -13,6 +13,7 @@ import (
 	"time"
 
 	gwebsocket "github.com/gorilla/websocket"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,6 +61,20 @@ func bindUser(t *testing.T, f *framework.Framework, ns, user, role string) {
 	if _, err := f.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The API server's authorizer learns of bindings from a watch: wait
+	// until it sees this one (view, edit and admin all read pods).
+	framework.Eventually(t, 30*time.Second, user+" bound to "+role+" in "+ns, func() error {
+		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:authenticated"},
+			ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods"}}}
+		got, err := f.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if !got.Status.Allowed {
+			return fmt.Errorf("not yet allowed: %s", got.Status.Reason)
+		}
+		return nil
+	})
 }
 
 // TestSubresourcesStartStopRestart: KubeVirt's subresources.kubevirt.io API
