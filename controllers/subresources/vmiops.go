@@ -122,8 +122,8 @@ func hasCondition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceCon
 
 // validateOp refuses op on vmi as KubeVirt does, before any node is asked.
 func validateOp(op string, vmi *v1.VirtualMachineInstance) error {
-	if vmi.Status.Phase != v1.Running {
-		return vmiConflict(vmi.Name, "VMI is not running")
+	if err := vmiRunning(vmi); err != nil {
+		return err
 	}
 	paused := hasCondition(vmi, v1.VirtualMachineInstancePaused)
 	switch op {

@@ -23,16 +23,8 @@ const vncSocket = "vnc.sock"
 // callers allowed get on virtualmachineinstances/console; a second attach
 // while one is open is refused (409), as QEMU would leave it waiting.
 func (s ExecServer) serveConsole(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	if code, err := s.authorize(ctx, r, "get", "console", ns, name); err != nil {
-		http.Error(w, err.Error(), code)
-		return
-	}
-	if !stream.Wants(w, r, stream.Console) {
-		return
-	}
-	d, ok := s.runningHere(ctx, w, ns, name)
+	ctx, ns, name := r.Context(), r.PathValue("namespace"), r.PathValue("name")
+	d, ok := s.streamTarget(w, r, "console", stream.Console)
 	if !ok {
 		return
 	}
@@ -52,22 +44,14 @@ func (s ExecServer) serveConsole(w http.ResponseWriter, r *http.Request) {
 // servePortForward connects the caller to a port of the guest through its
 // launcher, for callers allowed get on virtualmachineinstances/portforward.
 func (s ExecServer) servePortForward(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	if code, err := s.authorize(ctx, r, "get", "portforward", ns, name); err != nil {
-		http.Error(w, err.Error(), code)
-		return
-	}
-	if !stream.Wants(w, r, stream.PortForward) {
+	ctx, ns, name := r.Context(), r.PathValue("namespace"), r.PathValue("name")
+	d, ok := s.streamTarget(w, r, "portforward", stream.PortForward)
+	if !ok {
 		return
 	}
 	p, err := launcher.ParseGuestPort(r.PathValue("port"), r.PathValue("protocol"))
 	if err != nil {
 		http.Error(w, fmt.Sprintf("VirtualMachineInstance %s/%s: %v", ns, name, err), http.StatusBadRequest)
-		return
-	}
-	d, ok := s.runningHere(ctx, w, ns, name)
-	if !ok {
 		return
 	}
 	path := fmt.Sprintf("%s%s/%d", launcher.PortForwardPath, p.Protocol, p.Port)
@@ -90,16 +74,8 @@ func (s ExecServer) servePortForward(w http.ResponseWriter, r *http.Request) {
 // new session ends the one open unless it asks preserveSession=true, which
 // is refused (409) while one is open.
 func (s ExecServer) serveVNC(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	if code, err := s.authorize(ctx, r, "get", "vnc", ns, name); err != nil {
-		http.Error(w, err.Error(), code)
-		return
-	}
-	if !stream.Wants(w, r, stream.VNC) {
-		return
-	}
-	d, ok := s.runningHere(ctx, w, ns, name)
+	ctx, ns, name := r.Context(), r.PathValue("namespace"), r.PathValue("name")
+	d, ok := s.streamTarget(w, r, "vnc", stream.VNC)
 	if !ok {
 		return
 	}
@@ -123,6 +99,21 @@ func (s ExecServer) serveVNC(w http.ResponseWriter, r *http.Request) {
 	s.displays.Store(d.path, client)
 	defer s.displays.CompareAndDelete(d.path, client)
 	stream.Splice(client, display)
+}
+
+// streamTarget is the VMI directory a stream request of r reaches: the
+// caller allowed get on the subresource sub, the request asking for
+// protocol, the VMI running on this node; otherwise it has answered.
+func (s ExecServer) streamTarget(w http.ResponseWriter, r *http.Request, sub, protocol string) (vmDir, bool) {
+	ctx, ns, name := r.Context(), r.PathValue("namespace"), r.PathValue("name")
+	if code, err := s.authorize(ctx, r, "get", sub, ns, name); err != nil {
+		http.Error(w, err.Error(), code)
+		return vmDir{}, false
+	}
+	if !stream.Wants(w, r, protocol) {
+		return vmDir{}, false
+	}
+	return s.runningHere(ctx, w, ns, name)
 }
 
 // splice switches the caller's connection to protocol and copies between

@@ -12,6 +12,6 @@
 // also serves over HTTPS, to tokens for its audience and authorized like any
 // Kubernetes subresource: guest-agent exec for execute-in-vm, and for the
 // subresources API the VMI operations (guestosinfo, pause, ...) and the
-// serial console stream. It hands each launcher Pod the node's QEMU
-// capabilities.
+// streams: serial console, VNC display, port-forward through the launcher.
+// It hands each launcher Pod the node's QEMU capabilities.
 package handler

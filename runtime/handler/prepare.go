@@ -38,7 +38,7 @@ func (h *Handler) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 		KVM:          h.KVM,
 		Volumes:      map[string]domain.Volume{},
 		AgentSocket:  d.launcherFile("agent.sock"),
-		SerialSocket: d.launcherFile("serial.sock"),
+		SerialSocket: d.launcherFile(serialSocket),
 		SerialLog:    d.launcherFile("serial.log"),
 		VNCSocket:    d.launcherFile(vncSocket),
 	}

@@ -7,5 +7,5 @@
 // starts it installs the node's QEMU capabilities (ProbeQEMU makes them once
 // per node). Over its socket it serves status, stats, exec, shutdown and
 // the VMI operations of KubeVirt's subresources (guest agent reads, pause,
-// soft reboot, filesystem freeze).
+// soft reboot, filesystem freeze) and port-forward streams to guest ports.
 package launcher
