@@ -63,7 +63,8 @@ func hyperConvergedPatch(t *testing.T, f *framework.Framework, patchType, patch 
 // sends) follow the VMI's evictionStrategy as KubeVirt's do for VMIs that
 // cannot migrate: External refuses with 429 and marks the VMI for
 // evacuation from its node (a PodDisruptionBudget guards the Pod too),
-// LiveMigrate refuses, None lets the Pod go and the VM starts a new VMI.
+// LiveMigrate refuses, None lets the Pod go and the VM starts a new VMI;
+// an editor of another namespace may not evict at all.
 // The HyperConverged's evictionStrategy, set with the documentation's
 // kubectl patch, applies to VMIs without their own.
 func TestEvictionStrategy(t *testing.T) {
@@ -74,6 +75,18 @@ func TestEvictionStrategy(t *testing.T) {
 	external, live, none := v1.EvictionStrategyExternal, v1.EvictionStrategyLiveMigrate, v1.EvictionStrategyNone
 
 	ext := evictionVM(t, f, c, ns, "external", &external)
+	// An editor of another namespace can neither evict the launcher nor
+	// so mark the VMI.
+	other := f.Namespace(t)
+	bindUser(t, f, other, "e2e-editor", "edit")
+	launcher := f.LauncherPod(t, ext)
+	err := clientsetAs(t, f, "e2e-editor").CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: launcher.Name}})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("eviction by an editor of another namespace: %v, want 403", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ext), ext); err != nil || ext.Status.EvacuationNodeName != "" {
+		t.Errorf("the refused eviction marked the VMI: %q %v", ext.Status.EvacuationNodeName, err)
+	}
 	pod, err := evict(t, f, ext)
 	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), `Eviction triggered evacuation of VMI "`+ns+`/external"`) {
 		t.Fatalf("evicting the launcher of an External VMI: %v, want 429 triggering its evacuation", err)

@@ -70,7 +70,8 @@ func nodePool(ns, name, cluster string) *hyperv1.NodePool {
 // TestHyperShiftAdmission: HostedCluster and NodePool of the KubeVirt
 // platform are served (CRDs from HyperShift's Go types) and admitted with
 // the CRD's defaults; another platform, or a field tekvirt does not
-// implement, is refused naming the field, and nothing is stored.
+// implement, is refused naming the field, and nothing is stored; namespace
+// editors (of this namespace or another) may create none.
 func TestHyperShiftAdmission(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
@@ -102,6 +103,19 @@ func TestHyperShiftAdmission(t *testing.T) {
 	// HyperShift's CRD refuses it already (so does tekvirt's webhook).
 	if err := c.Create(ctx, both); err == nil || !strings.Contains(err.Error(), "autoScaling") {
 		t.Errorf("replicas and autoScaling: %v, want refused naming autoScaling", err)
+	}
+	// Namespace users have no HyperShift rights: an editor of this
+	// namespace, or of another, may create no HostedCluster here.
+	otherNS := f.Namespace(t)
+	bindUser(t, f, ns, "e2e-editor", "edit")
+	bindUser(t, f, otherNS, "e2e-other-editor", "edit")
+	for _, user := range []string{"e2e-editor", "e2e-other-editor"} {
+		err := clientsetAs(t, f, user).Discovery().RESTClient().Post().AbsPath("/apis/hypershift.openshift.io/v1beta1/namespaces", ns, "hostedclusters").
+			Body([]byte(`{"apiVersion":"hypershift.openshift.io/v1beta1","kind":"HostedCluster","metadata":{"name":"by-`+user+`"}}`)).
+			SetHeader("Content-Type", "application/json").Do(ctx).Error()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("a HostedCluster created by %s: %v, want 403", user, err)
+		}
 	}
 	var list hyperv1.HostedClusterList
 	if err := c.List(ctx, &list); err != nil {

@@ -445,7 +445,8 @@ func TestSubresourceConsole(t *testing.T) {
 // TestExpandVMSpec: expand-vm-spec, through the kube-apiserver, answers a
 // viewer with the VM sent (tekvirt serves no instancetypes, so there is
 // nothing to expand), refuses a VM naming an instancetype with a 400 naming
-// the field, and a user without a role in the namespace with a 403.
+// the field, and a user without a role in the namespace, or an editor of
+// another, with a 403; expand-spec reads a stored VM for its viewers only.
 func TestExpandVMSpec(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
@@ -476,5 +477,24 @@ func TestExpandVMSpec(t *testing.T) {
 	}
 	if _, err := expand("e2e-stranger", body); !apierrors.IsForbidden(err) {
 		t.Errorf("expand-vm-spec by a user without a role: %v, want 403", err)
+	}
+	// An editor of another namespace may expand there, not here, and may
+	// not read this namespace's VM through expand-spec.
+	other := f.Namespace(t)
+	bindUser(t, f, other, "e2e-editor", "edit")
+	if _, err := expand("e2e-editor", body); !apierrors.IsForbidden(err) {
+		t.Errorf("expand-vm-spec by an editor of another namespace: %v, want 403", err)
+	}
+	vm.Spec.Instancetype = nil
+	if err := f.VMClient(t).Create(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clientsetAs(t, f, "e2e-editor").Discovery().RESTClient().Get().AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachines", vm.Name, "expand-spec").
+		DoRaw(context.Background()); !apierrors.IsForbidden(err) {
+		t.Errorf("expand-spec of this namespace's VM by an editor of another: %v, want 403", err)
+	}
+	if raw, err := clientsetAs(t, f, "e2e-viewer").Discovery().RESTClient().Get().AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachines", vm.Name, "expand-spec").
+		DoRaw(context.Background()); err != nil || !strings.Contains(string(raw), `"name":"expand"`) {
+		t.Errorf("expand-spec by a viewer of the namespace: %v %s", err, raw)
 	}
 }

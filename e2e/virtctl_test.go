@@ -87,7 +87,8 @@ func sshKeyFile(t *testing.T) (string, string) {
 // guestosinfo, ssh (its ProxyCommand is port-forward --stdio to the guest's
 // sshd), port-forward to a guest port no interface declares, console,
 // vnc (an RFB handshake through --proxy-only), restart and stop. A viewer
-// may not port-forward or open the display, a malformed port is a 400,
+// or an editor of another namespace, may not port-forward or open the
+// display, a malformed port is a 400,
 // and port-forward to a VM that does not run is KubeVirt's conflict.
 func TestVirtctl(t *testing.T) {
 	f := framework.New(t)
@@ -154,6 +155,15 @@ func TestVirtctl(t *testing.T) {
 	}
 	if _, err := dialSubresource(t, f, "e2e-viewer", "/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/virtualmachineinstances/"+vm.Name+"/vnc"); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "virtualmachineinstances/vnc") {
 		t.Errorf("vnc by a viewer: %v, want 403 naming virtualmachineinstances/vnc", err)
+	}
+	// An editor of another namespace reaches no stream of this one.
+	other := f.Namespace(t)
+	bindUser(t, f, other, "e2e-editor", "edit")
+	for _, path := range []string{"virtualmachineinstances/" + vm.Name + "/portforward/22", "virtualmachines/" + vm.Name + "/portforward/22",
+		"virtualmachineinstances/" + vm.Name + "/vnc"} {
+		if _, err := dialSubresource(t, f, "e2e-editor", "/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/"+path); !apierrors.IsForbidden(err) {
+			t.Errorf("%s by an editor of another namespace: %v, want 403", path, err)
+		}
 	}
 	if _, err := portForwardStream(t, f, "", ns, "virtualmachineinstances", vm.Name, "99999"); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "99999") {
 		t.Errorf("port-forward to port 99999: %v, want 400 naming it", err)
