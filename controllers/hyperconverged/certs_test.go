@@ -21,11 +21,11 @@ func TestCertificatesRenewAndVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, err := parsePair(leaf.certPEM, leaf.keyPEM)
+	parsed, err := parsePair(leaf.CertPEM, leaf.KeyPEM)
 	if err != nil {
 		t.Fatalf("a pair as the Secret holds it: %v", err)
 	}
-	if _, err := parsePair(leaf.certPEM, ca.keyPEM); err == nil {
+	if _, err := parsePair(leaf.CertPEM, ca.KeyPEM); err == nil {
 		t.Error("a certificate with another's key was accepted")
 	}
 	tests := []struct {
@@ -35,23 +35,23 @@ func TestCertificatesRenewAndVerify(t *testing.T) {
 		at    time.Time
 		want  bool
 	}{
-		{"fresh, same names", ca.cert, []string{"node-a", "node-b"}, now, true},
-		{"a node joined", ca.cert, []string{"node-a", "node-b", "node-c"}, now, false},
-		{"signed by another CA", other.cert, []string{"node-a", "node-b"}, now, false},
-		{"just before 80% of its life", ca.cert, []string{"node-a", "node-b"}, now.Add(23 * 24 * time.Hour), true},
-		{"past 80% of its life", ca.cert, []string{"node-a", "node-b"}, now.Add(25 * 24 * time.Hour), false},
+		{"fresh, same names", ca.Cert, []string{"node-a", "node-b"}, now, true},
+		{"a node joined", ca.Cert, []string{"node-a", "node-b", "node-c"}, now, false},
+		{"signed by another CA", other.Cert, []string{"node-a", "node-b"}, now, false},
+		{"just before 80% of its life", ca.Cert, []string{"node-a", "node-b"}, now.Add(23 * 24 * time.Hour), true},
+		{"past 80% of its life", ca.Cert, []string{"node-a", "node-b"}, now.Add(25 * 24 * time.Hour), false},
 	}
 	for _, tt := range tests {
-		if got := leafCurrent(parsed.cert, tt.ca, tt.names, tt.at); got != tt.want {
+		if got := leafCurrent(parsed.Cert, tt.ca, tt.names, tt.at); got != tt.want {
 			t.Errorf("%s: leafCurrent = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(bundle(ca, nil, now))
-	if _, err := parsed.cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "node-b", CurrentTime: now}); err != nil {
+	if _, err := parsed.Cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "node-b", CurrentTime: now}); err != nil {
 		t.Errorf("the leaf does not verify with the bundle for node-b: %v", err)
 	}
-	if _, err := parsed.cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "node-z", CurrentTime: now}); err == nil {
+	if _, err := parsed.Cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "node-z", CurrentTime: now}); err == nil {
 		t.Error("the leaf verified for a name it was not issued for")
 	}
 }
@@ -70,16 +70,16 @@ func TestBundleKeepsThePreviousCAWhileValid(t *testing.T) {
 			n++
 		}
 	}
-	if n := count(bundle(current, old.certPEM, now)); n != 2 {
+	if n := count(bundle(current, old.CertPEM, now)); n != 2 {
 		t.Errorf("bundle during rotation has %d CAs, want 2", n)
 	}
-	if n := count(bundle(current, old.certPEM, now.Add(100*24*time.Hour))); n != 1 {
+	if n := count(bundle(current, old.CertPEM, now.Add(100*24*time.Hour))); n != 1 {
 		t.Errorf("bundle after the old CA expired has %d CAs, want 1", n)
 	}
-	if n := count(bundle(current, current.certPEM, now)); n != 1 {
+	if n := count(bundle(current, current.CertPEM, now)); n != 1 {
 		t.Errorf("bundle with itself as previous has %d CAs, want 1", n)
 	}
-	if got := renewAt(current.cert); !got.After(now.Add(290*24*time.Hour)) || !got.Before(now.Add(293*24*time.Hour)) {
+	if got := renewAt(current.Cert); !got.After(now.Add(290*24*time.Hour)) || !got.Before(now.Add(293*24*time.Hour)) {
 		t.Errorf("a CA is renewed at %s, want 80%% into its year", got)
 	}
 }

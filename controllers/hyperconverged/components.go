@@ -129,8 +129,8 @@ func tlsSecret(name, ns string, kp keyPair) *unstructured.Unstructured {
 		"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"data": map[string]any{
-			"tls.crt": encode(kp.certPEM),
-			"tls.key": encode(kp.keyPEM),
+			"tls.crt": encode(kp.CertPEM),
+			"tls.key": encode(kp.KeyPEM),
 		},
 	}}
 }

@@ -104,7 +104,7 @@ func (r *Reconciler) certificates(ctx context.Context) (certs, time.Time, error)
 		return certs{}, time.Time{}, err
 	}
 	out := certs{caBundle: bundle(*ca, prevPEM, now)}
-	next := renewAt(ca.cert)
+	next := renewAt(ca.Cert)
 	for _, l := range []struct {
 		secret client.ObjectKey
 		names  []string
@@ -117,7 +117,7 @@ func (r *Reconciler) certificates(ctx context.Context) (certs, time.Time, error)
 		if err != nil {
 			return certs{}, time.Time{}, err
 		}
-		if leaf == nil || !leafCurrent(leaf.cert, ca.cert, l.names, now) {
+		if leaf == nil || !leafCurrent(leaf.Cert, ca.Cert, l.names, now) {
 			fresh, err := issue(*ca, l.names, now)
 			if err != nil {
 				return certs{}, time.Time{}, fmt.Errorf("issuing %s: %w", l.secret, err)
@@ -125,7 +125,7 @@ func (r *Reconciler) certificates(ctx context.Context) (certs, time.Time, error)
 			leaf = &fresh
 		}
 		*l.into = *leaf
-		if at := renewAt(leaf.cert); at.Before(next) {
+		if at := renewAt(leaf.Cert); at.Before(next) {
 			next = at
 		}
 	}
@@ -136,12 +136,12 @@ func (r *Reconciler) certificates(ctx context.Context) (certs, time.Time, error)
 // for renewal, and the certificate of the CA it replaced.
 func (r *Reconciler) ensureCA(ctx context.Context, now time.Time) (*keyPair, []byte, error) {
 	ca, previous, err := r.loadPair(ctx, client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: caSecretName})
-	if err != nil || (ca != nil && now.Before(renewAt(ca.cert))) {
+	if err != nil || (ca != nil && now.Before(renewAt(ca.Cert))) {
 		return ca, previous, err
 	}
 	previous = nil
 	if ca != nil {
-		previous = ca.certPEM
+		previous = ca.CertPEM
 	}
 	fresh, err := newCA(now)
 	if err != nil {
