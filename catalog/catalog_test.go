@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tekvirt/tekvirt/catalog"
@@ -194,5 +195,30 @@ func TestInlineTask(t *testing.T) {
 	}
 	if _, err := catalog.InlineTask("no-such-task", "x"); err == nil || !strings.Contains(err.Error(), "no no-such-task task") {
 		t.Errorf("unknown task: %v", err)
+	}
+}
+
+func TestInlinePipeline(t *testing.T) {
+	spec, err := catalog.InlinePipeline("provision-hosted-cluster", "reg.example/step@sha256:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Tasks) != 5 {
+		t.Fatalf("tasks: %d, want 5", len(spec.Tasks))
+	}
+	for _, pt := range spec.Tasks {
+		if pt.TaskRef != nil || pt.TaskSpec == nil {
+			t.Fatalf("task %s is not inlined: %+v", pt.Name, pt)
+		}
+		if img := pt.TaskSpec.Steps[0].Image; img != "reg.example/step@sha256:1" {
+			t.Errorf("task %s step image %q", pt.Name, img)
+		}
+	}
+	pl := &pipelinev1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: *spec}
+	if err := pl.Validate(context.Background()); err != nil {
+		t.Errorf("inlined pipeline fails Tekton's validation: %v", err)
+	}
+	if _, err := catalog.InlinePipeline("no-such", "x"); err == nil {
+		t.Error("an unknown pipeline was inlined")
 	}
 }

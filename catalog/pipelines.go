@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strings"
 
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tekvirt/tekvirt/pipelines"
 )
@@ -147,4 +149,36 @@ func roleBinding(name, ns, clusterRole, sa, saNS string) *unstructured.Unstructu
 		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": clusterRole},
 		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": saNS}},
 	}}
+}
+
+// InlinePipeline is the catalog pipeline name with every taskRef replaced
+// by the catalog task's spec (step image stepImage), for PipelineRuns that
+// must not depend on what is installed in their namespace.
+func InlinePipeline(name, stepImage string) (*pipelinev1.PipelineSpec, error) {
+	ps, err := Pipelines()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		if p.Name != name {
+			continue
+		}
+		pl := &pipelinev1.Pipeline{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(p.Manifest.Object, pl); err != nil {
+			return nil, fmt.Errorf("catalog pipeline %s: %w", name, err)
+		}
+		for _, list := range [][]pipelinev1.PipelineTask{pl.Spec.Tasks, pl.Spec.Finally} {
+			for i := range list {
+				task, err := InlineTask(list[i].TaskRef.Name, stepImage)
+				if err != nil {
+					return nil, fmt.Errorf("catalog pipeline %s: %w", name, err)
+				}
+				list[i].TaskRef = nil
+				list[i].TaskSpec = &pipelinev1.EmbeddedTask{TaskSpec: task.Spec,
+					Metadata: pipelinev1.PipelineTaskMetadata{Labels: task.Labels, Annotations: task.Annotations}}
+			}
+		}
+		return &pl.Spec, nil
+	}
+	return nil, fmt.Errorf("the catalog has no %s pipeline", name)
 }

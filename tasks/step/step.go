@@ -8,6 +8,11 @@ import (
 	createvm "github.com/tekvirt/tekvirt/tasks/create-vm-from-manifest"
 	executeinvm "github.com/tekvirt/tekvirt/tasks/execute-in-vm"
 	generatesshkeys "github.com/tekvirt/tekvirt/tasks/generate-ssh-keys"
+	hostedclusteraccess "github.com/tekvirt/tekvirt/tasks/hosted-cluster-access"
+	hostedclustercontrolplane "github.com/tekvirt/tekvirt/tasks/hosted-cluster-control-plane"
+	hostedclusteretcd "github.com/tekvirt/tekvirt/tasks/hosted-cluster-etcd"
+	hostedclusterpki "github.com/tekvirt/tekvirt/tasks/hosted-cluster-pki"
+	hostedclusterwait "github.com/tekvirt/tekvirt/tasks/hosted-cluster-wait"
 	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
 	modifydataobject "github.com/tekvirt/tekvirt/tasks/modify-data-object"
 	prunedatavolumes "github.com/tekvirt/tekvirt/tasks/prune-data-volumes"
@@ -23,6 +28,6 @@ func Root() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(generatesshkeys.Command(), createvm.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command(), modifydataobject.Command(),
-		prunedatavolumes.Command())
+		prunedatavolumes.Command(), hostedclusterpki.Command(), hostedclusteretcd.Command(), hostedclustercontrolplane.Command(), hostedclusteraccess.Command(), hostedclusterwait.Command())
 	return root
 }

@@ -1,0 +1,93 @@
+package hostedclusteraccess
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/tasks/hostedcp"
+)
+
+// FieldOwner is the task's server-side apply owner.
+const FieldOwner = "hosted-cluster-access"
+
+// Params are the task's params.
+type Params struct {
+	Namespace        string // the control-plane namespace
+	ClusterName      string
+	ClusterNamespace string
+}
+
+// Result names the access Secrets.
+type Result struct{ Kubeconfig, Password, Server string }
+
+// Map is the task's results.
+func (r Result) Map() map[string]string {
+	return map[string]string{"kubeconfigSecretName": r.Kubeconfig, "kubeadminPasswordSecretName": r.Password, "apiServerURL": r.Server}
+}
+
+// PublishedAddress is where users reach the API server Service: a load
+// balancer's address once one is assigned, else its ClusterIP (reachable
+// from the infrastructure cluster's nodes and Pods).
+func PublishedAddress(svc *corev1.Service) string {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			return in.IP
+		}
+		if in.Hostname != "" {
+			return in.Hostname
+		}
+	}
+	return svc.Spec.ClusterIP
+}
+
+// Run writes the access Secrets into p.ClusterNamespace.
+func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result, error) {
+	if p.Namespace == "" || p.ClusterName == "" || p.ClusterNamespace == "" {
+		return Result{}, fmt.Errorf("controlPlaneNamespace, clusterName and clusterNamespace are required")
+	}
+	store, err := hostedcp.LoadPKI(ctx, c, p.Namespace)
+	if err != nil {
+		return Result{}, err
+	}
+	ca, err := store.Pair(hc.CAKey)
+	if err != nil {
+		return Result{}, err
+	}
+	admin, err := store.Pair(hc.AdminClient)
+	if err != nil {
+		return Result{}, err
+	}
+	password, err := hostedcp.Password(ctx, c, p.Namespace)
+	if err != nil {
+		return Result{}, err
+	}
+	svc := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: hc.APIServerService}, svc); err != nil {
+		return Result{}, fmt.Errorf("reading Service %s/%s (run hosted-cluster-control-plane first): %w", p.Namespace, hc.APIServerService, err)
+	}
+	server := hostedcp.APIServerURL(PublishedAddress(svc))
+	kc, err := hostedcp.Kubeconfig(p.ClusterName, server, ca.CertPEM, "admin", admin.CertPEM, admin.KeyPEM, "")
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Kubeconfig: hc.AdminKubeconfigSecret(p.ClusterName), Password: hc.KubeadminPasswordSecretOf(p.ClusterName), Server: server}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: p.ClusterNamespace, Name: name,
+			Labels:      map[string]string{hc.ComponentLabel: "access"},
+			Annotations: map[string]string{hc.ClusterAnnotation: p.ClusterNamespace + "/" + p.ClusterName}}
+	}
+	err = hostedcp.Apply(ctx, c, FieldOwner,
+		&corev1.Secret{ObjectMeta: meta(res.Kubeconfig), Data: map[string][]byte{hc.KubeconfigKey: kc}},
+		&corev1.Secret{ObjectMeta: meta(res.Password), Data: map[string][]byte{hc.PasswordKey: []byte(password)}})
+	if err != nil {
+		return Result{}, err
+	}
+	fmt.Fprintf(out, "Secrets %s/%s and %s/%s written; API server %s\n", p.ClusterNamespace, res.Kubeconfig, p.ClusterNamespace, res.Password, server)
+	return res, nil
+}

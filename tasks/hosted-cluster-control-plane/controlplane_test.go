@@ -1,0 +1,66 @@
+package hostedclustercontrolplane
+
+import (
+	"net"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestFirstServiceIP(t *testing.T) {
+	for cidr, want := range map[string]string{"172.31.0.0/16": "172.31.0.1", "10.96.5.7/12": "10.96.0.1", "fd00::/108": "fd00::1"} {
+		ip, err := FirstServiceIP(cidr)
+		if err != nil || ip.String() != want {
+			t.Errorf("%s: %v %v, want %s", cidr, ip, err, want)
+		}
+	}
+	if _, err := FirstServiceIP("nope"); err == nil {
+		t.Error("a bad CIDR was accepted")
+	}
+}
+
+func TestServingRequestNamesEveryAddress(t *testing.T) {
+	r := ServingRequest("clusters-demo", []net.IP{net.ParseIP("10.96.0.50"), net.ParseIP("172.31.0.1")})
+	for _, n := range []string{"kube-apiserver", "kube-apiserver.clusters-demo.svc", "kubernetes.default.svc.cluster.local", "localhost"} {
+		if !slices.Contains(r.DNSNames, n) {
+			t.Errorf("no SAN %s in %v", n, r.DNSNames)
+		}
+	}
+	var ips []string
+	for _, ip := range r.IPs {
+		ips = append(ips, ip.String())
+	}
+	if !slices.Equal(ips, []string{"10.96.0.50", "172.31.0.1", "127.0.0.1"}) {
+		t.Errorf("IP SANs %v", ips)
+	}
+}
+
+func TestTokenFile(t *testing.T) {
+	if got := string(TokenFile("abcde-fghij")); got != "abcde-fghij,kubeadmin,kubeadmin,\"system:masters\"\n" {
+		t.Errorf("token file %q", got)
+	}
+}
+
+func TestAPIServerArgs(t *testing.T) {
+	d := APIServer(Cluster{Namespace: "ns", Image: "img", Replicas: 1, ServiceCIDR: "172.31.0.0/16", ClusterCIDR: "10.132.0.0/14",
+		AdvertiseIP: "10.96.0.50", EtcdEndpoint: "https://10.96.0.9:2379", Hash: "h"})
+	args := strings.Join(d.Spec.Template.Spec.Containers[0].Command, " ")
+	for _, want := range []string{"--etcd-servers=https://10.96.0.9:2379", "--advertise-address=10.96.0.50", "--token-auth-file=", "--authorization-mode=Node,RBAC", "--enable-bootstrap-token-auth=true"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("kube-apiserver lacks %s: %s", want, args)
+		}
+	}
+	if strings.Contains(args, "anonymous-auth=true") || strings.Contains(args, "AlwaysAllow") {
+		t.Errorf("kube-apiserver is open: %s", args)
+	}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		for _, item := range v.Secret.Items {
+			if item.Key == "ca.key" {
+				t.Error("the API server mounts the CA's key")
+			}
+		}
+	}
+	if d.Spec.Template.Annotations[ConfigHashAnnotation] != "h" {
+		t.Error("no config hash on the Pod template")
+	}
+}
