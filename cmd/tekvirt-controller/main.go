@@ -19,6 +19,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -30,6 +31,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/controllers/eviction"
 	"github.com/tekvirt/tekvirt/controllers/frontproxy"
+	"github.com/tekvirt/tekvirt/controllers/hostedcluster"
 	"github.com/tekvirt/tekvirt/controllers/manager"
 	"github.com/tekvirt/tekvirt/controllers/metrics"
 	"github.com/tekvirt/tekvirt/controllers/requester"
@@ -75,7 +77,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	stepImage := img.step
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
-		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme},
+		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme, hyperv1.AddToScheme},
 		WebhookCertDir: certDir, WebhookPort: port.webhook,
 	})
 	if err != nil {
@@ -103,6 +105,9 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	}
 	if err := (&datasource.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("setting up the DataSource controller: %w", err)
+	}
+	if err := (&hostedcluster.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the HostedCluster controller: %w", err)
 	}
 	if err := (&dataimportcron.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DataImportCron controller: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+
+	"github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/contracts/trust"
 )
 
 // clusterCmds are `create cluster kubevirt` and `destroy cluster kubevirt`,
@@ -30,7 +34,7 @@ func clusterCmds(g *globalFlags) []*cobra.Command {
 	fl := create.Flags()
 	fl.StringVar(&o.name, "name", "example", "name of the hosted cluster")
 	fl.StringVar(&o.namespace, "namespace", "clusters", "namespace of the HostedCluster and NodePool")
-	fl.StringVar(&o.releaseImage, "release-image", "", "the hosted control plane's release image")
+	fl.StringVar(&o.releaseImage, "release-image", "", "the hosted control plane's release image (default: the one this tekvirt install was built with)")
 	fl.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 2, "workers of the NodePool")
 	fl.StringVar(&o.pullSecretFile, "pull-secret", "", "file with a docker config JSON the workers pull images with (required)")
 	fl.StringVar(&o.memory, "memory", "8Gi", "memory of each worker VM")
@@ -46,19 +50,21 @@ func clusterCmds(g *globalFlags) []*cobra.Command {
 	fl.BoolVar(&o.render, "render", false, "print the objects instead of creating them")
 
 	var name, ns string
+	var destroyWait time.Duration
 	destroy := &cobra.Command{Use: "kubevirt", Short: "Delete a hosted cluster: its NodePools, HostedCluster and pull secret", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.destroyCluster(cmd.Context(), ns, name, cmd.OutOrStdout())
+			return g.destroyCluster(cmd.Context(), ns, name, destroyWait, cmd.OutOrStdout())
 		}}
 	destroy.Flags().StringVar(&name, "name", "example", "name of the hosted cluster")
 	destroy.Flags().StringVar(&ns, "namespace", "clusters", "namespace of the HostedCluster")
+	destroy.Flags().DurationVar(&destroyWait, "timeout", 10*time.Minute, "how long to wait until the cluster and its control plane are gone (0: do not wait)")
 
 	createCluster := &cobra.Command{Use: "cluster", Short: "Create a hosted cluster"}
 	createCluster.AddCommand(create)
 	destroyCluster := &cobra.Command{Use: "cluster", Short: "Destroy a hosted cluster"}
 	destroyCluster.AddCommand(destroy)
 	createTop := &cobra.Command{Use: "create", Short: "Create hosted clusters, as hcp create"}
-	createTop.AddCommand(createCluster)
+	createTop.AddCommand(createCluster, kubeconfigCmd(g))
 	destroyTop := &cobra.Command{Use: "destroy", Short: "Destroy hosted clusters, as hcp destroy"}
 	destroyTop.AddCommand(destroyCluster)
 	return []*cobra.Command{createTop, destroyTop}
@@ -72,6 +78,11 @@ func (g *globalFlags) createCluster(ctx context.Context, o clusterOptions, out i
 	secret, err := os.ReadFile(o.pullSecretFile)
 	if err != nil {
 		return flagError("pull-secret", "%v", err)
+	}
+	if o.releaseImage == "" {
+		if o.releaseImage, err = g.installedRelease(ctx); err != nil {
+			return flagError("release-image", "not given, and %v", err)
+		}
 	}
 	objs, err := buildCluster(o, secret)
 	if err != nil {
@@ -150,16 +161,38 @@ func render(out io.Writer, objs []client.Object) error {
 	return nil
 }
 
+// installedRelease is the hosted release image the tekvirt install
+// publishes.
+func (g *globalFlags) installedRelease(ctx context.Context) (string, error) {
+	c, err := g.vmClient()
+	if err != nil {
+		return "", err
+	}
+	cm := &corev1.ConfigMap{}
+	key := client.ObjectKey{Namespace: trust.Namespace, Name: hostedReleaseConfigMap}
+	if err := c.Get(ctx, key, cm); err != nil {
+		return "", fmt.Errorf("reading the installed release image (ConfigMap %s): %w", key, err)
+	}
+	if cm.Data["image"] == "" {
+		return "", fmt.Errorf("the ConfigMap %s names no image", key)
+	}
+	return cm.Data["image"], nil
+}
+
+// hostedReleaseConfigMap is where the operator publishes its hosted release image.
+const hostedReleaseConfigMap = "tekvirt-hosted-release"
+
 // destroyCluster deletes the cluster's NodePools, the HostedCluster and
-// its pull secret.
-func (g *globalFlags) destroyCluster(ctx context.Context, ns, name string, out io.Writer) error {
+// its pull secret, then waits (up to wait) until the HostedCluster and its
+// control-plane namespace are gone.
+func (g *globalFlags) destroyCluster(ctx context.Context, ns, name string, wait time.Duration, out io.Writer) error {
 	c, err := g.vmClient()
 	if err != nil {
 		return err
 	}
 	hc := &hyperv1.HostedCluster{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hc); err != nil {
-		return fmt.Errorf("HostedCluster %s/%s: %w", ns, name, err)
+		return fmt.Errorf("reading HostedCluster %s/%s: %w", ns, name, err)
 	}
 	var pools hyperv1.NodePoolList
 	if err := c.List(ctx, &pools, client.InNamespace(ns)); err != nil {
@@ -176,7 +209,33 @@ func (g *globalFlags) destroyCluster(ctx context.Context, ns, name string, out i
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hc.Spec.PullSecret.Name}}
 		errs = append(errs, deleted(ctx, c, s, "Secret", out))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil || wait == 0 {
+		return err
+	}
+	return waitGone(ctx, c, wait, out, hc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostedcluster.ControlPlaneNamespace(ns, name)}})
+}
+
+// waitGone polls until every object is gone.
+func waitGone(ctx context.Context, c client.Client, wait time.Duration, out io.Writer, objs ...client.Object) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for _, obj := range objs {
+		for {
+			err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("%T %s still there after %s", obj, client.ObjectKeyFromObject(obj), wait)
+			}
+			if err != nil {
+				return err
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	fmt.Fprintln(out, "hosted cluster and its control plane are gone")
+	return nil
 }
 
 func deleted(ctx context.Context, c client.Client, obj client.Object, kind string, out io.Writer) error {

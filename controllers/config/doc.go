@@ -19,7 +19,7 @@ import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed admission/*.yaml crd/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml node/*.yaml operator/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml subresources/*.yaml golden/*.yaml users/*.yaml
+//go:embed admission/*.yaml crd/*.yaml hosted/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml node/*.yaml operator/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml subresources/*.yaml golden/*.yaml users/*.yaml
 var FS embed.FS
 
 // Files are what the release installs, in the order they are applied: the
@@ -50,6 +50,7 @@ var Files = []string{
 	"handler/role_binding.yaml",
 	"golden/namespace.yaml",
 	"operator/ca_reader.yaml",
+	"hosted/release_reader.yaml",
 	"operator/role.yaml",
 	"operator/service_account.yaml",
 	"operator/role_binding.yaml",
@@ -71,6 +72,7 @@ var ComponentFiles = []string{
 	"hostpath/storageclass.yaml",
 	"hostpath/daemonset.yaml",
 	"handler/daemonset.yaml",
+	"hosted/release.yaml",
 }
 
 // DefaultHyperConverged is the entry object `tekvirt up` creates.

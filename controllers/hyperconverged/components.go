@@ -28,15 +28,22 @@ const (
 // from annotations).
 const ContainerDiskMaxBytesAnnotation = "tekvirt.io/container-disk-max-bytes"
 
-// Programs are the import paths of the programs the operator deploys, one
-// image each: the flags of tekvirt-operator and the keys of Images.
+// Programs name the images the operator deploys as manifests name them
+// (ko://NAME): tekvirt's programs by import path, and the hosted control
+// plane's release image, which it publishes for `tekvirt create cluster`.
+// Each is a flag of tekvirt-operator (--<base name>-image) and a key of
+// Images.
 var Programs = []string{
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-controller",
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-step",
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-launcher",
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-handler",
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-hostpath",
+	HostedReleaseImage,
 }
+
+// HostedReleaseImage is the hosted control plane's release image's name.
+const HostedReleaseImage = "tekvirt.io/hosted-release"
 
 // Images maps each tekvirt program's import path, as the manifests name
 // it (ko://<import path>), to the image reference the operator deploys.

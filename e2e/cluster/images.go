@@ -69,7 +69,12 @@ func (c *Cluster) pushImages(b binaries, registry string) (Images, error) {
 	if err != nil {
 		return nil, err
 	}
+	release, err := hostedReleaseImage(b)
+	if err != nil {
+		return nil, err
+	}
 	specs := map[string]ocibuild.Spec{
+		HostedReleaseKey:                          release,
 		tekvirtModule + "/cmd/tekvirt-launcher":   launcherImage(base, filepath.Join(b.tekvirt, "tekvirt-launcher")),
 		tekvirtModule + "/cmd/tekvirt-handler":    launcherImage(base, filepath.Join(b.tekvirt, "tekvirt-handler")),
 		tekvirtModule + "/cmd/tekvirt-hostpath":   goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-hostpath")),

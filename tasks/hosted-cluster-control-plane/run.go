@@ -108,7 +108,7 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	}
 	clusterIP := net.ParseIP(svc.Spec.ClusterIP)
 	if clusterIP == nil {
-		return Result{}, fmt.Errorf("Service %s/%s has no cluster IP", ns, hc.APIServerService)
+		return Result{}, fmt.Errorf("service %s/%s has no cluster IP", ns, hc.APIServerService)
 	}
 	hostedIP, err := FirstServiceIP(p.ServiceCIDR)
 	if err != nil {

@@ -110,7 +110,7 @@ func localConfig(ctx context.Context, c client.Reader, ns string) (*rest.Config,
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[hc.KubeconfigKey])
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: %w", ns, hc.LocalKubeconfigSecret, err)
+		return nil, fmt.Errorf("secret %s/%s: %w", ns, hc.LocalKubeconfigSecret, err)
 	}
 	cfg.Timeout = 10 * time.Second
 	return cfg, nil

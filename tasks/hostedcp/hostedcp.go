@@ -60,7 +60,7 @@ func LoadPKI(ctx context.Context, c client.Reader, ns string) (*PKI, error) {
 func (p *PKI) Pair(name string) (pki.KeyPair, error) {
 	kp, err := pki.Parse(p.Data[hostedcluster.Cert(name)], p.Data[hostedcluster.Key(name)])
 	if err != nil {
-		return pki.KeyPair{}, fmt.Errorf("Secret %s/%s, %s: %w", p.Namespace, hostedcluster.PKISecret, name, err)
+		return pki.KeyPair{}, fmt.Errorf("secret %s/%s, %s: %w", p.Namespace, hostedcluster.PKISecret, name, err)
 	}
 	return kp, nil
 }
@@ -73,7 +73,7 @@ func Password(ctx context.Context, c client.Reader, ns string) (string, error) {
 	}
 	pw := string(s.Data[hostedcluster.PasswordKey])
 	if pw == "" {
-		return "", fmt.Errorf("Secret %s/%s has no %s", ns, hostedcluster.KubeadminPasswordSecret, hostedcluster.PasswordKey)
+		return "", fmt.Errorf("secret %s/%s has no %s", ns, hostedcluster.KubeadminPasswordSecret, hostedcluster.PasswordKey)
 	}
 	return pw, nil
 }
@@ -86,7 +86,7 @@ func ServiceIP(ctx context.Context, c client.Reader, ns, name string) (net.IP, e
 	}
 	ip := net.ParseIP(svc.Spec.ClusterIP)
 	if ip == nil {
-		return nil, fmt.Errorf("Service %s/%s has no cluster IP (%q)", ns, name, svc.Spec.ClusterIP)
+		return nil, fmt.Errorf("service %s/%s has no cluster IP (%q)", ns, name, svc.Spec.ClusterIP)
 	}
 	return ip, nil
 }

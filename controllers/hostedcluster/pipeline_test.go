@@ -1,0 +1,106 @@
+package hostedcluster
+
+import (
+	"strings"
+	"testing"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	"github.com/openshift/hypershift/api/util/ipnet"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func cluster() *hyperv1.HostedCluster {
+	class := "fast"
+	size := resource.MustParse("4Gi")
+	return &hyperv1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "demo"},
+		Spec: hyperv1.HostedClusterSpec{
+			Release:                      hyperv1.Release{Image: "reg/tekvirt/hosted-release@sha256:1"},
+			Platform:                     hyperv1.PlatformSpec{Type: hyperv1.KubevirtPlatform},
+			ControllerAvailabilityPolicy: hyperv1.SingleReplica,
+			Networking: hyperv1.ClusterNetworking{
+				ServiceNetwork: []hyperv1.ServiceNetworkEntry{{CIDR: *ipnet.MustParseCIDR("172.30.0.0/16")}},
+				ClusterNetwork: []hyperv1.ClusterNetworkEntry{{CIDR: *ipnet.MustParseCIDR("10.128.0.0/14")}},
+			},
+			Etcd: hyperv1.EtcdSpec{ManagementType: hyperv1.Managed, Managed: &hyperv1.ManagedEtcdSpec{Storage: hyperv1.ManagedEtcdStorageSpec{
+				Type: hyperv1.PersistentVolumeEtcdStorage, PersistentVolume: &hyperv1.PersistentVolumeEtcdStorageSpec{StorageClassName: &class, Size: &size}}}},
+			Services: []hyperv1.ServicePublishingStrategyMapping{
+				{Service: hyperv1.APIServer, ServicePublishingStrategy: hyperv1.ServicePublishingStrategy{Type: hyperv1.LoadBalancer}},
+			},
+		},
+	}
+}
+
+func TestParams(t *testing.T) {
+	got := map[string]string{}
+	for _, p := range Params(cluster()) {
+		got[p.Name] = p.Value.StringVal
+	}
+	want := map[string]string{
+		"clusterName": "demo", "clusterNamespace": "clusters", "controlPlaneNamespace": "clusters-demo",
+		"releaseImage": "reg/tekvirt/hosted-release@sha256:1", "replicas": "1",
+		"etcdStorageClassName": "fast", "etcdStorageSize": "4Gi",
+		"serviceCIDR": "172.30.0.0/16", "clusterCIDR": "10.128.0.0/14", "apiServerServiceType": "LoadBalancer",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("param %s = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("params %v", got)
+	}
+	ha := cluster()
+	ha.Spec.ControllerAvailabilityPolicy = hyperv1.HighlyAvailable
+	ha.Spec.Etcd.Managed = nil
+	ha.Spec.Services = nil
+	for _, p := range Params(ha) {
+		switch p.Name {
+		case "replicas":
+			if p.Value.StringVal != "3" {
+				t.Errorf("HighlyAvailable: replicas %q", p.Value.StringVal)
+			}
+		case "etcdStorageSize":
+			if p.Value.StringVal != "8Gi" {
+				t.Errorf("default etcd size %q", p.Value.StringVal)
+			}
+		case "apiServerServiceType":
+			if p.Value.StringVal != string(corev1.ServiceTypeClusterIP) {
+				t.Errorf("no APIServer strategy: %q", p.Value.StringVal)
+			}
+		}
+	}
+}
+
+func TestRunNameFollowsTheSpec(t *testing.T) {
+	a := RunName(Params(cluster()))
+	if a != RunName(Params(cluster())) {
+		t.Error("the same spec named two runs")
+	}
+	if !strings.HasPrefix(a, PipelineName+"-") || len(a) > 63 {
+		t.Errorf("run name %q", a)
+	}
+	other := cluster()
+	other.Spec.Release.Image = "reg/tekvirt/hosted-release@sha256:2"
+	if RunName(Params(other)) == a {
+		t.Error("a new release image kept the old run")
+	}
+}
+
+func TestPipelineRun(t *testing.T) {
+	pr, err := PipelineRun(cluster(), "reg/step@sha256:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Namespace != "clusters-demo" || pr.Labels[ClusterNameLabel] != "demo" || pr.Labels[ClusterNamespaceLabel] != "clusters" {
+		t.Errorf("run %s/%s labels %v", pr.Namespace, pr.Name, pr.Labels)
+	}
+	if pr.Spec.TaskRunTemplate.ServiceAccountName != "provision-hosted-cluster-pipeline" {
+		t.Errorf("service account %q", pr.Spec.TaskRunTemplate.ServiceAccountName)
+	}
+	if pr.Spec.PipelineSpec == nil || len(pr.Spec.PipelineSpec.Tasks) != 5 {
+		t.Fatalf("pipeline spec %+v", pr.Spec.PipelineSpec)
+	}
+}
