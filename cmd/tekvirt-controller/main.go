@@ -115,7 +115,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if certDir != "" {
 		mgr.GetWebhookServer().Register(requester.Path, &webhook.Admission{Handler: requester.Recorder{Controller: config.ControllerUser}})
 		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{Client: mgr.GetClient()}})
-		mgr.GetWebhookServer().Register(eviction.Path, &webhook.Admission{Handler: eviction.Webhook{Client: mgr.GetClient(), Log: ctrl.Log.WithName("eviction")}})
+		mgr.GetWebhookServer().Register(eviction.Path, &webhook.Admission{Handler: eviction.Webhook{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Log: ctrl.Log.WithName("eviction")}})
 		if err := addAPIServers(mgr, certDir, key, port); err != nil {
 			return err
 		}

@@ -30,6 +30,9 @@ const Path = "/validate-pods-eviction"
 // evictionStrategy says, every other Pod's untouched.
 type Webhook struct {
 	Client client.Client
+	// Reader reads the VMI past the cache: an eviction right after the one
+	// that marked it must see the mark, or it would evacuate it again.
+	Reader client.Reader
 	Log    logr.Logger
 }
 
@@ -79,7 +82,11 @@ func (w Webhook) launcherOf(ctx context.Context, namespace, name string) (*v1.Vi
 		return nil, pod, nil
 	}
 	v := &v1.VirtualMachineInstance{}
-	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: owner.Name}, v); err != nil {
+	reader := w.Reader
+	if reader == nil {
+		reader = w.Client
+	}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: owner.Name}, v); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, pod, nil
 		}
