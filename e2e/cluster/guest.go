@@ -45,16 +45,9 @@ func (c *Cluster) publishGuest(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building the guest disks: %w", err)
 	}
-	spec := ocibuild.Spec{Files: map[string]ocibuild.File{
-		"/disk":             {Dir: true, Mode: 0o755},
-		"/disk/guest.qcow2": {Source: disks.QCOW2, Mode: 0o644},
-		"/boot":             {Dir: true, Mode: 0o755},
-		"/boot/vmlinuz":     {Source: g.Kernel, Mode: 0o644},
-		"/boot/initrd.gz":   {Source: g.Initrd, Mode: 0o644},
-	}}
-	ref, err := ocibuild.Push(spec, GuestImage)
+	ref, err := pushGuestDisk(ctx, g, GuestImage)
 	if err != nil {
-		return fmt.Errorf("pushing the guest containerDisk: %w", err)
+		return err
 	}
 	if err := os.MkdirAll(c.GuestDir(), 0o755); err != nil {
 		return err
@@ -66,6 +59,27 @@ func (c *Cluster) publishGuest(ctx context.Context) error {
 	}
 	c.progress("%-24s %s (kernel %s), files in %s", "guest containerDisk", ref, g.KernelVersion, c.GuestDir())
 	return nil
+}
+
+// pushGuestDisk pushes g as a containerDisk to ref: its qcow2 disk under
+// /disk/, its kernel and initrd under /boot/ for kernel boot.
+func pushGuestDisk(ctx context.Context, g *guest.Guest, ref string) (string, error) {
+	disks, err := g.Disks(ctx)
+	if err != nil {
+		return "", fmt.Errorf("building the guest disks: %w", err)
+	}
+	spec := ocibuild.Spec{Files: map[string]ocibuild.File{
+		"/disk":             {Dir: true, Mode: 0o755},
+		"/disk/guest.qcow2": {Source: disks.QCOW2, Mode: 0o644},
+		"/boot":             {Dir: true, Mode: 0o755},
+		"/boot/vmlinuz":     {Source: g.Kernel, Mode: 0o644},
+		"/boot/initrd.gz":   {Source: g.Initrd, Mode: 0o644},
+	}}
+	pushed, err := ocibuild.Push(spec, ref)
+	if err != nil {
+		return "", fmt.Errorf("pushing containerDisk %s: %w", ref, err)
+	}
+	return pushed, nil
 }
 
 // copyIfChanged copies src to dst unless dst has src's size and is newer.

@@ -1,12 +1,17 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/tekvirt/tekvirt/e2e/guest"
 	"github.com/tekvirt/tekvirt/e2e/ocibuild"
 )
 
@@ -60,4 +65,50 @@ func sharedLibraries(binary string) ([]string, error) {
 		return nil, fmt.Errorf("ldd %s listed no library", binary)
 	}
 	return libs, nil
+}
+
+// HostedWorkerImage is the containerDisk of the hosted-cluster worker: the
+// worker guest's bootable disk under /disk/ (kernel and initrd under
+// /boot/), as the test guest's.
+const HostedWorkerImage = RegistryAddr + "/tekvirt/hosted-worker:latest"
+
+// publishWorker builds the worker guest (cached by its inputs: the kubelet
+// binary and pause image among them) and pushes it as a containerDisk.
+func (c *Cluster) publishWorker(ctx context.Context, b binaries) error {
+	pause := c.path("cache", "images", "pause.tar")
+	if err := writePauseTarball(filepath.Join(b.tekvirt, "tekvirt-pause"), pause); err != nil {
+		return err
+	}
+	g, err := guest.Worker(b.k("kubelet"), pause).Build(ctx, c.path("cache"))
+	if err != nil {
+		return fmt.Errorf("building the worker guest: %w", err)
+	}
+	ref, err := pushGuestDisk(ctx, g, HostedWorkerImage)
+	if err != nil {
+		return err
+	}
+	c.progress("%-24s %s", "hosted worker", ref)
+	return nil
+}
+
+// writePauseTarball writes the pause image (tekvirt-pause) as an image
+// tarball tagged guest.PauseImage, for `ctr images import` in the worker.
+// The same binary gives the same bytes, so the worker's cache holds.
+func writePauseTarball(binary, path string) error {
+	img, err := ocibuild.Build(goBinaryImage(binary))
+	if err != nil {
+		return err
+	}
+	tag, err := name.NewTag(guest.PauseImage)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
+		return fmt.Errorf("writing the pause image tarball: %w", err)
+	}
+	return os.Rename(tmp, path)
 }

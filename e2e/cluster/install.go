@@ -44,6 +44,9 @@ func (c *Cluster) install(ctx context.Context, b binaries) error {
 	if err := c.publishGuest(ctx); err != nil {
 		return err
 	}
+	if err := c.publishWorker(ctx, b); err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := c.installTekton(ctx, a, k, images); err != nil {
 		return err

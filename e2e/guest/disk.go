@@ -7,8 +7,15 @@ import (
 	"path/filepath"
 )
 
-// diskSize is the FAT file system holding bootloader, kernel and initrd.
-const diskSize = "64M"
+// minDiskSize is the smallest FAT file system holding bootloader, kernel
+// and initrd, in MiB; a larger initrd (the worker's) gets room for itself.
+const minDiskSize = 64
+
+// diskSize is the file system's size in MiB for a kernel and initrd of
+// this many bytes: their size, a tenth more and 8 MiB for the file system.
+func diskSize(payload int64) int64 {
+	return max(minDiskSize, (payload+payload/10)>>20+8)
+}
 
 // syslinuxConfig boots the kernel with the serial console.
 const syslinuxConfig = "DEFAULT linux\nLABEL linux\n  KERNEL vmlinuz\n  INITRD initrd.gz\n  APPEND console=ttyS0 panic=-1 quiet\n"
@@ -37,8 +44,16 @@ func (g *Guest) Disks(ctx context.Context) (*Disks, error) {
 	if err := os.WriteFile(cfg, []byte(syslinuxConfig), 0o644); err != nil {
 		return nil, err
 	}
+	var payload int64
+	for _, f := range []string{g.Kernel, g.Initrd} {
+		st, err := os.Stat(f)
+		if err != nil {
+			return nil, err
+		}
+		payload += st.Size()
+	}
 	steps := [][]string{
-		{"truncate", "-s", diskSize, tmp},
+		{"truncate", "-s", fmt.Sprintf("%dM", diskSize(payload)), tmp},
 		{"mkfs.vfat", "-n", "TEKVIRT", tmp},
 		{"syslinux", "--install", tmp},
 		{"mcopy", "-i", tmp, g.Kernel, g.Initrd, cfg, "::"},

@@ -25,22 +25,50 @@ var inittab []byte
 //go:embed udhcpc.script
 var udhcpcScript []byte
 
-// packages are downloaded and unpacked besides the kernel: the guest agent,
-// and dropbear with the libraries it needs that the host may lack.
-var packages = []string{"qemu-guest-agent", "dropbear-bin", "libtomcrypt1", "libtommath1"}
-
-// files are the guest's small config files.
-var files = map[string][]byte{
-	"etc/passwd":   []byte("root:x:0:0:root:/root:/bin/sh\n"),
-	"etc/group":    []byte("root:x:0:\n"),
-	"etc/shells":   []byte("/bin/sh\n"),
-	"etc/hostname": []byte("tekvirt-guest\n"),
-	"etc/os-release": []byte("PRETTY_NAME=\"tekvirt test guest (Debian kernel, busybox)\"\nNAME=\"tekvirt guest\"\n" +
-		"ID=tekvirt-guest\nID_LIKE=debian\nVERSION_ID=1\n"),
+// Flavor is what a guest is made of besides the Debian kernel and busybox.
+type Flavor struct {
+	// Name prefixes the build's cache folder.
+	Name string
+	// Packages are downloaded and unpacked besides the kernel.
+	Packages []string
+	// Modules are loaded by init, their dependencies first.
+	Modules []string
+	// Files are small files by path in the initramfs.
+	Files map[string][]byte
+	// Init is /init; Inittab /etc/inittab.
+	Init, Inittab []byte
+	// Programs are dynamically linked programs from the unpacked packages,
+	// added with the libraries they link.
+	Programs []string
+	// Static are further files by path in the initramfs, read from this
+	// machine (static programs, images), with their modes.
+	Static map[string]StaticFile
 }
 
-// modules are loaded in the guest with their dependencies first.
-var modules = []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ext4", "vfat", "nls_cp437", "nls_ascii"}
+// StaticFile is a file of this machine put into the initramfs.
+type StaticFile struct {
+	Source string
+	Mode   uint32
+}
+
+// Test is the test guest: the guest agent, and dropbear with the libraries
+// it needs that the host may lack.
+var Test = Flavor{
+	Name:     "guest",
+	Packages: []string{"qemu-guest-agent", "dropbear-bin", "libtomcrypt1", "libtommath1"},
+	Modules:  []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ext4", "vfat", "nls_cp437", "nls_ascii"},
+	Files: map[string][]byte{
+		"etc/passwd":   []byte("root:x:0:0:root:/root:/bin/sh\n"),
+		"etc/group":    []byte("root:x:0:\n"),
+		"etc/shells":   []byte("/bin/sh\n"),
+		"etc/hostname": []byte("tekvirt-guest\n"),
+		"etc/os-release": []byte("PRETTY_NAME=\"tekvirt test guest (Debian kernel, busybox)\"\nNAME=\"tekvirt guest\"\n" +
+			"ID=tekvirt-guest\nID_LIKE=debian\nVERSION_ID=1\n"),
+	},
+	Init:     initScript,
+	Inittab:  inittab,
+	Programs: []string{"usr/sbin/qemu-ga", "usr/sbin/dropbear"},
+}
 
 // Guest is a built guest: boot it with Kernel and Initrd.
 type Guest struct {
@@ -50,30 +78,61 @@ type Guest struct {
 	KernelVersion string
 }
 
-// Build makes the guest under dir, reusing an earlier build of the same
-// packages and init files.
-func Build(ctx context.Context, dir string) (*Guest, error) {
+// layoutVersion changes whenever the builder lays files out differently,
+// so that no earlier build is reused.
+const layoutVersion = 2
+
+// Build makes the test guest under dir, reusing an earlier build of the
+// same packages and init files.
+func Build(ctx context.Context, dir string) (*Guest, error) { return Test.Build(ctx, dir) }
+
+// key digests everything the build of f reads besides the packages'
+// content (named by version through the kernel package).
+func (f Flavor) key(kpkg string) ([]byte, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "layout %d\n", layoutVersion)
+	h.Write([]byte(kpkg + "\x00" + strings.Join(f.Modules, ",") + "\x00" + strings.Join(f.Packages, ",") + "\x00"))
+	for _, b := range [][]byte{f.Init, f.Inittab, udhcpcScript} {
+		h.Write(b)
+	}
+	for _, n := range sortedKeys(f.Files) {
+		h.Write([]byte(n))
+		h.Write(f.Files[n])
+	}
+	h.Write([]byte(strings.Join(f.Programs, ",")))
+	for _, n := range sortedKeys(f.Static) {
+		// By content: the testbed relinks its binaries on every run.
+		data, err := os.ReadFile(f.Static[n].Source)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(h, "%s=%x:%o\n", n, sha256.Sum256(data), f.Static[n].Mode)
+	}
+	return h.Sum(nil), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Build makes the guest of flavor f under dir, reusing an earlier build of
+// the same inputs.
+func (f Flavor) Build(ctx context.Context, dir string) (*Guest, error) {
 	kpkg, err := kernelPackage(ctx)
 	if err != nil {
 		return nil, err
 	}
 	kver := strings.TrimPrefix(kpkg, "linux-image-")
-	h := sha256.New()
-	h.Write([]byte(kpkg + "\x00" + strings.Join(modules, ",") + "\x00" + strings.Join(packages, ",") + "\x00"))
-	for _, b := range [][]byte{initScript, inittab, udhcpcScript} {
-		h.Write(b)
+	sum, err := f.key(kpkg)
+	if err != nil {
+		return nil, err
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		h.Write([]byte(n))
-		h.Write(files[n])
-	}
-	sum := h.Sum(nil)
-	out := filepath.Join(dir, "guest-"+hex.EncodeToString(sum[:6]))
+	out := filepath.Join(dir, f.Name+"-"+hex.EncodeToString(sum[:6]))
 	g := &Guest{Kernel: filepath.Join(out, "vmlinuz"), Initrd: filepath.Join(out, "initrd.gz"), KernelVersion: kver}
 	if _, err := os.Stat(g.Initrd); err == nil {
 		return g, nil
@@ -86,7 +145,7 @@ func Build(ctx context.Context, dir string) (*Guest, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	if err := run(ctx, work, "apt-get", append([]string{"download", kpkg}, packages...)...); err != nil {
+	if err := run(ctx, work, "apt-get", append([]string{"download", kpkg}, f.Packages...)...); err != nil {
 		return nil, err
 	}
 	debs, _ := filepath.Glob(filepath.Join(work, "*.deb"))
@@ -95,7 +154,7 @@ func Build(ctx context.Context, dir string) (*Guest, error) {
 			return nil, err
 		}
 	}
-	if err := writeOutputs(ctx, g, root, out); err != nil {
+	if err := f.writeOutputs(ctx, g, root, out); err != nil {
 		return nil, err
 	}
 	return g, os.RemoveAll(work)
@@ -103,8 +162,8 @@ func Build(ctx context.Context, dir string) (*Guest, error) {
 
 // writeOutputs packs the initramfs from the unpacked packages in root and
 // writes it and the kernel into out.
-func writeOutputs(ctx context.Context, g *Guest, root, out string) error {
-	entries, err := initramfs(ctx, root, g.KernelVersion)
+func (f Flavor) writeOutputs(ctx context.Context, g *Guest, root, out string) error {
+	entries, err := f.initramfs(ctx, root, g.KernelVersion)
 	if err != nil {
 		return err
 	}
@@ -147,7 +206,7 @@ func kernelPackage(ctx context.Context) (string, error) {
 }
 
 // initramfs lists the files of the guest's initramfs.
-func initramfs(ctx context.Context, root, kver string) (map[string]cpioEntry, error) {
+func (f Flavor) initramfs(ctx context.Context, root, kver string) (map[string]cpioEntry, error) {
 	e := map[string]cpioEntry{}
 	for _, d := range []string{"bin", "sbin", "etc", "proc", "sys", "dev", "run", "tmp", "usr", "usr/sbin", "lib", "lib64", "lib/modules", "var", "root", "mnt"} {
 		e[d] = cpioEntry{mode: modeDir | 0o755}
@@ -158,19 +217,28 @@ func initramfs(ctx context.Context, root, kver string) (map[string]cpioEntry, er
 	}
 	e["bin/busybox"] = cpioEntry{mode: modeFile | 0o755, data: busybox}
 	e["bin/sh"] = cpioEntry{mode: modeSymlink | 0o777, data: []byte("busybox")}
-	e["init"] = cpioEntry{mode: modeFile | 0o755, data: initScript}
-	e["etc/inittab"] = cpioEntry{mode: modeFile | 0o644, data: inittab}
+	e["init"] = cpioEntry{mode: modeFile | 0o755, data: f.Init}
+	e["etc/inittab"] = cpioEntry{mode: modeFile | 0o644, data: f.Inittab}
 	e["etc/udhcpc.script"] = cpioEntry{mode: modeFile | 0o755, data: udhcpcScript}
-	for name, data := range files {
+	for name, data := range f.Files {
 		e[name] = cpioEntry{mode: modeFile | 0o644, data: data}
+		addParents(e, name)
+	}
+	for name, sf := range f.Static {
+		data, err := os.ReadFile(sf.Source)
+		if err != nil {
+			return nil, err
+		}
+		e[name] = cpioEntry{mode: modeFile | sf.Mode, data: data}
+		addParents(e, name)
 	}
 	e["etc/dropbear"] = cpioEntry{mode: modeDir | 0o700}
 	// qemu-ga powers the guest off through shutdown(8), which busybox lacks.
 	e["sbin/shutdown"] = cpioEntry{mode: modeFile | 0o755, data: []byte("#!/bin/sh\nexec /bin/poweroff -f\n")}
-	if err := addModules(ctx, e, root, kver); err != nil {
+	if err := addModules(ctx, e, root, kver, f.Modules); err != nil {
 		return nil, err
 	}
-	for _, prog := range []string{"usr/sbin/qemu-ga", "usr/sbin/dropbear"} {
+	for _, prog := range f.Programs {
 		if err := addProgram(e, root, prog); err != nil {
 			return nil, err
 		}
@@ -180,7 +248,7 @@ func initramfs(ctx context.Context, root, kver string) (map[string]cpioEntry, er
 
 // addModules adds the modules and etc/modules.load, their insmod order as
 // modprobe --show-depends gives it, each module once.
-func addModules(ctx context.Context, e map[string]cpioEntry, root, kver string) error {
+func addModules(ctx context.Context, e map[string]cpioEntry, root, kver string, modules []string) error {
 	if err := run(ctx, root, "depmod", "-b", root, kver); err != nil {
 		return err
 	}
@@ -225,9 +293,13 @@ func addProgram(e map[string]cpioEntry, root, rel string) error {
 		return err
 	}
 	e[rel] = cpioEntry{mode: modeFile | 0o755, data: data}
+	addParents(e, rel)
 	cmd := exec.Command("ldd", src)
 	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Join(root, "usr/lib/x86_64-linux-gnu")+":"+filepath.Join(root, "lib/x86_64-linux-gnu"))
 	out, err := cmd.Output()
+	if err != nil && bytes.Contains(out, []byte("not a dynamic executable")) {
+		return nil // static: the program alone
+	}
 	if err != nil {
 		return fmt.Errorf("ldd %s: %w", src, err)
 	}
