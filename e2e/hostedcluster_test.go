@@ -194,11 +194,16 @@ func TestHostedClusterControlPlane(t *testing.T) {
 	if _, err := f.Kube.CoreV1().Namespaces().Get(ctx, cpNS, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace %s after destroy: %v", cpNS, err)
 	}
-	for _, s := range []string{name + "-admin-kubeconfig", name + "-kubeadmin-password"} {
-		if _, err := f.Kube.CoreV1().Secrets(ns).Get(ctx, s, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("Secret %s after destroy: %v", s, err)
+	// The access Secrets are the HostedCluster's (owner references): the
+	// garbage collector takes them once it is gone.
+	framework.Eventually(t, time.Minute, "access Secrets gone", func() error {
+		for _, s := range []string{name + "-admin-kubeconfig", name + "-kubeadmin-password"} {
+			if _, err := f.Kube.CoreV1().Secrets(ns).Get(ctx, s, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("secret %s after destroy: %w", s, err)
+			}
 		}
-	}
+		return nil
+	})
 	framework.Eventually(t, time.Minute, "etcd's volume released", func() error {
 		pvs, err := f.Kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 		if err != nil {

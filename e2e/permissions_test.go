@@ -215,8 +215,29 @@ func TestAttackControllerRights(t *testing.T) {
 	}
 	const taskRole = "tekvirt-import-disk-task"
 	if err := ctrl.Create(ctx, binding(taskRole, sa(ns, "import-disk-task")), dry); !apierrors.IsForbidden(err) {
-		t.Errorf("a RoleBinding by the controller: err = %v, want RBAC's refusal (the operator binds the catalog's roles)", err)
+		t.Errorf("a RoleBinding of a catalog role by the controller: err = %v, want a refusal (the operator binds the catalog's roles)", err)
 	}
+	// The controller binds the hosted-cluster task roles, to the provisioning
+	// ServiceAccount of control-plane namespaces only; it runs the
+	// provisioning pipeline only there and deletes only those namespaces.
+	const hostedRole = "tekvirt-hosted-cluster-pki-task"
+	for what, rb := range map[string]*rbacv1.RoleBinding{
+		"hosted role bound in a namespace that is no control plane's": binding(hostedRole, sa(ns, "provision-hosted-cluster-pipeline")),
+		"hosted role bound to another ServiceAccount":                 binding(hostedRole, sa(ns, "default")),
+		"access role bound to a user":                                 binding("tekvirt-hosted-cluster-access-task", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}),
+	} {
+		refused(t, what, ctrl.Create(ctx, rb, dry), "binds only the hosted-cluster task roles")
+	}
+	pr := &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pr-" + rand.String(5)},
+		Spec: pipelinev1.PipelineRunSpec{PipelineSpec: &pipelinev1.PipelineSpec{Tasks: []pipelinev1.PipelineTask{{Name: "t",
+			TaskSpec: &pipelinev1.EmbeddedTask{TaskSpec: pipelinev1.TaskSpec{Steps: []pipelinev1.Step{{Name: "s", Image: framework.GuestImage}}}}}}},
+			TaskRunTemplate: pipelinev1.PipelineTaskRunTemplate{ServiceAccountName: "provision-hosted-cluster-pipeline"}}}
+	refused(t, "a PipelineRun in a tenant namespace", ctrl.Create(ctx, pr, dry), "runs only the inline provisioning pipeline")
+	tenant := &corev1.Namespace{}
+	if err := f.VMClient(t).Get(ctx, client.ObjectKey{Name: ns}, tenant); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, "deleting a tenant namespace", ctrl.Delete(ctx, tenant, dry), "only the hosted control-plane namespaces it manages")
 	op := componentClient(t, f, ctrlconfig.OperatorUser)
 	if err := op.Create(ctx, binding(taskRole, sa(ns, "import-disk-task")), dry); err != nil {
 		t.Errorf("a task role bound to a ServiceAccount of the namespace (what the operator creates): %v", err)

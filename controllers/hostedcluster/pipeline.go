@@ -54,6 +54,7 @@ func Params(cluster *hyperv1.HostedCluster) pipelinev1.Params {
 	return pipelinev1.Params{
 		str("clusterName", cluster.Name),
 		str("clusterNamespace", cluster.Namespace),
+		str("clusterUID", string(cluster.UID)),
 		str("controlPlaneNamespace", hc.ControlPlaneNamespace(cluster.Namespace, cluster.Name)),
 		str("releaseImage", s.Release.Image),
 		str("replicas", strconv.Itoa(replicas)),

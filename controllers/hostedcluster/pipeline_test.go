@@ -15,7 +15,7 @@ func cluster() *hyperv1.HostedCluster {
 	class := "fast"
 	size := resource.MustParse("4Gi")
 	return &hyperv1.HostedCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "demo"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "demo", UID: "5e2b"},
 		Spec: hyperv1.HostedClusterSpec{
 			Release:                      hyperv1.Release{Image: "reg/tekvirt/hosted-release@sha256:1"},
 			Platform:                     hyperv1.PlatformSpec{Type: hyperv1.KubevirtPlatform},
@@ -39,7 +39,7 @@ func TestParams(t *testing.T) {
 		got[p.Name] = p.Value.StringVal
 	}
 	want := map[string]string{
-		"clusterName": "demo", "clusterNamespace": "clusters", "controlPlaneNamespace": "clusters-demo",
+		"clusterName": "demo", "clusterNamespace": "clusters", "clusterUID": "5e2b", "controlPlaneNamespace": "clusters-demo",
 		"releaseImage": "reg/tekvirt/hosted-release@sha256:1", "replicas": "1",
 		"etcdStorageClassName": "fast", "etcdStorageSize": "4Gi",
 		"serviceCIDR": "172.30.0.0/16", "clusterCIDR": "10.128.0.0/14", "apiServerServiceType": "LoadBalancer",

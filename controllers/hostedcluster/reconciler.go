@@ -36,10 +36,9 @@ const healthInterval = 30 * time.Second
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;create;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;create
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-hosted-cluster-pki-task;tekvirt-hosted-cluster-etcd-task;tekvirt-hosted-cluster-control-plane-task;tekvirt-hosted-cluster-access-task;tekvirt-hosted-cluster-wait-task
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch;create;delete
 
@@ -159,12 +158,21 @@ func (r *Reconciler) ensureRBAC(ctx context.Context, cluster *hyperv1.HostedClus
 				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: t.ClusterRole.GetName()},
 				Subjects: []rbacv1.Subject{subject},
 			}
+			if key.Namespace == cluster.Namespace {
+				rb.OwnerReferences = []metav1.OwnerReference{OwnerOf(cluster)}
+			}
 			if err := r.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating RoleBinding %s: %w", key, err)
 			}
 		}
 	}
 	return nil
+}
+
+// OwnerOf is the reference that makes an object in the cluster's namespace
+// go with it.
+func OwnerOf(cluster *hyperv1.HostedCluster) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: hyperv1.GroupVersion.String(), Kind: "HostedCluster", Name: cluster.Name, UID: cluster.UID}
 }
 
 // ensureRun creates the PipelineRun for the cluster's spec unless it exists.
@@ -236,29 +244,15 @@ func (r *Reconciler) endpoint(ctx context.Context, cpNS string) (hyperv1.APIEndp
 	return hyperv1.APIEndpoint{Host: host, Port: hc.APIServerPort}, nil
 }
 
-// teardown deletes what the cluster owns: its control-plane namespace
-// (when it is this cluster's) with everything in it, the access Secrets and
-// the access binding; the finalizer goes once the namespace is gone.
+// teardown deletes the cluster's control-plane namespace (when it is this
+// cluster's) with everything in it; the finalizer goes once it is gone. The
+// access Secrets and the access task's RoleBinding in the cluster's own
+// namespace are owned by the HostedCluster and go with it.
 func (r *Reconciler) teardown(ctx context.Context, cluster *hyperv1.HostedCluster, cpNS string) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(cluster, Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	owner := cluster.Namespace + "/" + cluster.Name
-	for _, key := range []client.ObjectKey{
-		{Namespace: cluster.Namespace, Name: hc.AdminKubeconfigSecret(cluster.Name)},
-		{Namespace: cluster.Namespace, Name: hc.KubeadminPasswordSecretOf(cluster.Name)},
-	} {
-		s := &corev1.Secret{}
-		if err := r.Reader.Get(ctx, key, s); err == nil && s.Annotations[hc.ClusterAnnotation] == owner {
-			if err := r.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("deleting Secret %s: %w", key, err)
-			}
-		}
-	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: cpNS + "-hosted-cluster-access"}}
-	if err := r.Delete(ctx, rb); client.IgnoreNotFound(err) != nil && !apierrors.IsForbidden(err) {
-		return ctrl.Result{}, fmt.Errorf("deleting RoleBinding %s/%s: %w", rb.Namespace, rb.Name, err)
-	}
 	ns := &corev1.Namespace{}
 	err := r.Reader.Get(ctx, client.ObjectKey{Name: cpNS}, ns)
 	if err != nil && !apierrors.IsNotFound(err) {

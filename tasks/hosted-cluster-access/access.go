@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
@@ -21,6 +22,9 @@ type Params struct {
 	Namespace        string // the control-plane namespace
 	ClusterName      string
 	ClusterNamespace string
+	// ClusterUID, when set, makes the HostedCluster the Secrets' owner, so
+	// they go with it.
+	ClusterUID string
 }
 
 // Result names the access Secrets.
@@ -78,9 +82,14 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	}
 	res := Result{Kubeconfig: hc.AdminKubeconfigSecret(p.ClusterName), Password: hc.KubeadminPasswordSecretOf(p.ClusterName), Server: server}
 	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Namespace: p.ClusterNamespace, Name: name,
+		m := metav1.ObjectMeta{Namespace: p.ClusterNamespace, Name: name,
 			Labels:      map[string]string{hc.ComponentLabel: "access"},
 			Annotations: map[string]string{hc.ClusterAnnotation: p.ClusterNamespace + "/" + p.ClusterName}}
+		if p.ClusterUID != "" {
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "hypershift.openshift.io/v1beta1", Kind: "HostedCluster",
+				Name: p.ClusterName, UID: types.UID(p.ClusterUID)}}
+		}
+		return m
 	}
 	err = hostedcp.Apply(ctx, c, FieldOwner,
 		&corev1.Secret{ObjectMeta: meta(res.Kubeconfig), Data: map[string][]byte{hc.KubeconfigKey: kc}},

@@ -18,6 +18,7 @@ func Command() *cobra.Command {
 		func(f *pflag.FlagSet) {
 			f.StringVar(&p.ClusterName, "cluster-name", "", "the HostedCluster's name")
 			f.StringVar(&p.ClusterNamespace, "cluster-namespace", "", "the HostedCluster's namespace, where the Secrets go")
+			f.StringVar(&p.ClusterUID, "cluster-uid", "", "the HostedCluster's UID: the Secrets are owned by it when set")
 		},
 		func(ctx context.Context, c client.Client, out io.Writer) (Result, error) { return Run(ctx, c, p, out) })
 }
