@@ -86,7 +86,8 @@ func TestCreateClusterBadFlags(t *testing.T) {
 		{"memory", func(o *clusterOptions) { o.memory = "lots" }},
 		{"root-volume-cache-strategy", func(o *clusterOptions) { o.rootVolumeCache = "Snapshot" }},
 		{"name", func(o *clusterOptions) { o.name = "Demo_1" }},
-		{"release-image", func(o *clusterOptions) { o.releaseImage = "" }},
+		// Not given, and no install to read it from.
+		{"release-image", func(o *clusterOptions) { o.releaseImage = ""; t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig") }},
 		{"control-plane-availability-policy", func(o *clusterOptions) { o.availabilityPolicy = "Triple" }},
 	} {
 		o := goodClusterOptions(t)
