@@ -96,7 +96,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.updateStatus(ctx, cluster, cpNS, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	if obs.Run != nil && obs.Run.Succeeded {
+	// Namespaces are not watched: a conflict (a namespace still being
+	// deleted, one of another cluster) and an available cluster's health
+	// are looked at again after a while.
+	if obs.Conflict != "" || (obs.Run != nil && obs.Run.Succeeded) {
 		return ctrl.Result{RequeueAfter: healthInterval}, nil
 	}
 	return ctrl.Result{}, nil
