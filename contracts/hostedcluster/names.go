@@ -1,6 +1,10 @@
 package hostedcluster
 
-import "fmt"
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // ControlPlaneNamespace is where a HostedCluster's control plane runs, as
 // HyperShift names it: "<namespace>-<name>".
@@ -92,3 +96,18 @@ func AdminKubeconfigSecret(cluster string) string { return cluster + "-admin-kub
 
 // KubeadminPasswordSecretOf is the HostedCluster's kubeadmin password Secret.
 func KubeadminPasswordSecretOf(cluster string) string { return cluster + "-kubeadmin-password" }
+
+// PublishedAddress is where users reach the API server Service: a load
+// balancer's address once one is assigned, else its ClusterIP (reachable
+// from the infrastructure cluster's nodes and Pods).
+func PublishedAddress(svc *corev1.Service) string {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			return in.IP
+		}
+		if in.Hostname != "" {
+			return in.Hostname
+		}
+	}
+	return svc.Spec.ClusterIP
+}

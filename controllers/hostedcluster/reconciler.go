@@ -234,13 +234,7 @@ func (r *Reconciler) endpoint(ctx context.Context, cpNS string) (hyperv1.APIEndp
 	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: cpNS, Name: hc.APIServerService}, svc); err != nil {
 		return hyperv1.APIEndpoint{}, err
 	}
-	host := svc.Spec.ClusterIP
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if in.IP != "" || in.Hostname != "" {
-			host = in.IP + in.Hostname
-			break
-		}
-	}
+	host := hc.PublishedAddress(svc)
 	if host == "" {
 		return hyperv1.APIEndpoint{}, errors.New("no address yet")
 	}

@@ -53,15 +53,11 @@ func Conditions(o Observed, generation int64) []metav1.Condition {
 			cond(pr, metav1.ConditionFalse, NamespaceConflictReason, o.Conflict),
 			cond(dg, metav1.ConditionTrue, NamespaceConflictReason, o.Conflict),
 		}
-	case o.Run == nil:
+	case o.Run == nil || !o.Run.Done:
 		msg := "Waiting for the provisioning PipelineRun to start"
-		return []metav1.Condition{
-			cond(av, metav1.ConditionFalse, hyperv1.WaitingForAvailableReason, msg),
-			cond(pr, metav1.ConditionTrue, ProvisioningReason, msg),
-			cond(dg, metav1.ConditionFalse, hyperv1.AsExpectedReason, ""),
+		if o.Run != nil {
+			msg = fmt.Sprintf("PipelineRun %s: %s", o.Run.Name, o.Run.Message)
 		}
-	case !o.Run.Done:
-		msg := fmt.Sprintf("PipelineRun %s: %s", o.Run.Name, o.Run.Message)
 		return []metav1.Condition{
 			cond(av, metav1.ConditionFalse, hyperv1.WaitingForAvailableReason, msg),
 			cond(pr, metav1.ConditionTrue, ProvisioningReason, msg),

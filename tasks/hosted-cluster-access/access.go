@@ -35,21 +35,6 @@ func (r Result) Map() map[string]string {
 	return map[string]string{"kubeconfigSecretName": r.Kubeconfig, "kubeadminPasswordSecretName": r.Password, "apiServerURL": r.Server}
 }
 
-// PublishedAddress is where users reach the API server Service: a load
-// balancer's address once one is assigned, else its ClusterIP (reachable
-// from the infrastructure cluster's nodes and Pods).
-func PublishedAddress(svc *corev1.Service) string {
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if in.IP != "" {
-			return in.IP
-		}
-		if in.Hostname != "" {
-			return in.Hostname
-		}
-	}
-	return svc.Spec.ClusterIP
-}
-
 // Run writes the access Secrets into p.ClusterNamespace.
 func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result, error) {
 	if p.Namespace == "" || p.ClusterName == "" || p.ClusterNamespace == "" {
@@ -75,7 +60,7 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: hc.APIServerService}, svc); err != nil {
 		return Result{}, fmt.Errorf("reading Service %s/%s (run hosted-cluster-control-plane first): %w", p.Namespace, hc.APIServerService, err)
 	}
-	server := hostedcp.APIServerURL(PublishedAddress(svc))
+	server := hostedcp.APIServerURL(hc.PublishedAddress(svc))
 	kc, err := hostedcp.Kubeconfig(p.ClusterName, server, ca.CertPEM, "admin", admin.CertPEM, admin.KeyPEM, "")
 	if err != nil {
 		return Result{}, err
