@@ -111,3 +111,19 @@ func PublishedAddress(svc *corev1.Service) string {
 	}
 	return svc.Spec.ClusterIP
 }
+
+// WorkerBootstrapSecret in the control-plane namespace is how a NodePool's
+// workers join: UserDataKey holds the worker's "#!" cloud-init user-data
+// (the hosted CA, the API server's address and the bootstrap token),
+// TokenKey the token ("<id>.<secret>") alone.
+const (
+	WorkerBootstrapSecret = "worker-bootstrap"
+	UserDataKey           = "userdata"
+	TokenKey              = "token"
+)
+
+// ControllerAccessRole is the ClusterRole the HostedCluster controller
+// binds to tekvirt's controller in each control-plane namespace: reading
+// the local admin kubeconfig and the worker bootstrap Secret there, which
+// the NodePool controller needs to create workers and watch their nodes.
+const ControllerAccessRole = "tekvirt-hosted-control-plane-reader"

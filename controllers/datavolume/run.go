@@ -78,8 +78,11 @@ func sourceSupported(name string, src *cdiv1.DataVolumeSource) error {
 		}
 	case "registry":
 		r := src.Registry
-		if r.URL == nil || r.ImageStream != nil || r.PullMethod != nil && *r.PullMethod != cdiv1.RegistryPullPod {
-			return fmt.Errorf("spec.source.registry: only url with pullMethod pod is supported")
+		if r.URL == nil || r.ImageStream != nil {
+			return fmt.Errorf("spec.source.registry: only url is supported (not imageStream)")
+		}
+		if nodePull(src) && (r.SecretRef != nil || r.CertConfigMap != nil) {
+			return fmt.Errorf("spec.source.registry: secretRef and certConfigMap do not apply to pullMethod node (the node's runtime pulls the image)")
 		}
 	case "blank", "pvc", "upload":
 	default:
@@ -138,6 +141,8 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 	switch src := dv.Spec.Source; {
 	case src.HTTP != nil:
 		params["url"], params["checksum"] = src.HTTP.URL, src.HTTP.Checksum
+	case nodePull(src):
+		// The import step runs in the image itself; see pullByNode below.
 	case src.Registry != nil:
 		params["registry"] = strings.TrimPrefix(*src.Registry.URL, "docker://")
 	case src.Blank != nil:
@@ -149,6 +154,9 @@ func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pi
 			"--upload-public-key="+uploadKey, "--upload-claim="+pvc.Name, "--upload-claim-uid="+string(pvc.UID))
 	} else {
 		step.Args = append(step.Args, fmt.Sprintf("--progress-addr=:%d", datastep.ProgressPort))
+	}
+	if nodePull(dv.Spec.Source) {
+		pullByNode(spec, strings.TrimPrefix(*dv.Spec.Source.Registry.URL, "docker://"))
 	}
 	run := &pipelinev1.TaskRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: RunName(dv, attempt),
@@ -191,6 +199,32 @@ func SourceAccess(spec *pipelinev1.TaskSpec, src *cdiv1.DataVolumeSource) {
 				LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: kv[1]}}})
 		}
 	}
+}
+
+// nodePull says whether src is a registry image the node's runtime pulls
+// (CDI's pullMethod node), rather than the import step.
+func nodePull(src *cdiv1.DataVolumeSource) bool {
+	return src != nil && src.Registry != nil && src.Registry.PullMethod != nil && *src.Registry.PullMethod == cdiv1.RegistryPullNode
+}
+
+// stepBin is where a node-pulled import finds tekvirt-step.
+const stepBin = "/tekvirt-bin"
+
+// pullByNode makes the import step of spec run in image itself, so that
+// the kubelet pulls it as any Pod's image (with the node's registry
+// configuration): a first step copies tekvirt-step into a shared emptyDir,
+// the import step runs that copy and imports the image's /disk file.
+func pullByNode(spec *pipelinev1.TaskSpec, image string) {
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "tekvirt-bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	mount := corev1.VolumeMount{Name: "tekvirt-bin", MountPath: stepBin}
+	imp := &spec.Steps[0]
+	cp := pipelinev1.Step{Name: "copy-importer", Image: imp.Image, Command: []string{imp.Command[0], "copy-self", "--to=" + stepBin + "/tekvirt-step"},
+		VolumeMounts: []corev1.VolumeMount{mount}, ComputeResources: imp.ComputeResources}
+	imp.Image = image
+	imp.Command = append([]string{stepBin + "/tekvirt-step"}, imp.Command[1:]...)
+	imp.Args = append(imp.Args, "--container-disk-dir=/disk")
+	imp.VolumeMounts = append(imp.VolumeMounts, mount)
+	spec.Steps = append([]pipelinev1.Step{cp}, spec.Steps...)
 }
 
 // cloneRun is the TaskRun that clones the source PVC's disk into pvc: the

@@ -100,7 +100,7 @@ func TestPipelineRun(t *testing.T) {
 	if pr.Spec.TaskRunTemplate.ServiceAccountName != "provision-hosted-cluster-pipeline" {
 		t.Errorf("service account %q", pr.Spec.TaskRunTemplate.ServiceAccountName)
 	}
-	if pr.Spec.PipelineSpec == nil || len(pr.Spec.PipelineSpec.Tasks) != 5 {
+	if pr.Spec.PipelineSpec == nil || len(pr.Spec.PipelineSpec.Tasks) != 6 {
 		t.Fatalf("pipeline spec %+v", pr.Spec.PipelineSpec)
 	}
 }

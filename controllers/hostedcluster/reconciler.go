@@ -23,6 +23,7 @@ import (
 
 	"github.com/tekvirt/tekvirt/catalog"
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/controllers/config"
 )
 
 // Finalizer holds a HostedCluster until its control plane is gone.
@@ -39,7 +40,7 @@ const healthInterval = 30 * time.Second
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-hosted-cluster-pki-task;tekvirt-hosted-cluster-etcd-task;tekvirt-hosted-cluster-control-plane-task;tekvirt-hosted-cluster-access-task;tekvirt-hosted-cluster-wait-task
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-hosted-cluster-pki-task;tekvirt-hosted-cluster-etcd-task;tekvirt-hosted-cluster-control-plane-task;tekvirt-hosted-cluster-access-task;tekvirt-hosted-cluster-wait-task;tekvirt-hosted-cluster-bootstrap-task;tekvirt-hosted-control-plane-reader
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch;create;delete
 
 // Reconciler provisions HostedClusters with the provision-hosted-cluster pipeline.
@@ -137,7 +138,9 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, cluster *hyperv1.Hoste
 
 // ensureRBAC makes the pipeline's ServiceAccount in the control-plane
 // namespace, binds each task's ClusterRole there, and the access task's in
-// the HostedCluster's namespace (where it writes the access Secrets).
+// the HostedCluster's namespace (where it writes the access Secrets); and
+// lets tekvirt's controller read the control plane's admin kubeconfig and
+// worker bootstrap Secret, for the NodePool controller.
 func (r *Reconciler) ensureRBAC(ctx context.Context, cluster *hyperv1.HostedCluster, cpNS string) error {
 	p, err := pipeline()
 	if err != nil {
@@ -168,6 +171,15 @@ func (r *Reconciler) ensureRBAC(ctx context.Context, cluster *hyperv1.HostedClus
 				return fmt.Errorf("creating RoleBinding %s: %w", key, err)
 			}
 		}
+	}
+	reader := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cpNS, Name: config.ControllerServiceAccount,
+			Labels: map[string]string{catalog.ManagedByLabel: catalog.ManagedBy}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hc.ControllerAccessRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: config.ControllerServiceAccount, Namespace: config.Namespace}},
+	}
+	if err := r.Create(ctx, reader); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating RoleBinding %s/%s: %w", cpNS, reader.Name, err)
 	}
 	return nil
 }

@@ -30,7 +30,8 @@ const ContainerDiskMaxBytesAnnotation = "tekvirt.io/container-disk-max-bytes"
 
 // Programs name the images the operator deploys as manifests name them
 // (ko://NAME): tekvirt's programs by import path, and the hosted control
-// plane's release image, which it publishes for `tekvirt create cluster`.
+// plane's release image and worker disk, which it publishes for `tekvirt
+// create cluster` and the NodePool controller.
 // Each is a flag of tekvirt-operator (--<base name>-image) and a key of
 // Images.
 var Programs = []string{
@@ -40,10 +41,15 @@ var Programs = []string{
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-handler",
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-hostpath",
 	HostedReleaseImage,
+	HostedWorkerImage,
 }
 
-// HostedReleaseImage is the hosted control plane's release image's name.
-const HostedReleaseImage = "tekvirt.io/hosted-release"
+// HostedReleaseImage is the hosted control plane's release image's name,
+// HostedWorkerImage the containerDisk NodePool workers boot by default.
+const (
+	HostedReleaseImage = "tekvirt.io/hosted-release"
+	HostedWorkerImage  = "tekvirt.io/hosted-worker"
+)
 
 // Images maps each tekvirt program's import path, as the manifests name
 // it (ko://<import path>), to the image reference the operator deploys.

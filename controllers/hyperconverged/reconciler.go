@@ -59,7 +59,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",namespace=tekvirt-system,resources=services;secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=tekvirt-node,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=tekvirt-node,resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-generate-ssh-keys-task;tekvirt-create-vm-from-manifest-task;tekvirt-wait-for-vmi-status-task;tekvirt-execute-in-vm-task;tekvirt-cleanup-vm-task;tekvirt-import-disk-task;tekvirt-clone-disk-task;tekvirt-modify-data-object-task;tekvirt-prune-data-volumes-task;tekvirt-hosted-cluster-pki-task;tekvirt-hosted-cluster-etcd-task;tekvirt-hosted-cluster-control-plane-task;tekvirt-hosted-cluster-access-task;tekvirt-hosted-cluster-wait-task
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-generate-ssh-keys-task;tekvirt-create-vm-from-manifest-task;tekvirt-wait-for-vmi-status-task;tekvirt-execute-in-vm-task;tekvirt-cleanup-vm-task;tekvirt-import-disk-task;tekvirt-clone-disk-task;tekvirt-modify-data-object-task;tekvirt-prune-data-volumes-task;tekvirt-hosted-cluster-pki-task;tekvirt-hosted-cluster-etcd-task;tekvirt-hosted-cluster-control-plane-task;tekvirt-hosted-cluster-access-task;tekvirt-hosted-cluster-wait-task;tekvirt-hosted-cluster-bootstrap-task
 
 // Reconcile installs or removes the catalog and reports it in status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {

@@ -67,28 +67,33 @@ func sharedLibraries(binary string) ([]string, error) {
 	return libs, nil
 }
 
-// HostedWorkerImage is the containerDisk of the hosted-cluster worker: the
-// worker guest's bootable disk under /disk/ (kernel and initrd under
-// /boot/), as the test guest's.
+// HostedWorkerKey names the hosted-cluster worker's containerDisk in
+// Images and in manifests (ko://tekvirt.io/hosted-worker): the worker
+// guest's bootable disk under /disk/ (kernel and initrd under /boot/), as
+// the test guest's. NodePools boot it unless they name another image.
+const HostedWorkerKey = "tekvirt.io/hosted-worker"
+
+// HostedWorkerImage is where `up` pushes the worker, by tag.
 const HostedWorkerImage = RegistryAddr + "/tekvirt/hosted-worker:latest"
 
-// publishWorker builds the worker guest (cached by its inputs: the kubelet
-// binary and pause image among them) and pushes it as a containerDisk.
-func (c *Cluster) publishWorker(ctx context.Context, b binaries) error {
+// pushWorker builds the worker guest (cached by its inputs: the kubelet
+// binary and pause image among them) and pushes it as a containerDisk to
+// registry; it returns the pushed reference (by digest).
+func (c *Cluster) pushWorker(ctx context.Context, b binaries, registry string) (string, error) {
 	pause := c.path("cache", "images", "pause.tar")
 	if err := writePauseTarball(filepath.Join(b.tekvirt, "tekvirt-pause"), pause); err != nil {
-		return err
+		return "", err
 	}
 	g, err := guest.Worker(b.k("kubelet"), pause).Build(ctx, c.path("cache"))
 	if err != nil {
-		return fmt.Errorf("building the worker guest: %w", err)
+		return "", fmt.Errorf("building the worker guest: %w", err)
 	}
-	ref, err := pushGuestDisk(ctx, g, HostedWorkerImage)
+	ref, err := pushGuestDisk(ctx, g, registry+"/tekvirt/hosted-worker:latest")
 	if err != nil {
-		return err
+		return "", err
 	}
 	c.progress("%-24s %s", "hosted worker", ref)
-	return nil
+	return ref, nil
 }
 
 // writePauseTarball writes the pause image (tekvirt-pause) as an image

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -60,7 +61,7 @@ func busyboxImage() (ocibuild.Spec, error) {
 
 // pushImages builds and pushes every image to registry (host:port, or
 // host:port/path); unchanged images upload nothing.
-func (c *Cluster) pushImages(b binaries, registry string) (Images, error) {
+func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (Images, error) {
 	bb, err := busyboxImage()
 	if err != nil {
 		return nil, err
@@ -108,6 +109,11 @@ func (c *Cluster) pushImages(b binaries, registry string) (Images, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	worker, err := c.pushWorker(ctx, b, registry)
+	if err != nil {
+		return nil, err
+	}
+	images[HostedWorkerKey] = worker
 	c.progress("%-24s pushed %d images to %s", "images", len(images), registry)
 	return images, nil
 }

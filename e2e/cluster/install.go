@@ -37,14 +37,11 @@ func (c *Cluster) install(ctx context.Context, b binaries) error {
 		}
 		c.progress("%-24s Ready (%s)", "node "+n.name, since(start))
 	}
-	images, err := c.pushImages(b, RegistryAddr)
+	images, err := c.pushImages(ctx, b, RegistryAddr)
 	if err != nil {
 		return err
 	}
 	if err := c.publishGuest(ctx); err != nil {
-		return err
-	}
-	if err := c.publishWorker(ctx, b); err != nil {
 		return err
 	}
 	start := time.Now()

@@ -32,7 +32,7 @@ func (c *Cluster) Release(ctx context.Context, registry, dir string) error {
 	if err != nil {
 		return err
 	}
-	images, err := c.pushImages(bins, registry)
+	images, err := c.pushImages(ctx, bins, registry)
 	if err != nil {
 		return err
 	}

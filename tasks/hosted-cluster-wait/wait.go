@@ -9,11 +9,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authnv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
@@ -70,7 +68,7 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	admin, err := localConfig(ctx, c, ns)
+	admin, err := hostedcp.LocalConfig(ctx, c, ns)
 	if err != nil {
 		return Result{}, err
 	}
@@ -99,21 +97,6 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	}
 	fmt.Fprintf(out, "kubeadmin authenticates\n")
 	return Result{Version: version}, nil
-}
-
-// localConfig is system:admin's client config from the control plane's
-// local kubeconfig (the API server's ClusterIP).
-func localConfig(ctx context.Context, c client.Reader, ns string) (*rest.Config, error) {
-	s := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: hc.LocalKubeconfigSecret}, s); err != nil {
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", ns, hc.LocalKubeconfigSecret, err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[hc.KubeconfigKey])
-	if err != nil {
-		return nil, fmt.Errorf("secret %s/%s: %w", ns, hc.LocalKubeconfigSecret, err)
-	}
-	cfg.Timeout = 10 * time.Second
-	return cfg, nil
 }
 
 // checkKubeadmin asks the API server who the kubeadmin password is.

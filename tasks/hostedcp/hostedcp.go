@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,6 +90,21 @@ func ServiceIP(ctx context.Context, c client.Reader, ns, name string) (net.IP, e
 		return nil, fmt.Errorf("service %s/%s has no cluster IP (%q)", ns, name, svc.Spec.ClusterIP)
 	}
 	return ip, nil
+}
+
+// LocalConfig is system:admin's client config from the control plane's
+// local kubeconfig (the API server's ClusterIP), with a 10 s timeout.
+func LocalConfig(ctx context.Context, c client.Reader, ns string) (*rest.Config, error) {
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: hostedcluster.LocalKubeconfigSecret}, s); err != nil {
+		return nil, fmt.Errorf("reading Secret %s/%s (run hosted-cluster-control-plane first): %w", ns, hostedcluster.LocalKubeconfigSecret, err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[hostedcluster.KubeconfigKey])
+	if err != nil {
+		return nil, fmt.Errorf("secret %s/%s: %w", ns, hostedcluster.LocalKubeconfigSecret, err)
+	}
+	cfg.Timeout = 10 * time.Second
+	return cfg, nil
 }
 
 // Kubeconfig is a kubeconfig for server trusting caPEM, as user with a

@@ -69,6 +69,7 @@ func Command() *cobra.Command {
 	f.StringVar(&p.UploadClaim, "upload-claim", "", "name of the PVC upload tokens must be for")
 	f.StringVar(&p.UploadClaimUID, "upload-claim-uid", "", "UID of that PVC, which upload tokens must name")
 	f.BoolVar(&p.DigestOnly, "digest-only", false, "only read the registry image's manifest digest into the digest result; import nothing")
+	f.StringVar(&p.ContainerDiskDir, "container-disk-dir", "", "import the first file under this directory of the step's own image (a containerDisk pulled by the node)")
 	f.BoolVar(&p.Blank, "blank", false, "make an empty sparse disk of --size instead of importing")
 	return cmd
 }

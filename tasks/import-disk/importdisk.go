@@ -43,6 +43,10 @@ type Params struct {
 	Size, Capacity string
 	// InsecureRegistry allows plain HTTP or unverified TLS to Registry.
 	InsecureRegistry bool
+	// ContainerDiskDir, when set, imports the disk of the containerDisk
+	// image the step runs in (CDI's pullMethod node: the node's runtime
+	// pulled it): the first regular file under this directory (/disk).
+	ContainerDiskDir string
 	// Dir is the data workspace's path; Namespace where secrets are read.
 	Dir, Namespace string
 	// ProgressAddr, when set, serves GET /progress there during the import.
@@ -69,6 +73,12 @@ func (r Result) Map() map[string]string {
 
 // Source builds the image source the params name.
 func Source(ctx context.Context, c client.Client, p Params) (images.Source, error) {
+	if p.ContainerDiskDir != "" {
+		if p.URL != "" || p.Registry != "" {
+			return nil, errors.New("give one of params url and registry, or a container disk directory")
+		}
+		return ContainerDisk(p.ContainerDiskDir)
+	}
 	if (p.URL == "") == (p.Registry == "") {
 		return nil, errors.New("give exactly one of params url and registry")
 	}
@@ -95,6 +105,22 @@ func Source(ctx context.Context, c client.Client, p Params) (images.Source, erro
 	}
 	s.CA = ca
 	return s, nil
+}
+
+// ContainerDisk is the disk of a containerDisk image whose files the step
+// sees at their place: the first regular file (by name) under dir, as CDI
+// and KubeVirt pick it.
+func ContainerDisk(dir string) (images.Source, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the containerDisk image has no %s directory: %w", dir, err)
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			return images.FileSource{Path: filepath.Join(dir, e.Name())}, nil
+		}
+	}
+	return nil, fmt.Errorf("the containerDisk image has no file under %s", dir)
 }
 
 // Digest reads the manifest digest of a registry source.

@@ -9,6 +9,7 @@ import (
 	executeinvm "github.com/tekvirt/tekvirt/tasks/execute-in-vm"
 	generatesshkeys "github.com/tekvirt/tekvirt/tasks/generate-ssh-keys"
 	hostedclusteraccess "github.com/tekvirt/tekvirt/tasks/hosted-cluster-access"
+	hostedclusterbootstrap "github.com/tekvirt/tekvirt/tasks/hosted-cluster-bootstrap"
 	hostedclustercontrolplane "github.com/tekvirt/tekvirt/tasks/hosted-cluster-control-plane"
 	hostedclusteretcd "github.com/tekvirt/tekvirt/tasks/hosted-cluster-etcd"
 	hostedclusterpki "github.com/tekvirt/tekvirt/tasks/hosted-cluster-pki"
@@ -28,6 +29,6 @@ func Root() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(generatesshkeys.Command(), createvm.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command(), modifydataobject.Command(),
-		prunedatavolumes.Command(), hostedclusterpki.Command(), hostedclusteretcd.Command(), hostedclustercontrolplane.Command(), hostedclusteraccess.Command(), hostedclusterwait.Command())
+		prunedatavolumes.Command(), hostedclusterpki.Command(), hostedclusteretcd.Command(), hostedclustercontrolplane.Command(), hostedclusteraccess.Command(), hostedclusterwait.Command(), hostedclusterbootstrap.Command(), copySelf())
 	return root
 }
