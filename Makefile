@@ -68,7 +68,7 @@ generate: $(TOOLS)/controller-gen ## regenerate deepcopy, CRDs and RBAC
 	$(TOOLS)/controller-gen object paths=./controllers/apis/...
 	$(TOOLS)/controller-gen crd paths=./controllers/apis/... output:crd:dir=./controllers/config/crd
 	cd e2e/tools/crdgen && $(GO) run . -out $(CURDIR)/controllers/config/crd
-	$(TOOLS)/controller-gen rbac:roleName=tekvirt-controller paths=./controllers/vm/... paths=./controllers/vmi/... paths=./controllers/datavolume/... paths=./controllers/datasource/... paths=./controllers/dataimportcron/... paths=./controllers/uploadtoken/... paths=./controllers/uploadproxy/... paths=./controllers/metrics/... paths=./controllers/subresources/... paths=./controllers/frontproxy/... paths=./controllers/eviction/... paths=./controllers/hostedcluster/... output:rbac:dir=./controllers/config/rbac
+	$(TOOLS)/controller-gen rbac:roleName=tekvirt-controller paths=./controllers/vm/... paths=./controllers/vmi/... paths=./controllers/datavolume/... paths=./controllers/datasource/... paths=./controllers/dataimportcron/... paths=./controllers/uploadtoken/... paths=./controllers/uploadproxy/... paths=./controllers/metrics/... paths=./controllers/subresources/... paths=./controllers/frontproxy/... paths=./controllers/eviction/... paths=./controllers/hostedcluster/... paths=./controllers/nodepool/... output:rbac:dir=./controllers/config/rbac
 	$(TOOLS)/controller-gen rbac:roleName=tekvirt-operator paths=./controllers/hyperconverged/... output:rbac:dir=./controllers/config/operator
 	$(TOOLS)/controller-gen rbac:roleName=tekvirt-handler paths=./runtime/handler/... output:rbac:dir=./controllers/config/handler
 	$(TOOLS)/controller-gen rbac:roleName=tekvirt-hostpath paths=./controllers/hostpath/... output:rbac:dir=./controllers/config/hostpath

@@ -34,6 +34,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/hostedcluster"
 	"github.com/tekvirt/tekvirt/controllers/manager"
 	"github.com/tekvirt/tekvirt/controllers/metrics"
+	"github.com/tekvirt/tekvirt/controllers/nodepool"
 	"github.com/tekvirt/tekvirt/controllers/requester"
 	"github.com/tekvirt/tekvirt/controllers/subresources"
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
@@ -44,10 +45,11 @@ import (
 )
 
 func main() {
-	var stepImage, launcherImage, probeAddr, metricsAddr, certDir string
+	var stepImage, launcherImage, workerImage, probeAddr, metricsAddr, certDir string
 	var webhookPort, apiPort, uploadProxyPort, subresourcesPort int
 	flag.StringVar(&stepImage, "step-image", "", "image reference of tekvirt-step, run by every catalog task")
 	flag.StringVar(&launcherImage, "launcher-image", "", "image reference of tekvirt-launcher, run by every launcher Pod")
+	flag.StringVar(&workerImage, "hosted-worker-image", "", "containerDisk NodePool workers boot unless the pool names one")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "address of /metrics; 0 disables")
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "directory with tls.crt and tls.key of the VM validating webhook; empty disables it")
@@ -59,7 +61,7 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	if err := run(images{step: stepImage, launcher: launcherImage}, probeAddr, metricsAddr, certDir, ports{webhookPort, apiPort, uploadProxyPort, subresourcesPort}); err != nil {
+	if err := run(images{step: stepImage, launcher: launcherImage, worker: workerImage}, probeAddr, metricsAddr, certDir, ports{webhookPort, apiPort, uploadProxyPort, subresourcesPort}); err != nil {
 		fmt.Fprintln(os.Stderr, "tekvirt-controller:", err)
 		os.Exit(1)
 	}
@@ -68,7 +70,7 @@ func main() {
 type ports struct{ webhook, api, uploadProxy, subresources int }
 
 // images are the component images the controller runs.
-type images struct{ step, launcher string }
+type images struct{ step, launcher, worker string }
 
 func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if img.step == "" || img.launcher == "" {
@@ -108,6 +110,9 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	}
 	if err := (&hostedcluster.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the HostedCluster controller: %w", err)
+	}
+	if err := (&nodepool.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), WorkerImage: img.worker}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NodePool controller: %w", err)
 	}
 	if err := (&dataimportcron.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DataImportCron controller: %w", err)

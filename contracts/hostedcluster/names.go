@@ -123,7 +123,7 @@ const (
 )
 
 // ControllerAccessRole is the ClusterRole the HostedCluster controller
-// binds to tekvirt's controller in each control-plane namespace: reading
-// the local admin kubeconfig and the worker bootstrap Secret there, which
-// the NodePool controller needs to create workers and watch their nodes.
-const ControllerAccessRole = "tekvirt-hosted-control-plane-reader"
+// binds to tekvirt's controller in each control-plane namespace, for the
+// NodePool controller: reading the local admin kubeconfig and the worker
+// bootstrap Secret there, and making the worker VMs and their disks.
+const ControllerAccessRole = "tekvirt-hosted-control-plane-access"

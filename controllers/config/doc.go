@@ -51,7 +51,7 @@ var Files = []string{
 	"golden/namespace.yaml",
 	"operator/ca_reader.yaml",
 	"hosted/release_reader.yaml",
-	"hosted/control_plane_reader.yaml",
+	"hosted/control_plane_access.yaml",
 	"operator/role.yaml",
 	"operator/service_account.yaml",
 	"operator/role_binding.yaml",

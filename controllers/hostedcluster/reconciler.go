@@ -35,12 +35,13 @@ const healthInterval = 30 * time.Second
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=hypershift.openshift.io,resources=nodepools,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-hosted-cluster-pki-task;tekvirt-hosted-cluster-etcd-task;tekvirt-hosted-cluster-control-plane-task;tekvirt-hosted-cluster-access-task;tekvirt-hosted-cluster-wait-task;tekvirt-hosted-cluster-bootstrap-task;tekvirt-hosted-control-plane-reader
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-hosted-cluster-pki-task;tekvirt-hosted-cluster-etcd-task;tekvirt-hosted-cluster-control-plane-task;tekvirt-hosted-cluster-access-task;tekvirt-hosted-cluster-wait-task;tekvirt-hosted-cluster-bootstrap-task;tekvirt-hosted-control-plane-access
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch;create;delete
 
 // Reconciler provisions HostedClusters with the provision-hosted-cluster pipeline.
@@ -261,6 +262,9 @@ func (r *Reconciler) teardown(ctx context.Context, cluster *hyperv1.HostedCluste
 	if !controllerutil.ContainsFinalizer(cluster, Finalizer) {
 		return ctrl.Result{}, nil
 	}
+	if err := r.deleteNodePools(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
+	}
 	owner := cluster.Namespace + "/" + cluster.Name
 	ns := &corev1.Namespace{}
 	err := r.Reader.Get(ctx, client.ObjectKey{Name: cpNS}, ns)
@@ -281,6 +285,25 @@ func (r *Reconciler) teardown(ctx context.Context, cluster *hyperv1.HostedCluste
 		return ctrl.Result{}, fmt.Errorf("removing the finalizer: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// deleteNodePools deletes the cluster's NodePools, as HyperShift does; their
+// workers are in the control-plane namespace and go with it anyway.
+func (r *Reconciler) deleteNodePools(ctx context.Context, cluster *hyperv1.HostedCluster) error {
+	pools := &hyperv1.NodePoolList{}
+	if err := r.List(ctx, pools, client.InNamespace(cluster.Namespace)); err != nil {
+		return fmt.Errorf("listing NodePools: %w", err)
+	}
+	for i := range pools.Items {
+		p := &pools.Items[i]
+		if p.Spec.ClusterName != cluster.Name || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting NodePool %s/%s: %w", p.Namespace, p.Name, err)
+		}
+	}
+	return nil
 }
 
 // SetupWithManager watches HostedClusters and their PipelineRuns.

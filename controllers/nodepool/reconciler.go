@@ -1,0 +1,382 @@
+package nodepool
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
+)
+
+// Finalizer holds a NodePool until its workers are gone.
+const Finalizer = "hypershift.openshift.io/finalizer"
+
+// How often a pool is looked at again, since hosted nodes are not watched:
+// while it changes, and once it is steady.
+const (
+	progressInterval = 10 * time.Second
+	steadyInterval   = 30 * time.Second
+)
+
+// Creating and deleting workers and their disks, and reading the control
+// plane's Secrets, is granted only in control-plane namespaces, by the Role
+// binding the HostedCluster controller makes there
+// (hc.ControllerAccessRole), not here.
+// +kubebuilder:rbac:groups=hypershift.openshift.io,resources=nodepools,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=hypershift.openshift.io,resources=nodepools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=hypershift.openshift.io,resources=nodepools/finalizers,verbs=update
+// +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch
+
+// Reconciler keeps each NodePool's workers.
+type Reconciler struct {
+	client.Client
+	// Reader reads the control plane's Secrets, which are not cached.
+	Reader client.Reader
+	// WorkerImage is the containerDisk workers boot unless the pool names one.
+	WorkerImage string
+	Now         func() time.Time
+}
+
+func (r *Reconciler) now() metav1.Time {
+	if r.Now != nil {
+		return metav1.NewTime(r.Now())
+	}
+	return metav1.Now()
+}
+
+// Reconcile makes one NodePool's workers match it and reports on them.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	np := &hyperv1.NodePool{}
+	if err := r.Get(ctx, req.NamespacedName, np); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if np.Spec.Platform.Type != hyperv1.KubevirtPlatform {
+		return ctrl.Result{}, nil // admission refuses other platforms
+	}
+	cpNS := hc.ControlPlaneNamespace(np.Namespace, np.Spec.ClusterName)
+	if !np.DeletionTimestamp.IsZero() {
+		return r.teardown(ctx, np, cpNS)
+	}
+	if controllerutil.AddFinalizer(np, Finalizer) {
+		if err := r.Update(ctx, np); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+	}
+	vms, err := r.workers(ctx, np, cpNS)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs := Observed{Autoscaling: np.Spec.AutoScaling != nil, Machines: machines(vms)}
+	spec, hosted, blocked, err := r.prerequisites(ctx, np, cpNS)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs.Blocked = blocked
+	if blocked == nil {
+		if err := r.observeNodes(ctx, hosted, obs.Machines); err != nil {
+			obs.Blocked = &Problem{WaitingForControlPlane, err.Error()}
+		}
+	}
+	obs.Desired = Desired(np, len(obs.staying()))
+	if obs.Blocked == nil {
+		if err := r.converge(ctx, np, &obs, spec, hosted, vms); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.updateStatus(ctx, np, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if Ready(obs) {
+		return ctrl.Result{RequeueAfter: steadyInterval}, nil
+	}
+	return ctrl.Result{RequeueAfter: progressInterval}, nil
+}
+
+// workers are np's VMs in the control-plane namespace.
+func (r *Reconciler) workers(ctx context.Context, np *hyperv1.NodePool, cpNS string) ([]kubevirtv1.VirtualMachine, error) {
+	list := &kubevirtv1.VirtualMachineList{}
+	if err := r.List(ctx, list, client.InNamespace(cpNS), client.MatchingLabels(Labels(np))); err != nil {
+		return nil, fmt.Errorf("listing the workers of NodePool %s/%s: %w", np.Namespace, np.Name, err)
+	}
+	return list.Items, nil
+}
+
+func machines(vms []kubevirtv1.VirtualMachine) []Machine {
+	out := make([]Machine, 0, len(vms))
+	for i := range vms {
+		vm := &vms[i]
+		out = append(out, Machine{Name: vm.Name, Created: vm.CreationTimestamp.Time, VMReady: vm.Status.Ready,
+			Removing: vm.Annotations[RemovingAnnotation] != "" || !vm.DeletionTimestamp.IsZero()})
+	}
+	return out
+}
+
+// prerequisites are what workers are made with: the HostedCluster, its
+// provisioned control plane (the bootstrap Secret and admin kubeconfig),
+// and an image to boot; or the problem that blocks them.
+func (r *Reconciler) prerequisites(ctx context.Context, np *hyperv1.NodePool, cpNS string) (Spec, kubernetes.Interface, *Problem, error) {
+	key := client.ObjectKey{Namespace: np.Namespace, Name: np.Spec.ClusterName}
+	if err := r.Get(ctx, key, &hyperv1.HostedCluster{}); apierrors.IsNotFound(err) {
+		return Spec{}, nil, &Problem{HostedClusterNotFoundReason, fmt.Sprintf("HostedCluster %s (spec.clusterName) does not exist", key)}, nil
+	} else if err != nil {
+		return Spec{}, nil, nil, err
+	}
+	image := Image(np, r.WorkerImage)
+	if image == "" {
+		return Spec{}, nil, &Problem{InvalidPlatformReason, "spec.platform.kubevirt.rootVolume.diskImage.containerDiskImage is not set and this install publishes no worker image"}, nil
+	}
+	secrets := map[string]*corev1.Secret{}
+	for _, name := range []string{hc.WorkerBootstrapSecret, hc.LocalKubeconfigSecret} {
+		s := &corev1.Secret{}
+		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: cpNS, Name: name}, s)
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return Spec{}, nil, &Problem{WaitingForControlPlane, fmt.Sprintf("waiting for HostedCluster %s to be provisioned (Secret %s/%s)", key, cpNS, name)}, nil
+		}
+		if err != nil {
+			return Spec{}, nil, nil, fmt.Errorf("reading Secret %s/%s: %w", cpNS, name, err)
+		}
+		secrets[name] = s
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secrets[hc.LocalKubeconfigSecret].Data[hc.KubeconfigKey])
+	if err != nil {
+		return Spec{}, nil, nil, fmt.Errorf("secret %s/%s: %w", cpNS, hc.LocalKubeconfigSecret, err)
+	}
+	cfg.Timeout = 10 * time.Second
+	hosted, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return Spec{}, nil, nil, err
+	}
+	spec := Spec{Namespace: cpNS, Image: image, UserData: string(secrets[hc.WorkerBootstrapSecret].Data[hc.UserDataKey])}
+	return spec, hosted, nil, nil
+}
+
+// observeNodes fills in the hosted nodes of ms (node name = VM name).
+func (r *Reconciler) observeNodes(ctx context.Context, hosted kubernetes.Interface, ms []Machine) error {
+	nodes, err := hosted.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("the hosted API server does not answer: %w", err)
+	}
+	byName := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	for i := range ms {
+		if n := byName[ms[i].Name]; n != nil {
+			ms[i].NodeReady, ms[i].NodeVersion = nodeReady(n), n.Status.NodeInfo.KubeletVersion
+		}
+	}
+	return nil
+}
+
+// converge caches the boot image, adds the workers missing and removes
+// (drain, then delete) those too many.
+func (r *Reconciler) converge(ctx context.Context, np *hyperv1.NodePool, obs *Observed, spec Spec, hosted kubernetes.Interface, vms []kubevirtv1.VirtualMachine) error {
+	if UsesCache(np) {
+		msg, err := r.ensureCache(ctx, np, spec)
+		if err != nil {
+			return err
+		}
+		spec.Cache, obs.Cache, obs.CacheMessage = CacheName(np, spec.Image), CacheName(np, spec.Image), msg
+	}
+	add, remove := Plan(obs.Desired, obs.Machines)
+	if obs.CacheMessage != "" {
+		add = 0
+	}
+	log := ctrl.LoggerFrom(ctx)
+	for range add {
+		name := workerName(np)
+		if err := r.Create(ctx, VirtualMachine(np, name, spec)); err != nil {
+			return fmt.Errorf("creating worker VirtualMachine %s/%s: %w", spec.Namespace, name, err)
+		}
+		log.Info("worker added", "virtualMachine", name, "namespace", spec.Namespace)
+		obs.Machines = append(obs.Machines, Machine{Name: name})
+	}
+	for _, name := range remove {
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, RemovingAnnotation)
+		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: spec.Namespace, Name: name}}
+		if err := r.Patch(ctx, vm, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("marking worker %s/%s for removal: %w", spec.Namespace, name, err)
+		}
+		log.Info("worker to remove", "virtualMachine", name, "namespace", spec.Namespace)
+		for i := range obs.Machines {
+			if obs.Machines[i].Name == name {
+				obs.Machines[i].Removing = true
+			}
+		}
+	}
+	for i := range vms {
+		vm := &vms[i]
+		if vm.Annotations[RemovingAnnotation] == "" || !vm.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.remove(ctx, hosted, vm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// workerName is a new worker's name: the pool's and a random suffix, as
+// HyperShift names machines. It is the hosted node's name too.
+func workerName(np *hyperv1.NodePool) string {
+	base := np.Name
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	return base + "-" + utilrand.String(5)
+}
+
+// remove drains a worker's hosted node, then deletes its VM (its root
+// volume goes with it) and the Node object.
+func (r *Reconciler) remove(ctx context.Context, hosted kubernetes.Interface, vm *kubevirtv1.VirtualMachine) error {
+	done, msg, err := drain(ctx, hosted, vm.Name)
+	if err != nil {
+		return err
+	}
+	log := ctrl.LoggerFrom(ctx)
+	if !done {
+		log.Info("draining", "node", vm.Name, "status", msg)
+		return nil
+	}
+	if err := r.Delete(ctx, vm); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting worker VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
+	}
+	if err := hosted.CoreV1().Nodes().Delete(ctx, vm.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting hosted node %s: %w", vm.Name, err)
+	}
+	log.Info("worker removed", "virtualMachine", vm.Name, "namespace", vm.Namespace)
+	return nil
+}
+
+// ensureCache creates the pool's boot-image cache DataVolume unless it
+// exists; it returns how the import is doing until it has succeeded.
+func (r *Reconciler) ensureCache(ctx context.Context, np *hyperv1.NodePool, spec Spec) (string, error) {
+	want := CacheDataVolume(np, spec.Namespace, spec.Image)
+	dv := &cdiv1.DataVolume{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), dv)
+	if apierrors.IsNotFound(err) {
+		if err := r.Create(ctx, want); err != nil {
+			return "", fmt.Errorf("creating the boot image cache DataVolume %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		return "importing " + spec.Image, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if dv.Status.Phase == cdiv1.Succeeded {
+		return "", nil
+	}
+	msg := string(dv.Status.Phase)
+	if dv.Status.Progress != "" {
+		msg += " " + string(dv.Status.Progress)
+	}
+	for _, c := range dv.Status.Conditions {
+		if c.Type == cdiv1.DataVolumeRunning && c.Message != "" {
+			msg += ": " + c.Message
+		}
+	}
+	return msg, nil
+}
+
+func (r *Reconciler) updateStatus(ctx context.Context, np *hyperv1.NodePool, obs Observed) error {
+	before := np.Status.DeepCopy()
+	Apply(&np.Status, obs, np.Generation, r.now())
+	if equality.Semantic.DeepEqual(before, &np.Status) {
+		return nil
+	}
+	if err := r.Status().Update(ctx, np); err != nil {
+		return fmt.Errorf("updating the status: %w", err)
+	}
+	return nil
+}
+
+// teardown deletes the pool's workers and cache (the hosted Node objects
+// too, when the hosted cluster answers); the finalizer goes once none is
+// left. A pool whose control plane is gone has nothing left.
+func (r *Reconciler) teardown(ctx context.Context, np *hyperv1.NodePool, cpNS string) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(np, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	vms, err := r.workers(ctx, np, cpNS)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	dvs := &cdiv1.DataVolumeList{}
+	if err := r.List(ctx, dvs, client.InNamespace(cpNS), client.MatchingLabels(Labels(np))); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(vms) > 0 || len(dvs.Items) > 0 {
+		_, hosted, _, _ := r.prerequisites(ctx, np, cpNS)
+		for i := range vms {
+			if err := r.Delete(ctx, &vms[i]); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting worker VirtualMachine %s/%s: %w", cpNS, vms[i].Name, err)
+			}
+			if hosted != nil {
+				_ = hosted.CoreV1().Nodes().Delete(ctx, vms[i].Name, metav1.DeleteOptions{})
+			}
+		}
+		// Only the cache is labelled with the pool; root volumes go with their VMs.
+		for i := range dvs.Items {
+			if err := r.Delete(ctx, &dvs.Items[i]); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting DataVolume %s/%s: %w", cpNS, dvs.Items[i].Name, err)
+			}
+		}
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	controllerutil.RemoveFinalizer(np, Finalizer)
+	if err := r.Update(ctx, np); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("removing the finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager watches NodePools, their workers and caches (by label),
+// and HostedClusters (for the pools naming them).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	byLabels := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		l := o.GetLabels()
+		if l[PoolLabel] == "" || l[PoolNamespaceLabel] == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[PoolNamespaceLabel], Name: l[PoolLabel]}}}
+	})
+	byCluster := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		pools := &hyperv1.NodePoolList{}
+		if err := r.List(ctx, pools, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, p := range pools.Items {
+			if p.Spec.ClusterName == o.GetName() {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+			}
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodepool").
+		For(&hyperv1.NodePool{}).
+		Watches(&kubevirtv1.VirtualMachine{}, byLabels).
+		Watches(&cdiv1.DataVolume{}, byLabels).
+		Watches(&hyperv1.HostedCluster{}, byCluster).
+		Complete(r)
+}
