@@ -108,11 +108,8 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err := (&datasource.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("setting up the DataSource controller: %w", err)
 	}
-	if err := (&hostedcluster.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the HostedCluster controller: %w", err)
-	}
-	if err := (&nodepool.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), WorkerImage: img.worker}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the NodePool controller: %w", err)
+	if err := setupHosted(mgr, img); err != nil {
+		return err
 	}
 	if err := (&dataimportcron.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DataImportCron controller: %w", err)
@@ -126,6 +123,17 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 		}
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// setupHosted sets up the HostedCluster and NodePool controllers.
+func setupHosted(mgr ctrl.Manager, img images) error {
+	if err := (&hostedcluster.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: img.step}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the HostedCluster controller: %w", err)
+	}
+	if err := (&nodepool.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), WorkerImage: img.worker}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NodePool controller: %w", err)
+	}
+	return nil
 }
 
 // uploadKey loads the upload token signing key, reading through to the API

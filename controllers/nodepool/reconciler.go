@@ -140,6 +140,9 @@ func (r *Reconciler) prerequisites(ctx context.Context, np *hyperv1.NodePool, cp
 	} else if err != nil {
 		return Spec{}, nil, nil, err
 	}
+	if d := kubevirtPlatform(np).KubevirtHostDevices; len(d) > 0 {
+		return Spec{}, nil, &Problem{InvalidPlatformReason, fmt.Sprintf("spec.platform.kubevirt.hostDevices (%s) are not implemented yet", d[0].DeviceName)}, nil
+	}
 	image := Image(np, r.WorkerImage)
 	if image == "" {
 		return Spec{}, nil, &Problem{InvalidPlatformReason, "spec.platform.kubevirt.rootVolume.diskImage.containerDiskImage is not set and this install publishes no worker image"}, nil
@@ -282,19 +285,7 @@ func (r *Reconciler) ensureCache(ctx context.Context, np *hyperv1.NodePool, spec
 	if err != nil {
 		return "", err
 	}
-	if dv.Status.Phase == cdiv1.Succeeded {
-		return "", nil
-	}
-	msg := string(dv.Status.Phase)
-	if dv.Status.Progress != "" {
-		msg += " " + string(dv.Status.Progress)
-	}
-	for _, c := range dv.Status.Conditions {
-		if c.Type == cdiv1.DataVolumeRunning && c.Message != "" {
-			msg += ": " + c.Message
-		}
-	}
-	return msg, nil
+	return CacheProgress(dv), nil
 }
 
 func (r *Reconciler) updateStatus(ctx context.Context, np *hyperv1.NodePool, obs Observed) error {

@@ -7,6 +7,7 @@ import (
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 )
 
 // Reasons this controller reports besides HyperShift's AsExpected.
@@ -104,6 +105,27 @@ func Conditions(o Observed, generation int64) []hyperv1.NodePoolCondition {
 		out = append(out, cond(hyperv1.NodePoolReadyConditionType, true, hyperv1.AsExpectedReason, counts))
 	}
 	return out
+}
+
+// CacheProgress says how the cache DataVolume's import is doing, or ""
+// once it has succeeded (a DataVolume without a phase yet is Pending).
+func CacheProgress(dv *cdiv1.DataVolume) string {
+	if dv.Status.Phase == cdiv1.Succeeded {
+		return ""
+	}
+	msg := string(dv.Status.Phase)
+	if msg == "" {
+		msg = string(cdiv1.Pending)
+	}
+	if dv.Status.Progress != "" && dv.Status.Progress != "N/A" {
+		msg += " " + string(dv.Status.Progress)
+	}
+	for _, c := range dv.Status.Conditions {
+		if c.Type == cdiv1.DataVolumeRunning && c.Message != "" {
+			msg += ": " + c.Message
+		}
+	}
+	return msg
 }
 
 // Ready says whether o makes the pool Ready.

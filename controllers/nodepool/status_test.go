@@ -7,6 +7,7 @@ import (
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 )
 
 func condition(conds []hyperv1.NodePoolCondition, t string) *hyperv1.NodePoolCondition {
@@ -90,5 +91,25 @@ func TestApply(t *testing.T) {
 	Apply(st, Observed{Desired: 0}, 2, t1)
 	if st.Replicas != 0 || st.Version != "v1.33.0" {
 		t.Errorf("after scaling to zero: replicas %d version %q", st.Replicas, st.Version)
+	}
+}
+
+func TestCacheProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   cdiv1.DataVolumeStatus
+		want string
+	}{
+		{"just created", cdiv1.DataVolumeStatus{}, "Pending"},
+		{"importing", cdiv1.DataVolumeStatus{Phase: cdiv1.ImportInProgress, Progress: "40.0%"}, "ImportInProgress 40.0%"},
+		{"failed", cdiv1.DataVolumeStatus{Phase: cdiv1.Failed, Progress: "N/A", Conditions: []cdiv1.DataVolumeCondition{
+			{Type: cdiv1.DataVolumeRunning, Message: "import failed: not found"}}}, "Failed: import failed: not found"},
+		{"done", cdiv1.DataVolumeStatus{Phase: cdiv1.Succeeded, Progress: "100.0%"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CacheProgress(&cdiv1.DataVolume{Status: tc.st}); got != tc.want {
+				t.Errorf("CacheProgress = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -73,9 +73,6 @@ func sharedLibraries(binary string) ([]string, error) {
 // the test guest's. NodePools boot it unless they name another image.
 const HostedWorkerKey = "tekvirt.io/hosted-worker"
 
-// HostedWorkerImage is where `up` pushes the worker, by tag.
-const HostedWorkerImage = RegistryAddr + "/tekvirt/hosted-worker:latest"
-
 // pushWorker builds the worker guest (cached by its inputs: the kubelet
 // binary and pause image among them) and pushes it as a containerDisk to
 // registry; it returns the pushed reference (by digest).

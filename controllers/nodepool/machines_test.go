@@ -1,0 +1,98 @@
+package nodepool
+
+import (
+	"testing"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+)
+
+func pool(rv *hyperv1.KubevirtRootVolume, compute *hyperv1.KubevirtCompute) *hyperv1.NodePool {
+	return &hyperv1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "workers"},
+		Spec: hyperv1.NodePoolSpec{ClusterName: "demo", Platform: hyperv1.NodePoolPlatform{Type: hyperv1.KubevirtPlatform,
+			Kubevirt: &hyperv1.KubevirtNodePoolPlatform{RootVolume: rv, Compute: compute, NodeSelector: map[string]string{"zone": "a"}}}}}
+}
+
+func TestVirtualMachine(t *testing.T) {
+	mem := resource.MustParse("1Gi")
+	size := resource.MustParse("5Gi")
+	rv := &hyperv1.KubevirtRootVolume{KubevirtVolume: hyperv1.KubevirtVolume{Type: hyperv1.KubevirtVolumeTypePersistent,
+		Persistent: &hyperv1.KubevirtPersistentVolume{Size: &size, StorageClass: ptr.To("fast"),
+			AccessModes: []hyperv1.PersistentVolumeAccessMode{hyperv1.PersistentVolumeAccessMode(corev1.ReadWriteOnce)}}}}
+	np := pool(rv, &hyperv1.KubevirtCompute{Memory: &mem, Cores: ptr.To(uint32(3))})
+	vm := VirtualMachine(np, "workers-abcde", Spec{Namespace: "clusters-demo", Image: "reg/worker@sha256:1", UserData: "#!/bin/sh\n"})
+
+	if vm.Namespace != "clusters-demo" || vm.Labels[PoolLabel] != "workers" || vm.Labels[PoolNamespaceLabel] != "clusters" {
+		t.Errorf("VM %s/%s labels %v", vm.Namespace, vm.Name, vm.Labels)
+	}
+	spec := vm.Spec.Template.Spec
+	if spec.Domain.CPU.Cores != 3 || !spec.Domain.Resources.Requests.Memory().Equal(mem) || spec.Domain.Resources.Limits != nil {
+		t.Errorf("compute: cores %d, resources %+v", spec.Domain.CPU.Cores, spec.Domain.Resources)
+	}
+	if spec.NodeSelector["zone"] != "a" {
+		t.Errorf("nodeSelector %v", spec.NodeSelector)
+	}
+	if tsc := spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].TopologyKey != corev1.LabelHostname ||
+		tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway || tsc[0].LabelSelector.MatchLabels[PoolLabel] != "workers" {
+		t.Errorf("topology spread %+v", tsc)
+	}
+	if spec.Volumes[1].CloudInitNoCloud == nil || spec.Volumes[1].CloudInitNoCloud.UserData != "#!/bin/sh\n" {
+		t.Errorf("cloud-init volume %+v", spec.Volumes[1])
+	}
+	dvt := vm.Spec.DataVolumeTemplates
+	if len(dvt) != 1 || dvt[0].Name != "workers-abcde-rootdisk" || spec.Volumes[0].DataVolume.Name != dvt[0].Name {
+		t.Fatalf("root volume %+v / %+v", dvt, spec.Volumes[0])
+	}
+	st := dvt[0].Spec.Storage
+	if !st.Resources.Requests.Storage().Equal(size) || *st.StorageClassName != "fast" || st.AccessModes[0] != corev1.ReadWriteOnce {
+		t.Errorf("root storage %+v", st)
+	}
+	reg := dvt[0].Spec.Source.Registry
+	if reg == nil || *reg.URL != "docker://reg/worker@sha256:1" || *reg.PullMethod != cdiv1.RegistryPullNode {
+		t.Errorf("root source %+v, want the image pulled by the node", dvt[0].Spec.Source)
+	}
+
+	cached := VirtualMachine(np, "workers-fghij", Spec{Namespace: "clusters-demo", Image: "reg/worker@sha256:1", Cache: "workers-boot-cache-1"})
+	if src := cached.Spec.DataVolumeTemplates[0].Spec.Source; src.PVC == nil || src.PVC.Name != "workers-boot-cache-1" || src.PVC.Namespace != "clusters-demo" {
+		t.Errorf("cached root source %+v, want a clone of the cache", src)
+	}
+}
+
+func TestVirtualMachineDefaultsAndGuaranteed(t *testing.T) {
+	vm := VirtualMachine(pool(nil, nil), "w", Spec{Namespace: "ns", Image: "i"})
+	spec := vm.Spec.Template.Spec
+	if spec.Domain.CPU.Cores != 2 || !spec.Domain.Resources.Requests.Memory().Equal(resource.MustParse("8Gi")) ||
+		!vm.Spec.DataVolumeTemplates[0].Spec.Storage.Resources.Requests.Storage().Equal(resource.MustParse("32Gi")) {
+		t.Errorf("defaults: cores %d memory %v root %v", spec.Domain.CPU.Cores, spec.Domain.Resources.Requests.Memory(),
+			vm.Spec.DataVolumeTemplates[0].Spec.Storage.Resources.Requests.Storage())
+	}
+	qos := hyperv1.QoSClassGuaranteed
+	g := VirtualMachine(pool(nil, &hyperv1.KubevirtCompute{QosClass: &qos}), "w", Spec{Namespace: "ns", Image: "i"})
+	res := g.Spec.Template.Spec.Domain.Resources
+	if !res.Limits.Cpu().Equal(resource.MustParse("2")) || !res.Limits.Memory().Equal(resource.MustParse("8Gi")) || !res.Requests.Cpu().Equal(resource.MustParse("2")) {
+		t.Errorf("Guaranteed: %+v", res)
+	}
+}
+
+func TestImageAndCache(t *testing.T) {
+	np := pool(nil, nil)
+	if Image(np, "default") != "default" || UsesCache(np) {
+		t.Error("a pool without rootVolume boots the default image without cache")
+	}
+	own := "reg/own:1"
+	np = pool(&hyperv1.KubevirtRootVolume{Image: &hyperv1.KubevirtDiskImage{ContainerDiskImage: &own},
+		CacheStrategy: &hyperv1.KubevirtCachingStrategy{Type: hyperv1.KubevirtCachingStrategyPVC}}, nil)
+	if Image(np, "default") != own || !UsesCache(np) {
+		t.Error("the pool's own image and cache strategy are ignored")
+	}
+	if CacheName(np, "a") == CacheName(np, "b") {
+		t.Error("a new image must get a new cache")
+	}
+	if dv := CacheDataVolume(np, "cp", own); dv.Namespace != "cp" || dv.Labels[PoolLabel] != "workers" || *dv.Spec.Source.Registry.PullMethod != cdiv1.RegistryPullNode {
+		t.Errorf("cache DataVolume %+v", dv)
+	}
+}

@@ -1,0 +1,252 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+
+	"github.com/tekvirt/tekvirt/controllers/nodepool"
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// npCondition is the NodePool's condition of type t, or nil.
+func npCondition(np *hyperv1.NodePool, t string) *hyperv1.NodePoolCondition {
+	for i := range np.Status.Conditions {
+		if np.Status.Conditions[i].Type == t {
+			return &np.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// waitPool waits until the NodePool is Ready with replicas Ready nodes.
+func waitPool(t *testing.T, c client.Client, np *hyperv1.NodePool, replicas int32, timeout time.Duration) {
+	t.Helper()
+	framework.Eventually(t, timeout, fmt.Sprintf("NodePool %s Ready with %d nodes", np.Name, replicas), func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(np), np); err != nil {
+			return err
+		}
+		r := npCondition(np, hyperv1.NodePoolReadyConditionType)
+		if r == nil || r.Status != corev1.ConditionTrue || np.Status.Replicas != replicas {
+			return fmt.Errorf("replicas %d, Ready %+v", np.Status.Replicas, r)
+		}
+		return nil
+	})
+}
+
+// poolWorkers are the names of the pool's VMs in the control-plane namespace.
+func poolWorkers(t *testing.T, c client.Client, cpNS, pool string) []string {
+	t.Helper()
+	vms := &v1.VirtualMachineList{}
+	if err := c.List(context.Background(), vms, client.InNamespace(cpNS), client.MatchingLabels{nodepool.PoolLabel: pool}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, vm := range vms.Items {
+		names = append(names, vm.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// readyNodes are the hosted cluster's Ready nodes.
+func readyNodes(ctx context.Context, hosted kubernetes.Interface) ([]string, error) {
+	nodes, err := hosted.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				names = append(names, n.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// TestNodePool: `tekvirt create cluster kubevirt --node-pool-replicas 1
+// --root-volume-cache-strategy PVC` gives a HostedCluster whose NodePool
+// worker is a tekvirt VM in the control-plane namespace: its root volume a
+// clone of the boot-image cache (status.platform.kubevirt.cacheName), it
+// joins the hosted cluster with the bootstrap task's token as a Ready node
+// named after the VM, and runs a Pod. Scaling to 2 adds a worker that
+// joins; scaling to 1 drains the newest node (its Pod is evicted), then
+// deletes its VM and Node. A NodePool naming no HostedCluster says so.
+func TestNodePool(t *testing.T) {
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	const name = "np"
+	cpNS := ns + "-" + name
+	pullSecret := filepath.Join(t.TempDir(), "pull-secret.json")
+	if err := os.WriteFile(pullSecret, []byte(`{"auths":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	tekvirt(t, f, "create", "cluster", "kubevirt", "--name", name, "--namespace", ns, "--pull-secret", pullSecret,
+		"--node-pool-replicas", "1", "--memory", "1Gi", "--cores", "1", "--root-volume-size", "1", "--root-volume-cache-strategy", "PVC",
+		"--control-plane-availability-policy", "SingleReplica")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("keeping hosted cluster %s/%s of the failed test", ns, name)
+			return
+		}
+		if out, err := run(f, f.Bin("tekvirt"), "destroy", "cluster", "kubevirt", "--name", name, "--namespace", ns); err != nil {
+			t.Logf("cleanup: %v\n%s", err, out)
+		}
+	})
+
+	hc := &hyperv1.HostedCluster{}
+	framework.Eventually(t, 8*time.Minute, "HostedCluster Available", func() error {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hc); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable)) {
+			return fmt.Errorf("conditions %v", hc.Status.Conditions)
+		}
+		return nil
+	})
+	t.Logf("create -> HostedCluster Available: %s", time.Since(start).Round(time.Second))
+	np := &hyperv1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	waitPool(t, c, np, 1, 8*time.Minute)
+	t.Logf("create -> NodePool Ready with 1 node: %s", time.Since(start).Round(time.Second))
+
+	cache := ""
+	if p := np.Status.Platform; p != nil && p.KubeVirt != nil {
+		cache = p.KubeVirt.CacheName
+	}
+	if cache == "" {
+		t.Fatalf("status.platform.kubevirt.cacheName is empty: %+v", np.Status)
+	}
+	workers := poolWorkers(t, c, cpNS, name)
+	if len(workers) != 1 {
+		t.Fatalf("workers %v, want 1", workers)
+	}
+	root := &cdiv1.DataVolume{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cpNS, Name: workers[0] + "-rootdisk"}, root); err != nil {
+		t.Fatal(err)
+	}
+	if src := root.Spec.Source; src == nil || src.PVC == nil || src.PVC.Name != cache {
+		t.Errorf("root volume source %+v, want a clone of the cache %s", root.Spec.Source, cache)
+	}
+	if np.Status.Version == "" || !strings.HasPrefix(np.Status.Version, "v1.") {
+		t.Errorf("status.version %q, want the nodes' kubelet version", np.Status.Version)
+	}
+
+	kc, err := f.Kube.CoreV1().Secrets(ns).Get(ctx, name+"-admin-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc.Data["kubeconfig"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosted := kubernetes.NewForConfigOrDie(cfg)
+	if nodes, err := readyNodes(ctx, hosted); err != nil || !slices.Equal(nodes, workers) {
+		t.Fatalf("hosted Ready nodes %v (%v), want the worker VMs %v", nodes, err, workers)
+	}
+	runPause(t, hosted, "on-first", workers[0])
+
+	// Scale up: a second worker joins.
+	start = time.Now()
+	if out, err := run(f, f.Bin("kubectl"), "-n", ns, "patch", "nodepool", name, "--type=merge", "-p", `{"spec":{"replicas":2}}`); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	waitPool(t, c, np, 2, 6*time.Minute)
+	t.Logf("replicas 1 -> 2: second node Ready in %s", time.Since(start).Round(time.Second))
+	workers2 := poolWorkers(t, c, cpNS, name)
+	added := slices.DeleteFunc(slices.Clone(workers2), func(n string) bool { return n == workers[0] })
+	if len(added) != 1 {
+		t.Fatalf("workers after scale-up %v", workers2)
+	}
+	runPause(t, hosted, "on-second", added[0])
+
+	// Scale down: the newest worker's node is drained (its Pod evicted),
+	// then its VM and Node go.
+	if out, err := run(f, f.Bin("kubectl"), "-n", ns, "patch", "nodepool", name, "--type=merge", "-p", `{"spec":{"replicas":1}}`); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	waitPool(t, c, np, 1, 4*time.Minute)
+	framework.Eventually(t, 2*time.Minute, "the removed worker's VM, Node and Pod gone", func() error {
+		if got := poolWorkers(t, c, cpNS, name); !slices.Equal(got, workers) {
+			return fmt.Errorf("workers %v, want %v", got, workers)
+		}
+		if nodes, err := readyNodes(ctx, hosted); err != nil || !slices.Equal(nodes, workers) {
+			return fmt.Errorf("hosted nodes %v (%w)", nodes, err)
+		}
+		if _, err := hosted.CoreV1().Pods("default").Get(ctx, "on-second", metav1.GetOptions{}); err == nil {
+			return fmt.Errorf("pod on-second still exists")
+		}
+		return nil
+	})
+	if p, err := hosted.CoreV1().Pods("default").Get(ctx, "on-first", metav1.GetOptions{}); err != nil || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("the kept worker's Pod: %v", err)
+	}
+
+	// A NodePool naming a HostedCluster that does not exist.
+	orphan := np.DeepCopy()
+	orphan.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "orphan"}
+	orphan.Spec.ClusterName = "nope"
+	orphan.Status = hyperv1.NodePoolStatus{}
+	if err := c.Create(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "orphan NodePool reports its missing HostedCluster", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(orphan), orphan); err != nil {
+			return err
+		}
+		r := npCondition(orphan, hyperv1.NodePoolReadyConditionType)
+		if r == nil || r.Status != corev1.ConditionFalse || r.Reason != nodepool.HostedClusterNotFoundReason || !strings.Contains(r.Message, ns+"/nope") {
+			return fmt.Errorf("Ready %+v", r)
+		}
+		return nil
+	})
+	if err := c.Delete(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runPause runs the pause image the worker carries in a Pod pinned to node.
+func runPause(t *testing.T, hosted kubernetes.Interface, name, node string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{
+			Name: "pause", Image: "tekvirt.io/pause:latest", ImagePullPolicy: corev1.PullNever}}},
+	}
+	if _, err := hosted.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 90*time.Second, "hosted Pod "+name+" Running on "+node, func() error {
+		p, err := hosted.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("phase %s: %v", p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		return nil
+	})
+}
