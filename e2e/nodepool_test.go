@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -204,6 +206,35 @@ func TestNodePool(t *testing.T) {
 		t.Errorf("the kept worker's Pod: %v", err)
 	}
 
+	// The kept worker's launcher Pod dies: the VM starts again and the
+	// same node comes back Ready after a new boot, with the pool Ready.
+	node, err := hosted.CoreV1().Nodes().Get(ctx, workers[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot := node.Status.NodeInfo.BootID
+	start = time.Now()
+	if out, err := run(f, f.Bin("kubectl"), "-n", cpNS, "delete", "pod", "-l", "vm.kubevirt.io/name="+workers[0], "--wait=false"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	framework.Eventually(t, 5*time.Minute, "worker "+workers[0]+" back Ready after a new boot", func() error {
+		n, err := hosted.CoreV1().Nodes().Get(ctx, workers[0], metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Status.NodeInfo.BootID == boot {
+			return fmt.Errorf("boot ID unchanged")
+		}
+		if nodes, err := readyNodes(ctx, hosted); err != nil || !slices.Equal(nodes, workers) {
+			return fmt.Errorf("Ready nodes %v (%w)", nodes, err)
+		}
+		return nil
+	})
+	waitPool(t, c, np, 1, 2*time.Minute)
+	t.Logf("worker launcher killed -> node Ready again: %s", time.Since(start).Round(time.Second))
+
+	autoscaling(t, f, c, hosted, np, cpNS, workers[0])
+
 	// A NodePool naming a HostedCluster that does not exist.
 	orphan := np.DeepCopy()
 	orphan.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "orphan"}
@@ -249,4 +280,77 @@ func runPause(t *testing.T, hosted kubernetes.Interface, name, node string) {
 		}
 		return nil
 	})
+}
+
+// autoscaling: the docs' patch (replicas removed, autoScaling min 2 max 5)
+// grows the pool to its min; three Pods of 600m on 1-core workers leave
+// one unschedulable, and a third worker is added for it; with the load
+// gone and the HostedCluster's unneeded time at 30 s, one empty worker is
+// drained and removed, back to the min. The kept worker runs a Pod no
+// controller owns, which keeps it.
+func autoscaling(t *testing.T, f *framework.Framework, c client.Client, hosted kubernetes.Interface, np *hyperv1.NodePool, cpNS, kept string) {
+	t.Helper()
+	ctx := context.Background()
+	ns, name := np.Namespace, np.Name
+	if out, err := run(f, f.Bin("kubectl"), "-n", ns, "patch", "hostedcluster", name, "--type=merge", "-p",
+		`{"spec":{"autoscaling":{"scaleDown":{"unneededDurationSeconds":30}}}}`); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	start := time.Now()
+	if out, err := run(f, f.Bin("kubectl"), "-n", ns, "patch", "nodepool", name, "--type=json", "-p",
+		`[{"op":"remove","path":"/spec/replicas"},{"op":"add","path":"/spec/autoScaling","value":{"max":5,"min":2}}]`); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	waitPool(t, c, np, 2, 6*time.Minute)
+	t.Logf("autoscaling min 2: second worker Ready in %s", time.Since(start).Round(time.Second))
+	if a := npCondition(np, hyperv1.NodePoolAutoscalingEnabledConditionType); a == nil || a.Status != corev1.ConditionTrue {
+		t.Errorf("AutoscalingEnabled %+v", a)
+	}
+
+	replicas := int32(3)
+	labels := map[string]string{"app": "load"}
+	load := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "load"},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "pause", Image: "tekvirt.io/pause:latest", ImagePullPolicy: corev1.PullNever,
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("600m")}}}}}}},
+	}
+	start = time.Now()
+	if _, err := hosted.AppsV1().Deployments("default").Create(ctx, load, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 6*time.Minute, "3 load Pods Running on 3 workers", func() error {
+		d, err := hosted.AppsV1().Deployments("default").Get(ctx, "load", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Status.ReadyReplicas != replicas {
+			return fmt.Errorf("%d of %d load Pods ready; workers %v", d.Status.ReadyReplicas, replicas, poolWorkers(t, c, cpNS, name))
+		}
+		return nil
+	})
+	t.Logf("unschedulable Pod -> new worker -> Pod Running: %s", time.Since(start).Round(time.Second))
+	if got := poolWorkers(t, c, cpNS, name); len(got) != 3 {
+		t.Errorf("workers %v, want 3", got)
+	}
+
+	start = time.Now()
+	if err := hosted.AppsV1().Deployments("default").Delete(ctx, "load", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 5*time.Minute, "an unneeded worker removed, down to min 2", func() error {
+		got := poolWorkers(t, c, cpNS, name)
+		if len(got) != 2 || !slices.Contains(got, kept) {
+			return fmt.Errorf("workers %v, want 2 with %s", got, kept)
+		}
+		return nil
+	})
+	t.Logf("load gone -> worker removed: %s", time.Since(start).Round(time.Second))
+	waitPool(t, c, np, 2, 2*time.Minute)
+	// Min holds: nothing more goes although the other worker is empty too.
+	time.Sleep(45 * time.Second)
+	if got := poolWorkers(t, c, cpNS, name); len(got) != 2 {
+		t.Errorf("workers %v below min 2", got)
+	}
 }

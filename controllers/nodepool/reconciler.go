@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/controllers/nodepool/autoscale"
 )
 
 // Finalizer holds a NodePool until its workers are gone.
@@ -54,6 +55,8 @@ type Reconciler struct {
 	// WorkerImage is the containerDisk workers boot unless the pool names one.
 	WorkerImage string
 	Now         func() time.Time
+
+	unneeded unneededTimes
 }
 
 func (r *Reconciler) now() metav1.Time {
@@ -85,30 +88,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	obs := Observed{Autoscaling: np.Spec.AutoScaling != nil, Machines: machines(vms)}
-	spec, hosted, blocked, err := r.prerequisites(ctx, np, cpNS)
+	obs, env, remove, err := r.observe(ctx, np, cpNS, vms)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.Blocked = blocked
-	if blocked == nil {
-		if err := r.observeNodes(ctx, hosted, obs.Machines); err != nil {
-			obs.Blocked = &Problem{WaitingForControlPlane, err.Error()}
-		}
-	}
-	obs.Desired = Desired(np, len(obs.staying()))
 	if obs.Blocked == nil {
-		if err := r.converge(ctx, np, &obs, spec, hosted, vms); err != nil {
+		if err := r.converge(ctx, np, &obs, env, vms, remove); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if err := r.updateStatus(ctx, np, obs); err != nil {
+	if err := r.updateStatus(ctx, np, obs); apierrors.IsConflict(err) {
+		// Written from a cached copy older than the last write; look again.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	} else if err != nil {
 		return ctrl.Result{}, err
 	}
 	if Ready(obs) {
 		return ctrl.Result{RequeueAfter: steadyInterval}, nil
 	}
 	return ctrl.Result{RequeueAfter: progressInterval}, nil
+}
+
+// observe finds the pool's workers, their hosted nodes and what blocks
+// them, and how many the pool wants (and, autoscaled, which to remove
+// first).
+func (r *Reconciler) observe(ctx context.Context, np *hyperv1.NodePool, cpNS string, vms []kubevirtv1.VirtualMachine) (Observed, env, string, error) {
+	obs := Observed{Autoscaling: np.Spec.AutoScaling != nil, Machines: machines(vms)}
+	e, blocked, err := r.prerequisites(ctx, np, cpNS)
+	if err != nil {
+		return obs, e, "", err
+	}
+	obs.Blocked = blocked
+	if blocked == nil {
+		if err := r.observeNodes(ctx, e.hosted, obs.Machines); err != nil {
+			obs.Blocked = &Problem{WaitingForControlPlane, err.Error()}
+		}
+	}
+	obs.Desired = Desired(np, len(obs.staying()))
+	remove := ""
+	if obs.Blocked == nil && np.Spec.AutoScaling != nil {
+		if obs.Desired, remove, err = r.autoscale(ctx, np, e, obs.Machines); err != nil {
+			obs.Blocked = &Problem{WaitingForControlPlane, err.Error()}
+		}
+	}
+	return obs, e, remove, nil
 }
 
 // workers are np's VMs in the control-plane namespace.
@@ -130,46 +153,72 @@ func machines(vms []kubevirtv1.VirtualMachine) []Machine {
 	return out
 }
 
+// env is what workers are made with: the HostedCluster, the worker spec
+// (from its provisioned control plane) and a client of the hosted cluster.
+type env struct {
+	cluster *hyperv1.HostedCluster
+	spec    Spec
+	hosted  kubernetes.Interface
+}
+
 // prerequisites are what workers are made with: the HostedCluster, its
 // provisioned control plane (the bootstrap Secret and admin kubeconfig),
 // and an image to boot; or the problem that blocks them.
-func (r *Reconciler) prerequisites(ctx context.Context, np *hyperv1.NodePool, cpNS string) (Spec, kubernetes.Interface, *Problem, error) {
+func (r *Reconciler) prerequisites(ctx context.Context, np *hyperv1.NodePool, cpNS string) (env, *Problem, error) {
 	key := client.ObjectKey{Namespace: np.Namespace, Name: np.Spec.ClusterName}
-	if err := r.Get(ctx, key, &hyperv1.HostedCluster{}); apierrors.IsNotFound(err) {
-		return Spec{}, nil, &Problem{HostedClusterNotFoundReason, fmt.Sprintf("HostedCluster %s (spec.clusterName) does not exist", key)}, nil
+	cluster := &hyperv1.HostedCluster{}
+	if err := r.Get(ctx, key, cluster); apierrors.IsNotFound(err) {
+		return env{}, &Problem{HostedClusterNotFoundReason, fmt.Sprintf("HostedCluster %s (spec.clusterName) does not exist", key)}, nil
 	} else if err != nil {
-		return Spec{}, nil, nil, err
+		return env{}, nil, err
 	}
 	if d := kubevirtPlatform(np).KubevirtHostDevices; len(d) > 0 {
-		return Spec{}, nil, &Problem{InvalidPlatformReason, fmt.Sprintf("spec.platform.kubevirt.hostDevices (%s) are not implemented yet", d[0].DeviceName)}, nil
+		return env{}, &Problem{InvalidPlatformReason, fmt.Sprintf("spec.platform.kubevirt.hostDevices (%s) are not implemented yet", d[0].DeviceName)}, nil
 	}
 	image := Image(np, r.WorkerImage)
 	if image == "" {
-		return Spec{}, nil, &Problem{InvalidPlatformReason, "spec.platform.kubevirt.rootVolume.diskImage.containerDiskImage is not set and this install publishes no worker image"}, nil
+		return env{}, &Problem{InvalidPlatformReason, "spec.platform.kubevirt.rootVolume.diskImage.containerDiskImage is not set and this install publishes no worker image"}, nil
 	}
 	secrets := map[string]*corev1.Secret{}
 	for _, name := range []string{hc.WorkerBootstrapSecret, hc.LocalKubeconfigSecret} {
 		s := &corev1.Secret{}
 		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: cpNS, Name: name}, s)
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-			return Spec{}, nil, &Problem{WaitingForControlPlane, fmt.Sprintf("waiting for HostedCluster %s to be provisioned (Secret %s/%s)", key, cpNS, name)}, nil
+			return env{}, &Problem{WaitingForControlPlane, fmt.Sprintf("waiting for HostedCluster %s to be provisioned (Secret %s/%s)", key, cpNS, name)}, nil
 		}
 		if err != nil {
-			return Spec{}, nil, nil, fmt.Errorf("reading Secret %s/%s: %w", cpNS, name, err)
+			return env{}, nil, fmt.Errorf("reading Secret %s/%s: %w", cpNS, name, err)
 		}
 		secrets[name] = s
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(secrets[hc.LocalKubeconfigSecret].Data[hc.KubeconfigKey])
 	if err != nil {
-		return Spec{}, nil, nil, fmt.Errorf("secret %s/%s: %w", cpNS, hc.LocalKubeconfigSecret, err)
+		return env{}, nil, fmt.Errorf("secret %s/%s: %w", cpNS, hc.LocalKubeconfigSecret, err)
 	}
 	cfg.Timeout = 10 * time.Second
 	hosted, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return Spec{}, nil, nil, err
+		return env{}, nil, err
 	}
 	spec := Spec{Namespace: cpNS, Image: image, UserData: string(secrets[hc.WorkerBootstrapSecret].Data[hc.UserDataKey])}
-	return spec, hosted, nil, nil
+	return env{cluster: cluster, spec: spec, hosted: hosted}, nil, nil
+}
+
+// autoscale applies the autoscaling rules to the pool: how many workers it
+// wants, and which one to remove first, if any.
+func (r *Reconciler) autoscale(ctx context.Context, np *hyperv1.NodePool, e env, ms []Machine) (int, string, error) {
+	in, err := autoscaleInput(ctx, np, e.cluster, e.hosted, ms)
+	if err != nil {
+		return 0, "", err
+	}
+	key := client.ObjectKeyFromObject(np)
+	in.UnneededSince, in.Now = r.unneeded.get(key), r.now().Time
+	d := autoscale.Decide(in)
+	r.unneeded.set(key, d.UnneededSince)
+	if d.Desired != in.Current {
+		ctrl.LoggerFrom(ctx).Info("autoscaling", "from", in.Current, "to", d.Desired, "remove", d.Remove, "reason", d.Reason)
+	}
+	return d.Desired, d.Remove, nil
 }
 
 // observeNodes fills in the hosted nodes of ms (node name = VM name).
@@ -192,13 +241,19 @@ func (r *Reconciler) observeNodes(ctx context.Context, hosted kubernetes.Interfa
 
 // converge caches the boot image, adds the workers missing and removes
 // (drain, then delete) those too many.
-func (r *Reconciler) converge(ctx context.Context, np *hyperv1.NodePool, obs *Observed, spec Spec, hosted kubernetes.Interface, vms []kubevirtv1.VirtualMachine) error {
+func (r *Reconciler) converge(ctx context.Context, np *hyperv1.NodePool, obs *Observed, e env, vms []kubevirtv1.VirtualMachine, first string) error {
+	spec, hosted := e.spec, e.hosted
 	if UsesCache(np) {
 		msg, err := r.ensureCache(ctx, np, spec)
 		if err != nil {
 			return err
 		}
 		spec.Cache, obs.Cache, obs.CacheMessage = CacheName(np, spec.Image), CacheName(np, spec.Image), msg
+	}
+	if first != "" {
+		if err := r.markRemoving(ctx, spec.Namespace, first, obs); err != nil {
+			return err
+		}
 	}
 	add, remove := Plan(obs.Desired, obs.Machines)
 	if obs.CacheMessage != "" {
@@ -214,16 +269,8 @@ func (r *Reconciler) converge(ctx context.Context, np *hyperv1.NodePool, obs *Ob
 		obs.Machines = append(obs.Machines, Machine{Name: name})
 	}
 	for _, name := range remove {
-		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, RemovingAnnotation)
-		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: spec.Namespace, Name: name}}
-		if err := r.Patch(ctx, vm, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("marking worker %s/%s for removal: %w", spec.Namespace, name, err)
-		}
-		log.Info("worker to remove", "virtualMachine", name, "namespace", spec.Namespace)
-		for i := range obs.Machines {
-			if obs.Machines[i].Name == name {
-				obs.Machines[i].Removing = true
-			}
+		if err := r.markRemoving(ctx, spec.Namespace, name, obs); err != nil {
+			return err
 		}
 	}
 	for i := range vms {
@@ -233,6 +280,22 @@ func (r *Reconciler) converge(ctx context.Context, np *hyperv1.NodePool, obs *Ob
 		}
 		if err := r.remove(ctx, hosted, vm); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// markRemoving marks worker name to be drained and removed.
+func (r *Reconciler) markRemoving(ctx context.Context, ns, name string, obs *Observed) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, RemovingAnnotation)
+	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := r.Patch(ctx, vm, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("marking worker %s/%s for removal: %w", ns, name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("worker to remove", "virtualMachine", name, "namespace", ns)
+	for i := range obs.Machines {
+		if obs.Machines[i].Name == name {
+			obs.Machines[i].Removing = true
 		}
 	}
 	return nil
@@ -295,7 +358,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, np *hyperv1.NodePool, obs
 		return nil
 	}
 	if err := r.Status().Update(ctx, np); err != nil {
-		return fmt.Errorf("updating the status: %w", err)
+		return fmt.Errorf("updating the status of NodePool %s/%s: %w", np.Namespace, np.Name, err)
 	}
 	return nil
 }
@@ -316,7 +379,8 @@ func (r *Reconciler) teardown(ctx context.Context, np *hyperv1.NodePool, cpNS st
 		return ctrl.Result{}, err
 	}
 	if len(vms) > 0 || len(dvs.Items) > 0 {
-		_, hosted, _, _ := r.prerequisites(ctx, np, cpNS)
+		e, _, _ := r.prerequisites(ctx, np, cpNS)
+		hosted := e.hosted
 		for i := range vms {
 			if err := r.Delete(ctx, &vms[i]); client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, fmt.Errorf("deleting worker VirtualMachine %s/%s: %w", cpNS, vms[i].Name, err)

@@ -47,8 +47,9 @@ var hostedClusterFields = []string{
 	"secretEncryption.aescbc.activeKey.name", "secretEncryption.aescbc.backupKey.name",
 	"issuerURL", "olmCatalogPlacement=management", "capabilities",
 	// Typed clients always send autoscaling, which the CRD then defaults;
-	// the NodePool autoscaler scales both ways.
-	"autoscaling.scaling=ScaleUpAndScaleDown",
+	// the NodePool autoscaler follows these (controllers/nodepool/autoscale).
+	"autoscaling.scaling=ScaleUpAndScaleDown|ScaleUpOnly",
+	"autoscaling.scaleDown.unneededDurationSeconds", "autoscaling.scaleDown.utilizationThresholdPercent",
 	"fips=false",
 	"nodeSelector.*", "tolerations.**",
 }
