@@ -349,7 +349,7 @@ func autoscaling(t *testing.T, f *framework.Framework, c client.Client, hosted k
 	t.Logf("load gone -> worker removed: %s", time.Since(start).Round(time.Second))
 	waitPool(t, c, np, 2, 2*time.Minute)
 	// Min holds: nothing more goes although the other worker is empty too.
-	time.Sleep(45 * time.Second)
+	time.Sleep(20 * time.Second)
 	if got := poolWorkers(t, c, cpNS, name); len(got) != 2 {
 		t.Errorf("workers %v below min 2", got)
 	}

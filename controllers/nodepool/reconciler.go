@@ -103,7 +103,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
-	if Ready(obs) {
+	// An autoscaled pool is looked at as often as the cluster-autoscaler
+	// scans (10 s), since hosted Pods are not watched either.
+	if Ready(obs) && np.Spec.AutoScaling == nil {
 		return ctrl.Result{RequeueAfter: steadyInterval}, nil
 	}
 	return ctrl.Result{RequeueAfter: progressInterval}, nil
