@@ -47,10 +47,7 @@ func TestHostedClusterControlPlane(t *testing.T) {
 	const name = "hc"
 	cpNS := ns + "-" + name
 	dir := t.TempDir()
-	pullSecret := filepath.Join(dir, "pull-secret.json")
-	if err := os.WriteFile(pullSecret, []byte(`{"auths":{}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pullSecret := pullSecretFile(t)
 	start := time.Now()
 	tekvirt(t, f, "create", "cluster", "kubevirt", "--name", name, "--namespace", ns, "--pull-secret", pullSecret,
 		"--node-pool-replicas", "0", "--control-plane-availability-policy", "SingleReplica", "--etcd-storage-class", "tekvirt-hostpath")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -137,10 +136,7 @@ func TestCreateClusterKubevirt(t *testing.T) {
 	ns := f.Namespace(t)
 	c := f.VMClient(t)
 	ctx := context.Background()
-	pullSecret := filepath.Join(t.TempDir(), "pull-secret.json")
-	if err := os.WriteFile(pullSecret, []byte(`{"auths":{}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pullSecret := pullSecretFile(t)
 	args := []string{"create", "cluster", "kubevirt", "--name", "hosted", "--namespace", ns, "--pull-secret", pullSecret,
 		"--release-image", "127.0.0.1:5000/tekvirt/hosted-release:latest", "--node-pool-replicas", "2", "--cores", "1", "--memory", "1Gi",
 		"--root-volume-size", "4", "--root-volume-cache-strategy", "PVC", "--control-plane-availability-policy", "SingleReplica",

@@ -93,7 +93,9 @@ func readyNodes(ctx context.Context, hosted kubernetes.Interface) ([]string, err
 // joins the hosted cluster with the bootstrap task's token as a Ready node
 // named after the VM, and runs a Pod. Scaling to 2 adds a worker that
 // joins; scaling to 1 drains the newest node (its Pod is evicted), then
-// deletes its VM and Node. A NodePool naming no HostedCluster says so.
+// deletes its VM and Node. A worker whose launcher is killed boots again
+// and its node comes back Ready. Autoscaling (see autoscaling). A NodePool
+// naming no HostedCluster says so.
 func TestNodePool(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
@@ -101,10 +103,7 @@ func TestNodePool(t *testing.T) {
 	ctx := context.Background()
 	const name = "np"
 	cpNS := ns + "-" + name
-	pullSecret := filepath.Join(t.TempDir(), "pull-secret.json")
-	if err := os.WriteFile(pullSecret, []byte(`{"auths":{}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pullSecret := pullSecretFile(t)
 	start := time.Now()
 	tekvirt(t, f, "create", "cluster", "kubevirt", "--name", name, "--namespace", ns, "--pull-secret", pullSecret,
 		"--node-pool-replicas", "1", "--memory", "1Gi", "--cores", "1", "--root-volume-size", "1", "--root-volume-cache-strategy", "PVC",
@@ -256,6 +255,17 @@ func TestNodePool(t *testing.T) {
 	if err := c.Delete(ctx, orphan); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// pullSecretFile writes an empty docker config JSON, the pull secret of
+// the hosted clusters the tests make (their workers pull nothing).
+func pullSecretFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pull-secret.json")
+	if err := os.WriteFile(path, []byte(`{"auths":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // runPause runs the pause image the worker carries in a Pod pinned to node.

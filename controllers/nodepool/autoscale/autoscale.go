@@ -152,15 +152,7 @@ func NodesFor(pending []Pod, template Resources) int {
 	})
 	var free []Resources
 	for _, p := range pods {
-		placed := false
-		for i := range free {
-			if p.Requests.fits(free[i]) {
-				free[i] = free[i].minus(p.Requests)
-				placed = true
-				break
-			}
-		}
-		if !placed {
+		if !firstFit(p.Requests, free) {
 			free = append(free, template.minus(p.Requests))
 		}
 	}
@@ -204,17 +196,21 @@ func movable(n Node, nodes []Node, i int) bool {
 	}
 	sort.SliceStable(pods, func(a, b int) bool { return pods[a].Requests.CPU > pods[b].Requests.CPU })
 	for _, p := range pods {
-		placed := false
-		for k := range free {
-			if p.Requests.fits(free[k]) {
-				free[k] = free[k].minus(p.Requests)
-				placed = true
-				break
-			}
-		}
-		if !placed {
+		if !firstFit(p.Requests, free) {
 			return false
 		}
 	}
 	return true
+}
+
+// firstFit takes req from the first room in free that holds it, and says
+// whether one did.
+func firstFit(req Resources, free []Resources) bool {
+	for i := range free {
+		if req.fits(free[i]) {
+			free[i] = free[i].minus(req)
+			return true
+		}
+	}
+	return false
 }
