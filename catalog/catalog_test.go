@@ -203,8 +203,8 @@ func TestInlinePipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(spec.Tasks) != 5 {
-		t.Fatalf("tasks: %d, want 5", len(spec.Tasks))
+	if len(spec.Tasks) != 6 {
+		t.Fatalf("tasks: %d, want 6", len(spec.Tasks))
 	}
 	for _, pt := range spec.Tasks {
 		if pt.TaskRef != nil || pt.TaskSpec == nil {

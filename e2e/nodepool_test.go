@@ -94,8 +94,9 @@ func readyNodes(ctx context.Context, hosted kubernetes.Interface) ([]string, err
 // named after the VM, and runs a Pod. Scaling to 2 adds a worker that
 // joins; scaling to 1 drains the newest node (its Pod is evicted), then
 // deletes its VM and Node. A worker whose launcher is killed boots again
-// and its node comes back Ready. Autoscaling (see autoscaling). A NodePool
-// naming no HostedCluster says so.
+// and its node comes back Ready. Autoscaling (see autoscaling), then an
+// infrastructure node drained (see evacuation). A NodePool naming no
+// HostedCluster says so.
 func TestNodePool(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
@@ -233,6 +234,7 @@ func TestNodePool(t *testing.T) {
 	t.Logf("worker launcher killed -> node Ready again: %s", time.Since(start).Round(time.Second))
 
 	autoscaling(t, f, c, hosted, np, cpNS, workers[0])
+	evacuation(t, f, c, np, cpNS)
 
 	// A NodePool naming a HostedCluster that does not exist.
 	orphan := np.DeepCopy()
@@ -362,5 +364,53 @@ func autoscaling(t *testing.T, f *framework.Framework, c client.Client, hosted k
 	time.Sleep(20 * time.Second)
 	if got := poolWorkers(t, c, cpNS, name); len(got) != 2 {
 		t.Errorf("workers %v below min 2", got)
+	}
+}
+
+// evacuation: `kubectl drain` of the infrastructure node a worker runs on
+// (its launcher Pods only; the control plane stays) is held by the
+// workers' evictionStrategy External until the NodePool has drained their
+// hosted nodes and replaced them; the drain then completes and the pool
+// is Ready again with its workers elsewhere.
+func evacuation(t *testing.T, f *framework.Framework, c client.Client, np *hyperv1.NodePool, cpNS string) {
+	t.Helper()
+	ctx := context.Background()
+	before := poolWorkers(t, c, cpNS, np.Name)
+	vmi := &v1.VirtualMachineInstance{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cpNS, Name: before[0]}, vmi); err != nil {
+		t.Fatal(err)
+	}
+	infra := vmi.Status.NodeName
+	var moved []string
+	for _, w := range before {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: cpNS, Name: w}, vmi); err == nil && vmi.Status.NodeName == infra {
+			moved = append(moved, w)
+		}
+	}
+	t.Cleanup(func() {
+		if out, err := run(f, f.Bin("kubectl"), "uncordon", infra); err != nil {
+			t.Logf("uncordon %s: %v %s", infra, err, out)
+		}
+	})
+	start := time.Now()
+	out, err := run(f, f.Bin("kubectl"), "drain", infra, "--pod-selector=kubevirt.io=virt-launcher,"+nodepool.PoolLabel+"="+np.Name,
+		"--ignore-daemonsets", "--delete-emptydir-data", "--timeout=6m")
+	if err != nil {
+		t.Fatalf("kubectl drain %s: %v\n%s", infra, err, out)
+	}
+	t.Logf("kubectl drain %s (workers %v on it) completed in %s", infra, moved, time.Since(start).Round(time.Second))
+	if !strings.Contains(out, "disruption budget") && !strings.Contains(out, "Too Many Requests") && !strings.Contains(out, "evacuation") {
+		t.Logf("drain output (the eviction was expected to be refused while the pool replaced the worker):\n%s", out)
+	}
+	waitPool(t, c, np, 2, 6*time.Minute)
+	t.Logf("infrastructure drain -> pool Ready again: %s", time.Since(start).Round(time.Second))
+	after := poolWorkers(t, c, cpNS, np.Name)
+	for _, w := range after {
+		if slices.Contains(moved, w) {
+			t.Errorf("worker %s on the drained node %s was not replaced (workers %v)", w, infra, after)
+		}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: cpNS, Name: w}, vmi); err != nil || vmi.Status.NodeName == infra {
+			t.Errorf("worker %s runs on %q (%v), not off the drained %s", w, vmi.Status.NodeName, err, infra)
+		}
 	}
 }

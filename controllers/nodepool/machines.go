@@ -158,6 +158,9 @@ func VirtualMachine(np *hyperv1.NodePool, name string, s Spec) *kubevirtv1.Virtu
 			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: kubevirtv1.VirtualMachineInstanceSpec{
+					// The NodePool controller, not the infrastructure, decides
+					// when a worker goes: an eviction marks it for evacuation.
+					EvictionStrategy:              ptr.To(kubevirtv1.EvictionStrategyExternal),
 					TerminationGracePeriodSeconds: &grace,
 					NodeSelector:                  k.NodeSelector,
 					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 )
 
@@ -32,6 +33,9 @@ func TestVirtualMachine(t *testing.T) {
 	spec := vm.Spec.Template.Spec
 	if spec.Domain.CPU.Cores != 3 || !spec.Domain.Resources.Requests.Memory().Equal(mem) || spec.Domain.Resources.Limits != nil {
 		t.Errorf("compute: cores %d, resources %+v", spec.Domain.CPU.Cores, spec.Domain.Resources)
+	}
+	if spec.EvictionStrategy == nil || *spec.EvictionStrategy != kubevirtv1.EvictionStrategyExternal {
+		t.Errorf("evictionStrategy %v, want External (the NodePool decides)", spec.EvictionStrategy)
 	}
 	if spec.NodeSelector["zone"] != "a" {
 		t.Errorf("nodeSelector %v", spec.NodeSelector)

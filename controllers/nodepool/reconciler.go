@@ -115,7 +115,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // them, and how many the pool wants (and, autoscaled, which to remove
 // first).
 func (r *Reconciler) observe(ctx context.Context, np *hyperv1.NodePool, cpNS string, vms []kubevirtv1.VirtualMachine) (Observed, env, string, error) {
-	obs := Observed{Autoscaling: np.Spec.AutoScaling != nil, Machines: machines(vms)}
+	vmis, err := r.instances(ctx, cpNS)
+	if err != nil {
+		return Observed{}, env{}, "", err
+	}
+	obs := Observed{Autoscaling: np.Spec.AutoScaling != nil, Machines: machines(vms, vmis)}
 	e, blocked, err := r.prerequisites(ctx, np, cpNS)
 	if err != nil {
 		return obs, e, "", err
@@ -145,14 +149,32 @@ func (r *Reconciler) workers(ctx context.Context, np *hyperv1.NodePool, cpNS str
 	return list.Items, nil
 }
 
-func machines(vms []kubevirtv1.VirtualMachine) []Machine {
+// machines are what the controller knows of vms and their VMIs (by name).
+func machines(vms []kubevirtv1.VirtualMachine, vmis map[string]*kubevirtv1.VirtualMachineInstance) []Machine {
 	out := make([]Machine, 0, len(vms))
 	for i := range vms {
 		vm := &vms[i]
-		out = append(out, Machine{Name: vm.Name, Created: vm.CreationTimestamp.Time, VMReady: vm.Status.Ready,
-			Removing: vm.Annotations[RemovingAnnotation] != "" || !vm.DeletionTimestamp.IsZero()})
+		m := Machine{Name: vm.Name, Created: vm.CreationTimestamp.Time, VMReady: vm.Status.Ready,
+			Removing: vm.Annotations[RemovingAnnotation] != "" || !vm.DeletionTimestamp.IsZero()}
+		if vmi := vmis[vm.Name]; vmi != nil {
+			m.Evacuate = vmi.Status.EvacuationNodeName != ""
+		}
+		out = append(out, m)
 	}
 	return out
+}
+
+// instances are the VMIs of the control-plane namespace by name.
+func (r *Reconciler) instances(ctx context.Context, cpNS string) (map[string]*kubevirtv1.VirtualMachineInstance, error) {
+	list := &kubevirtv1.VirtualMachineInstanceList{}
+	if err := r.List(ctx, list, client.InNamespace(cpNS)); err != nil {
+		return nil, fmt.Errorf("listing the VMIs of %s: %w", cpNS, err)
+	}
+	out := make(map[string]*kubevirtv1.VirtualMachineInstance, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // env is what workers are made with: the HostedCluster, the worker spec
@@ -252,8 +274,14 @@ func (r *Reconciler) converge(ctx context.Context, np *hyperv1.NodePool, obs *Ob
 		}
 		spec.Cache, obs.Cache, obs.CacheMessage = CacheName(np, spec.Image), CacheName(np, spec.Image), msg
 	}
-	if first != "" {
-		if err := r.markRemoving(ctx, spec.Namespace, first, obs); err != nil {
+	// Workers on a drained infrastructure node are replaced (drained in
+	// the hosted cluster, deleted), as HyperShift's evictionStrategy
+	// External flow does; the autoscaler's choice goes too.
+	for _, name := range append(Evacuating(obs.Machines), first) {
+		if name == "" {
+			continue
+		}
+		if err := r.markRemoving(ctx, spec.Namespace, name, obs); err != nil {
 			return err
 		}
 	}
@@ -406,7 +434,8 @@ func (r *Reconciler) teardown(ctx context.Context, np *hyperv1.NodePool, cpNS st
 	return ctrl.Result{}, nil
 }
 
-// SetupWithManager watches NodePools, their workers and caches (by label),
+// SetupWithManager watches NodePools, their workers, the workers' VMIs and
+// caches (by label),
 // and HostedClusters (for the pools naming them).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byLabels := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -433,6 +462,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("nodepool").
 		For(&hyperv1.NodePool{}).
 		Watches(&kubevirtv1.VirtualMachine{}, byLabels).
+		Watches(&kubevirtv1.VirtualMachineInstance{}, byLabels).
 		Watches(&cdiv1.DataVolume{}, byLabels).
 		Watches(&hyperv1.HostedCluster{}, byCluster).
 		Complete(r)

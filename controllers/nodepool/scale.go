@@ -18,6 +18,21 @@ type Machine struct {
 	VMReady, NodeReady bool
 	// NodeVersion is the node's kubelet version, when it has joined.
 	NodeVersion string
+	// Evacuate: its infrastructure node is being drained (the VMI's
+	// evacuationNodeName, evictionStrategy External); it is replaced.
+	Evacuate bool
+}
+
+// Evacuating are the workers to replace because their infrastructure node
+// is drained, and not yet being removed.
+func Evacuating(machines []Machine) []string {
+	var out []string
+	for _, m := range machines {
+		if m.Evacuate && !m.Removing {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }
 
 // Desired is how many workers np wants: spec.replicas, or within the

@@ -61,3 +61,10 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+func TestEvacuating(t *testing.T) {
+	got := Evacuating([]Machine{{Name: "a", Evacuate: true}, {Name: "b"}, {Name: "c", Evacuate: true, Removing: true}})
+	if !slices.Equal(got, []string{"a"}) {
+		t.Errorf("Evacuating = %v, want [a]: evacuated and not yet removing", got)
+	}
+}
