@@ -91,7 +91,8 @@ func readyNodes(ctx context.Context, hosted kubernetes.Interface) ([]string, err
 // worker is a tekvirt VM in the control-plane namespace: its root volume a
 // clone of the boot-image cache (status.platform.kubevirt.cacheName), it
 // joins the hosted cluster with the bootstrap task's token as a Ready node
-// named after the VM, and runs a Pod. Scaling to 2 adds a worker that
+// named after the VM, runs a Pod, and has the cluster's pull secret where
+// kubelet reads registry credentials. Scaling to 2 adds a worker that
 // joins; scaling to 1 drains the newest node (its Pod is evicted), then
 // deletes its VM and Node. A worker whose launcher is killed boots again
 // and its node comes back Ready. Autoscaling (see autoscaling), then an
@@ -104,7 +105,12 @@ func TestNodePool(t *testing.T) {
 	ctx := context.Background()
 	const name = "np"
 	cpNS := ns + "-" + name
-	pullSecret := pullSecretFile(t)
+	// The pull secret reaches the workers' kubelet (no registry here
+	// needs one; its place in the worker is checked below).
+	pullSecret := filepath.Join(t.TempDir(), "pull-secret.json")
+	if err := os.WriteFile(pullSecret, []byte(`{"auths":{"registry.example:5000":{"auth":"dXNlcjpwYXNz"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	tekvirt(t, f, "create", "cluster", "kubevirt", "--name", name, "--namespace", ns, "--pull-secret", pullSecret,
 		"--node-pool-replicas", "1", "--memory", "1Gi", "--cores", "1", "--root-volume-size", "1", "--root-volume-cache-strategy", "PVC",
@@ -169,6 +175,9 @@ func TestNodePool(t *testing.T) {
 		t.Fatalf("hosted Ready nodes %v (%v), want the worker VMs %v", nodes, err, workers)
 	}
 	runPause(t, hosted, "on-first", workers[0])
+	f.BindTaskRole(t, cpNS, "execute-in-vm")
+	framework.NewTaskRunRunner(t, f, framework.ExecuteInVMTaskRun(cpNS, workers[0], "cat /var/lib/kubelet/config.json", "2m")).
+		CreateTaskRun().ExpectSuccess().ExpectLogs("registry.example:5000")
 
 	// Scale up: a second worker joins.
 	start = time.Now()

@@ -112,6 +112,11 @@ func PublishedAddress(svc *corev1.Service) string {
 	return svc.Spec.ClusterIP
 }
 
+// PullSecret in the control-plane namespace is the HostedCluster's pull
+// secret (spec.pullSecret, key corev1.DockerConfigJsonKey), copied there by
+// the access task as HyperShift copies it; the workers' kubelet pulls with it.
+const PullSecret = "pull-secret"
+
 // WorkerBootstrapSecret in the control-plane namespace is how a NodePool's
 // workers join: UserDataKey holds the worker's "#!" cloud-init user-data
 // (the hosted CA, the API server's address and the bootstrap token),

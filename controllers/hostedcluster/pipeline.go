@@ -55,6 +55,7 @@ func Params(cluster *hyperv1.HostedCluster) pipelinev1.Params {
 		str("clusterName", cluster.Name),
 		str("clusterNamespace", cluster.Namespace),
 		str("clusterUID", string(cluster.UID)),
+		str("pullSecretName", s.PullSecret.Name),
 		str("controlPlaneNamespace", hc.ControlPlaneNamespace(cluster.Namespace, cluster.Name)),
 		str("releaseImage", s.Release.Image),
 		str("replicas", strconv.Itoa(replicas)),

@@ -18,6 +18,7 @@ func cluster() *hyperv1.HostedCluster {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "demo", UID: "5e2b"},
 		Spec: hyperv1.HostedClusterSpec{
 			Release:                      hyperv1.Release{Image: "reg/tekvirt/hosted-release@sha256:1"},
+			PullSecret:                   corev1.LocalObjectReference{Name: "demo-pull-secret"},
 			Platform:                     hyperv1.PlatformSpec{Type: hyperv1.KubevirtPlatform},
 			ControllerAvailabilityPolicy: hyperv1.SingleReplica,
 			Networking: hyperv1.ClusterNetworking{
@@ -40,7 +41,8 @@ func TestParams(t *testing.T) {
 	}
 	want := map[string]string{
 		"clusterName": "demo", "clusterNamespace": "clusters", "clusterUID": "5e2b", "controlPlaneNamespace": "clusters-demo",
-		"releaseImage": "reg/tekvirt/hosted-release@sha256:1", "replicas": "1",
+		"pullSecretName": "demo-pull-secret",
+		"releaseImage":   "reg/tekvirt/hosted-release@sha256:1", "replicas": "1",
 		"etcdStorageClassName": "fast", "etcdStorageSize": "4Gi",
 		"serviceCIDR": "172.30.0.0/16", "clusterCIDR": "10.128.0.0/14", "apiServerServiceType": "LoadBalancer",
 	}

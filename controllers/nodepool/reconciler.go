@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/controllers/nodepool/autoscale"
 )
 
@@ -46,6 +47,7 @@ const (
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes;nodes,verbs=get;list;watch
 
 // Reconciler keeps each NodePool's workers.
 type Reconciler struct {
@@ -268,11 +270,10 @@ func (r *Reconciler) observeNodes(ctx context.Context, hosted kubernetes.Interfa
 func (r *Reconciler) converge(ctx context.Context, np *hyperv1.NodePool, obs *Observed, e env, vms []kubevirtv1.VirtualMachine, first string) error {
 	spec, hosted := e.spec, e.hosted
 	if UsesCache(np) {
-		msg, err := r.ensureCache(ctx, np, spec)
-		if err != nil {
+		var err error
+		if spec.Cache, err = r.cache(ctx, np, obs, spec); err != nil {
 			return err
 		}
-		spec.Cache, obs.Cache, obs.CacheMessage = CacheName(np, spec.Image), CacheName(np, spec.Image), msg
 	}
 	// Workers on a drained infrastructure node are replaced (drained in
 	// the hosted cluster, deleted), as HyperShift's evictionStrategy
@@ -313,6 +314,52 @@ func (r *Reconciler) converge(ctx context.Context, np *hyperv1.NodePool, obs *Ob
 		}
 	}
 	return nil
+}
+
+// cache makes sure of the pool's boot-image cache, notes it in obs, and
+// returns what new root volumes are cloned from: the cache, or "" (the
+// image imported) while the cache sits on a cordoned node, since a clone
+// runs where its node-local source is.
+func (r *Reconciler) cache(ctx context.Context, np *hyperv1.NodePool, obs *Observed, spec Spec) (string, error) {
+	msg, err := r.ensureCache(ctx, np, spec)
+	if err != nil {
+		return "", err
+	}
+	obs.Cache, obs.CacheMessage = CacheName(np, spec.Image), msg
+	if msg != "" {
+		return obs.Cache, nil
+	}
+	node, err := r.cacheNodeUnschedulable(ctx, spec.Namespace, obs.Cache)
+	if err != nil || node == "" {
+		return obs.Cache, err
+	}
+	ctrl.LoggerFrom(ctx).Info("boot image cache on an unschedulable node; new workers import the image", "cache", obs.Cache, "node", node)
+	return "", nil
+}
+
+// cacheNodeUnschedulable is the node the cache's volume is bound to when
+// that volume is node-local and the node is cordoned, else "".
+func (r *Reconciler) cacheNodeUnschedulable(ctx context.Context, ns, cache string) (string, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: cache}, pvc); err != nil || pvc.Spec.VolumeName == "" {
+		return "", client.IgnoreNotFound(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := r.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	name := hostpath.VolumeNode(pv)
+	if name == "" {
+		return "", nil
+	}
+	node := &corev1.Node{}
+	if err := r.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if node.Spec.Unschedulable {
+		return name, nil
+	}
+	return "", nil
 }
 
 // markRemoving marks worker name to be drained and removed.

@@ -2,6 +2,7 @@ package hostedclusteraccess
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -25,6 +26,9 @@ type Params struct {
 	// ClusterUID, when set, makes the HostedCluster the Secrets' owner, so
 	// they go with it.
 	ClusterUID string
+	// PullSecretName, when set, is the HostedCluster's pull secret in
+	// ClusterNamespace, copied into the control-plane namespace.
+	PullSecretName string
 }
 
 // Result names the access Secrets.
@@ -82,6 +86,30 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	if err != nil {
 		return Result{}, err
 	}
+	if p.PullSecretName != "" {
+		if err := copyPullSecret(ctx, c, p); err != nil {
+			return Result{}, err
+		}
+		fmt.Fprintf(out, "pull secret %s/%s copied to %s/%s\n", p.ClusterNamespace, p.PullSecretName, p.Namespace, hc.PullSecret)
+	}
 	fmt.Fprintf(out, "Secrets %s/%s and %s/%s written; API server %s\n", p.ClusterNamespace, res.Kubeconfig, p.ClusterNamespace, res.Password, server)
 	return res, nil
+}
+
+// copyPullSecret copies the HostedCluster's pull secret (a docker config
+// JSON) into the control-plane namespace, for the workers.
+func copyPullSecret(ctx context.Context, c client.Client, p Params) error {
+	src := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.ClusterNamespace, Name: p.PullSecretName}, src); err != nil {
+		return fmt.Errorf("reading the pull secret %s/%s (spec.pullSecret): %w", p.ClusterNamespace, p.PullSecretName, err)
+	}
+	data := src.Data[corev1.DockerConfigJsonKey]
+	if !json.Valid(data) {
+		return fmt.Errorf("pull secret %s/%s: key %s is not a docker config JSON", p.ClusterNamespace, p.PullSecretName, corev1.DockerConfigJsonKey)
+	}
+	return hostedcp.Apply(ctx, c, FieldOwner, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: hc.PullSecret, Labels: map[string]string{hc.ComponentLabel: "pull-secret"}},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: data},
+	})
 }

@@ -19,6 +19,7 @@ func Command() *cobra.Command {
 			f.StringVar(&p.ClusterName, "cluster-name", "", "the HostedCluster's name")
 			f.StringVar(&p.ClusterNamespace, "cluster-namespace", "", "the HostedCluster's namespace, where the Secrets go")
 			f.StringVar(&p.ClusterUID, "cluster-uid", "", "the HostedCluster's UID: the Secrets are owned by it when set")
+			f.StringVar(&p.PullSecretName, "pull-secret-name", "", "the HostedCluster's pull secret, copied into the control-plane namespace")
 		},
 		func(ctx context.Context, c client.Client, out io.Writer) (Result, error) { return Run(ctx, c, p, out) })
 }

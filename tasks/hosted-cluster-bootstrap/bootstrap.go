@@ -72,12 +72,17 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	if err != nil {
 		return Result{}, err
 	}
+	pull := &corev1.Secret{}
+	err = c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: hc.PullSecret}, pull)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return Result{}, fmt.Errorf("reading Secret %s/%s: %w", p.Namespace, hc.PullSecret, err)
+	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: hc.WorkerBootstrapSecret,
 			Labels: map[string]string{hc.ComponentLabel: "worker-bootstrap"}},
 		Data: map[string][]byte{
 			hc.TokenKey:    []byte(token),
-			hc.UserDataKey: []byte(UserData(admin.Host, admin.CAData, token)),
+			hc.UserDataKey: []byte(UserData(admin.Host, admin.CAData, token, pull.Data[corev1.DockerConfigJsonKey])),
 		},
 	}
 	if err := hostedcp.Apply(ctx, c, FieldOwner, secret); err != nil {
@@ -185,9 +190,10 @@ func randomString(n int) (string, error) {
 
 // UserData is the worker's "#!" user-data: it writes the hosted cluster's
 // CA and the kubelet's bootstrap kubeconfig, which the worker image's init
-// hands to kubelet.
-func UserData(server string, caPEM []byte, token string) string {
-	return fmt.Sprintf(`#!/bin/sh
+// hands to kubelet, and the pull secret (a docker config JSON, when given)
+// where kubelet looks for registry credentials (its root directory).
+func UserData(server string, caPEM []byte, token string, pullSecret []byte) string {
+	s := fmt.Sprintf(`#!/bin/sh
 set -e
 mkdir -p /etc/kubernetes/pki
 cat > /etc/kubernetes/pki/ca.crt <<'END'
@@ -203,4 +209,9 @@ contexts: [{name: hosted, context: {cluster: hosted, user: bootstrap}}]
 current-context: hosted
 END
 `, strings.TrimSpace(string(caPEM)), server, token)
+	if len(pullSecret) > 0 {
+		// A here-document ends at a line "END" alone: JSON has none.
+		s += fmt.Sprintf("mkdir -p /var/lib/kubelet\ncat > /var/lib/kubelet/config.json <<'END'\n%s\nEND\n", strings.TrimSpace(string(pullSecret)))
+	}
+	return s
 }

@@ -79,7 +79,7 @@ func TestEnsureBindingsRepairs(t *testing.T) {
 }
 
 func TestUserData(t *testing.T) {
-	ud := UserData("https://10.96.0.10:6443", []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), "abcdef.0123456789abcdef")
+	ud := UserData("https://10.96.0.10:6443", []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), "abcdef.0123456789abcdef", nil)
 	for _, want := range []string{
 		"#!/bin/sh\n",
 		"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nEND\n",
@@ -90,5 +90,13 @@ func TestUserData(t *testing.T) {
 		if !strings.Contains(ud, want) {
 			t.Errorf("user-data lacks %q:\n%s", want, ud)
 		}
+	}
+	if strings.Contains(ud, "config.json") {
+		t.Error("user-data without a pull secret writes one")
+	}
+	pull := `{"auths":{"registry.example":{"auth":"dXNlcjpwYXNz"}}}`
+	ud = UserData("https://10.96.0.10:6443", nil, "abcdef.0123456789abcdef", []byte(pull+"\n"))
+	if !strings.Contains(ud, "cat > /var/lib/kubelet/config.json <<'END'\n"+pull+"\nEND\n") {
+		t.Errorf("user-data does not write the pull secret where kubelet reads it:\n%s", ud)
 	}
 }
