@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -33,6 +34,7 @@ type ClaimReconciler struct {
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile creates the directory and PersistentVolume of one claim.
@@ -44,8 +46,16 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if !wantsVolume(pvc) {
 		return ctrl.Result{}, nil
 	}
-	if n := claimNode(pvc); n != "" && n != r.Node {
+	n := claimNode(pvc)
+	if n != "" && n != r.Node {
 		return ctrl.Result{}, nil
+	}
+	if n == "" {
+		// A claim no node was asked for is left to the other nodes' while
+		// this one is cordoned: no new Pod could use a volume here.
+		if cordoned, err := r.cordoned(ctx); err != nil || cordoned {
+			return ctrl.Result{RequeueAfter: cordonedRetry}, err
+		}
 	}
 	if pvc.Spec.StorageClassName == nil {
 		return ctrl.Result{}, nil
@@ -76,6 +86,20 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	r.Recorder.Eventf(pvc, nil, corev1.EventTypeNormal, "ProvisioningSucceeded", "Provision",
 		"provisioned volume %s at %s on %s", pv.Name, filepath.Base(dir), r.Node)
 	return ctrl.Result{}, nil
+}
+
+// cordonedRetry is how soon a claim left while this node is cordoned is
+// looked at again (node changes are not watched).
+const cordonedRetry = 5 * time.Second
+
+// cordoned says whether this provisioner's node is unschedulable; a node
+// that cannot be read is not.
+func (r *ClaimReconciler) cordoned(ctx context.Context) (bool, error) {
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: r.Node}, node); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return node.Spec.Unschedulable, nil
 }
 
 // dropIfLost removes the directory made for volume name when another

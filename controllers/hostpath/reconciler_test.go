@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -78,5 +79,55 @@ func TestProvisionAndReclaim(t *testing.T) {
 			return fmt.Errorf("directory still there: %w", err)
 		}
 		return nil
+	})
+}
+
+// TestCordonedNodeLeavesClaims: while its node is cordoned, a provisioner
+// leaves claims no node was asked for (to the other nodes'); uncordoned,
+// it takes them again.
+func TestCordonedNodeLeavesClaims(t *testing.T) {
+	cfg := testenv.Start(t)
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}, Spec: corev1.NodeSpec{Unschedulable: true}}
+	if err := direct.Create(bg, node); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
+		return (&ClaimReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test"), Root: root, Node: "node1"}).SetupWithManager(mgr)
+	})
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hp"}, Provisioner: Provisioner}
+	if err := c.Create(bg, class); err != nil {
+		t.Fatal(err)
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "disk", Namespace: "default", Annotations: map[string]string{annStorageProvisioner: Provisioner}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: &class.Name,
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := c.Create(bg, pvc); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a cordoned node's provisioner took the claim: %v", err)
+	}
+	node.Spec.Unschedulable = false
+	if err := direct.Update(bg, node); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "volume provisioned once uncordoned", func() error {
+		return c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, &corev1.PersistentVolume{})
 	})
 }
