@@ -97,7 +97,8 @@ func TestHostedClustersIsolated(t *testing.T) {
 		} {
 			out, err := run(f, f.Bin("kubectl"), append(args, "get", "secrets", "-A")...)
 			// 401: kubectl says "Unauthorized" or asks for credentials.
-			if err == nil || !(strings.Contains(out, "Unauthorized") || strings.Contains(out, "provide credentials")) {
+			refused := strings.Contains(out, "Unauthorized") || strings.Contains(out, "provide credentials")
+			if err == nil || !refused {
 				t.Errorf("%s's %s against %s's API server: %v %s", self.name, what, other.name, err, out)
 			}
 		}
