@@ -101,8 +101,8 @@ func TestHostedClusterControlPlane(t *testing.T) {
 	if err != nil || len(runs.Items) != 1 {
 		t.Fatalf("PipelineRuns in %s: %v %v", cpNS, err, runs)
 	}
-	if got := runs.Items[0].Status.ChildReferences; len(got) != 5 {
-		t.Errorf("the provisioning run ran %d tasks, want pki, etcd, control-plane, access, wait", len(got))
+	if got := runs.Items[0].Status.ChildReferences; len(got) != 6 {
+		t.Errorf("the provisioning run ran %d tasks, want pki, etcd, control-plane, access, wait, bootstrap", len(got))
 	}
 
 	// The documentation's way to the hosted cluster: kubectl and base64.
