@@ -26,10 +26,7 @@ import (
 // controller here, so the test plays its part (the Released phase).
 func TestProvisionAndReclaim(t *testing.T) {
 	cfg := testenv.Start(t)
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	root := t.TempDir()
 	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
 		if err := (&ClaimReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test"), Root: root, Node: "node1"}).SetupWithManager(mgr); err != nil {
@@ -42,14 +39,7 @@ func TestProvisionAndReclaim(t *testing.T) {
 	if err := c.Create(bg, class); err != nil {
 		t.Fatal(err)
 	}
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "disk", Namespace: "default", Annotations: map[string]string{annStorageProvisioner: Provisioner}},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: &class.Name,
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
+	pvc := testClaim(class.Name)
 	if err := c.Create(bg, pvc); err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +77,7 @@ func TestProvisionAndReclaim(t *testing.T) {
 // it takes them again.
 func TestCordonedNodeLeavesClaims(t *testing.T) {
 	cfg := testenv.Start(t)
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	bg := context.Background()
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -108,14 +95,7 @@ func TestCordonedNodeLeavesClaims(t *testing.T) {
 	if err := c.Create(bg, class); err != nil {
 		t.Fatal(err)
 	}
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "disk", Namespace: "default", Annotations: map[string]string{annStorageProvisioner: Provisioner}},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: &class.Name,
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
+	pvc := testClaim(class.Name)
 	if err := c.Create(bg, pvc); err != nil {
 		t.Fatal(err)
 	}
@@ -130,4 +110,26 @@ func TestCordonedNodeLeavesClaims(t *testing.T) {
 	testenv.Eventually(t, "volume provisioned once uncordoned", func() error {
 		return c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, &corev1.PersistentVolume{})
 	})
+}
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return scheme
+}
+
+// testClaim is a 1Gi claim "default/disk" of class, as the external
+// provisioner annotation hands it to this provisioner.
+func testClaim(class string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "disk", Namespace: "default", Annotations: map[string]string{annStorageProvisioner: Provisioner}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: &class,
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
 }
