@@ -45,12 +45,14 @@ const (
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 
 // Reconciler keeps each NodePool's workers.
 type Reconciler struct {
 	client.Client
-	// Reader reads the control plane's Secrets, which are not cached.
+	// Reader reads the control plane's Secrets and single Nodes, which are
+	// not cached (the controller may not list Nodes: it places nothing).
 	Reader client.Reader
 	// WorkerImage is the containerDisk workers boot unless the pool names one.
 	WorkerImage string

@@ -107,7 +107,7 @@ func (r *Reconciler) cacheNodeUnschedulable(ctx context.Context, ns, cache strin
 		return "", nil
 	}
 	node := &corev1.Node{}
-	if err := r.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+	if err := r.Reader.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
 	if node.Spec.Unschedulable {
