@@ -166,7 +166,12 @@ func TestSubresourcesStartStopRestart(t *testing.T) {
 	if err := c.Create(ctx, always); err != nil {
 		t.Fatal(err)
 	}
-	if err := subresource(t, f, "e2e-editor", ns, always.Name, "start", ""); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Always does not support manual start requests") {
+	// KubeVirt answers "already running" first once the VMI exists (here
+	// Pending, as the controller makes it at once), else that Always takes
+	// no start request: both are its 409s for this start.
+	err = subresource(t, f, "e2e-editor", ns, always.Name, "start", "")
+	if refused := apierrors.IsConflict(err) && (strings.Contains(err.Error(), "Always does not support manual start requests") ||
+		strings.Contains(err.Error(), "VM is already running")); !refused {
 		t.Errorf("start of an Always VM: %v, want KubeVirt's 409", err)
 	}
 }
