@@ -101,7 +101,8 @@ func phases(t *testing.T, timeout time.Duration, checks []string, holds func(str
 
 // rootDisk is the time from a worker's root DataVolume's creation to its
 // Ready condition, and the bytes its disk.img takes on the node (when the
-// volume's directory is visible here, 0 otherwise).
+// volume's directory is visible at the PV's path here, -1 otherwise: the
+// second node's root is bound elsewhere).
 func (b *hostedBench) rootDisk(vm string) (time.Duration, int64) {
 	b.t.Helper()
 	ctx := context.Background()
@@ -121,11 +122,11 @@ func (b *hostedBench) rootDisk(vm string) (time.Duration, int64) {
 	}
 	pv, err := b.f.Kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil || pv.Spec.HostPath == nil {
-		return took, 0
+		return took, -1
 	}
 	var st syscall.Stat_t
 	if syscall.Stat(filepath.Join(pv.Spec.HostPath.Path, "disk.img"), &st) != nil {
-		return took, 0
+		return took, -1
 	}
 	return took, st.Blocks * 512
 }
@@ -223,7 +224,7 @@ func TestHostedClusterCreate(t *testing.T) {
 	}
 	t.Logf("root volume create -> Ready: cloned from the cache %v (median %s), imported %v; ratio %.2f",
 		cached, median(cached), imported, float64(median(cached))/float64(median(imported)))
-	t.Logf("root volume bytes on the node: cloned %v, imported %v (a reflink clone shares the cache's blocks only where the file system can; du counts them anyway)",
+	t.Logf("root volume bytes on the node (-1: not visible from here): cloned %v, imported %v (a reflink clone shares the cache's blocks only where the file system can; du counts them anyway)",
 		cachedBytes, importedBytes)
 
 	// Autoscaled scale-up of the cached pool: min = max - 1 = 3.
