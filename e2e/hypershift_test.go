@@ -104,16 +104,20 @@ func TestHyperShiftAdmission(t *testing.T) {
 		t.Errorf("replicas and autoScaling: %v, want refused naming autoScaling", err)
 	}
 	// Namespace users have no HyperShift rights: an editor of this
-	// namespace, or of another, may create no HostedCluster here.
+	// namespace, or of another, may create no HostedCluster or NodePool
+	// here (a NodePool would make worker VMs from the control plane's
+	// bootstrap token).
 	otherNS := f.Namespace(t)
 	bindUser(t, f, ns, "e2e-editor", "edit")
 	bindUser(t, f, otherNS, "e2e-other-editor", "edit")
 	for _, user := range []string{"e2e-editor", "e2e-other-editor"} {
-		err := clientsetAs(t, f, user).Discovery().RESTClient().Post().AbsPath("/apis/hypershift.openshift.io/v1beta1/namespaces", ns, "hostedclusters").
-			Body([]byte(`{"apiVersion":"hypershift.openshift.io/v1beta1","kind":"HostedCluster","metadata":{"name":"by-`+user+`"}}`)).
-			SetHeader("Content-Type", "application/json").Do(ctx).Error()
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("a HostedCluster created by %s: %v, want 403", user, err)
+		for kind, resource := range map[string]string{"HostedCluster": "hostedclusters", "NodePool": "nodepools"} {
+			err := clientsetAs(t, f, user).Discovery().RESTClient().Post().AbsPath("/apis/hypershift.openshift.io/v1beta1/namespaces", ns, resource).
+				Body([]byte(`{"apiVersion":"hypershift.openshift.io/v1beta1","kind":"`+kind+`","metadata":{"name":"by-`+user+`"}}`)).
+				SetHeader("Content-Type", "application/json").Do(ctx).Error()
+			if !apierrors.IsForbidden(err) {
+				t.Errorf("a %s created by %s: %v, want 403", kind, user, err)
+			}
 		}
 	}
 	var list hyperv1.HostedClusterList
