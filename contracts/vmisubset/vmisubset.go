@@ -27,6 +27,7 @@ var Fields = []string{
 	"domain.devices.interfaces.model=virtio",
 	"domain.devices.interfaces.ports.name", "domain.devices.interfaces.ports.port",
 	"domain.devices.interfaces.ports.protocol=TCP|UDP",
+	"domain.devices.hostDevices.name", "domain.devices.hostDevices.deviceName",
 	"domain.firmware.uuid",
 	"domain.firmware.kernelBoot.kernelArgs",
 	"domain.firmware.kernelBoot.container.image", "domain.firmware.kernelBoot.container.kernelPath",

@@ -3,6 +3,7 @@ package nodepool
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -171,6 +172,7 @@ func VirtualMachine(np *hyperv1.NodePool, name string, s Spec) *kubevirtv1.Virtu
 						CPU:       &kubevirtv1.CPU{Cores: cores},
 						Resources: res,
 						Devices: kubevirtv1.Devices{
+							HostDevices: hostDevices(k.KubevirtHostDevices),
 							Disks: []kubevirtv1.Disk{
 								{Name: "rootdisk", DiskDevice: virtio},
 								{Name: "cloudinitdisk", DiskDevice: virtio},
@@ -187,4 +189,36 @@ func VirtualMachine(np *hyperv1.NodePool, name string, s Spec) *kubevirtv1.Virtu
 			},
 		},
 	}
+}
+
+// maxHostDevices bounds the devices of one worker: a PCI bus has 32 slots.
+const maxHostDevices = 32
+
+// hostDevicesProblem says what is wrong with a pool's hostDevices, or "".
+func hostDevicesProblem(kinds []hyperv1.KubevirtHostDevice) string {
+	total := 0
+	for i, k := range kinds {
+		if k.Count < 1 {
+			return fmt.Sprintf("spec.platform.kubevirt.hostDevices[%d] (%s): count %d is less than 1", i, k.DeviceName, k.Count)
+		}
+		total += min(k.Count, maxHostDevices+1)
+	}
+	if total > maxHostDevices {
+		return fmt.Sprintf("spec.platform.kubevirt.hostDevices: more than %d devices per worker", maxHostDevices)
+	}
+	return ""
+}
+
+// hostDevices are count devices of each kind, named hostdevice-1, -2, ...
+// across kinds (a domain's device aliases must differ). Each becomes an
+// extended-resource request of the worker's launcher Pod, so only
+// infrastructure nodes advertising the device take the worker.
+func hostDevices(kinds []hyperv1.KubevirtHostDevice) []kubevirtv1.HostDevice {
+	var out []kubevirtv1.HostDevice
+	for _, k := range kinds {
+		for range k.Count {
+			out = append(out, kubevirtv1.HostDevice{Name: fmt.Sprintf("hostdevice-%d", len(out)+1), DeviceName: k.DeviceName})
+		}
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package nodepool
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
@@ -98,5 +100,34 @@ func TestImageAndCache(t *testing.T) {
 	}
 	if dv := CacheDataVolume(np, "cp", own); dv.Namespace != "cp" || dv.Labels[PoolLabel] != "workers" || *dv.Spec.Source.Registry.PullMethod != cdiv1.RegistryPullNode {
 		t.Errorf("cache DataVolume %+v", dv)
+	}
+}
+
+// TestHostDevices: each of count devices of each kind is a VMI host device
+// (so an extended-resource request of the launcher), named apart across
+// kinds; a count under 1 or too many devices are refused.
+func TestHostDevices(t *testing.T) {
+	np := pool(nil, nil)
+	np.Spec.Platform.Kubevirt.KubevirtHostDevices = []hyperv1.KubevirtHostDevice{{DeviceName: "nvidia.com/A100", Count: 2}, {DeviceName: "example.com/fpga", Count: 1}}
+	got := VirtualMachine(np, "w", Spec{Namespace: "ns", Image: "i"}).Spec.Template.Spec.Domain.Devices.HostDevices
+	want := []kubevirtv1.HostDevice{{Name: "hostdevice-1", DeviceName: "nvidia.com/A100"}, {Name: "hostdevice-2", DeviceName: "nvidia.com/A100"},
+		{Name: "hostdevice-3", DeviceName: "example.com/fpga"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("hostDevices %+v, want %+v", got, want)
+	}
+	if p := hostDevicesProblem(np.Spec.Platform.Kubevirt.KubevirtHostDevices); p != "" {
+		t.Errorf("valid devices refused: %s", p)
+	}
+	for _, tc := range []struct {
+		kinds []hyperv1.KubevirtHostDevice
+		want  string
+	}{
+		{[]hyperv1.KubevirtHostDevice{{DeviceName: "a", Count: 1}, {DeviceName: "b", Count: 0}}, "hostDevices[1] (b): count 0 is less than 1"},
+		{[]hyperv1.KubevirtHostDevice{{DeviceName: "a", Count: 20}, {DeviceName: "b", Count: 13}}, "more than 32 devices per worker"},
+		{[]hyperv1.KubevirtHostDevice{{DeviceName: "a", Count: 1 << 30}, {DeviceName: "b", Count: 1 << 30}}, "more than 32 devices per worker"},
+	} {
+		if p := hostDevicesProblem(tc.kinds); !strings.Contains(p, tc.want) {
+			t.Errorf("hostDevicesProblem(%+v) = %q, want %q", tc.kinds, p, tc.want)
+		}
 	}
 }

@@ -160,6 +160,11 @@ func machines(vms []kubevirtv1.VirtualMachine, vmis map[string]*kubevirtv1.Virtu
 			Removing: vm.Annotations[RemovingAnnotation] != "" || !vm.DeletionTimestamp.IsZero()}
 		if vmi := vmis[vm.Name]; vmi != nil {
 			m.Evacuate = vmi.Status.EvacuationNodeName != ""
+			for _, c := range vmi.Status.Conditions {
+				if c.Type == kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled) && c.Status == corev1.ConditionFalse {
+					m.Unschedulable = c.Message
+				}
+			}
 		}
 		out = append(out, m)
 	}
@@ -198,8 +203,8 @@ func (r *Reconciler) prerequisites(ctx context.Context, np *hyperv1.NodePool, cp
 	} else if err != nil {
 		return env{}, nil, err
 	}
-	if d := kubevirtPlatform(np).KubevirtHostDevices; len(d) > 0 {
-		return env{}, &Problem{InvalidPlatformReason, fmt.Sprintf("spec.platform.kubevirt.hostDevices (%s) are not implemented yet", d[0].DeviceName)}, nil
+	if msg := hostDevicesProblem(kubevirtPlatform(np).KubevirtHostDevices); msg != "" {
+		return env{}, &Problem{InvalidPlatformReason, msg}, nil
 	}
 	image := Image(np, r.WorkerImage)
 	if image == "" {

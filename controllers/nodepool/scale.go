@@ -16,6 +16,9 @@ type Machine struct {
 	// VMReady: the VM's VMI runs and is ready. NodeReady: its hosted node
 	// exists and is Ready.
 	VMReady, NodeReady bool
+	// Unschedulable is the scheduler's message while the VM's launcher
+	// Pod finds no node (e.g. none advertises its host devices).
+	Unschedulable string
 	// NodeVersion is the node's kubelet version, when it has joined.
 	NodeVersion string
 	// Evacuate: its infrastructure node is being drained (the VMI's

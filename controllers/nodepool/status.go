@@ -74,6 +74,13 @@ func Conditions(o Observed, generation int64) []hyperv1.NodePoolCondition {
 	}
 	staying := o.staying()
 	notRunning := namesWhere(staying, func(m Machine) bool { return !m.VMReady })
+	for i, name := range notRunning {
+		for _, m := range staying {
+			if m.Name == name && m.Unschedulable != "" {
+				notRunning[i] += " (unschedulable: " + m.Unschedulable + ")"
+			}
+		}
+	}
 	if len(notRunning) == 0 {
 		out = append(out, cond(hyperv1.NodePoolAllMachinesReadyConditionType, true, hyperv1.AsExpectedReason, "All is well"))
 	} else {

@@ -113,3 +113,14 @@ func TestCacheProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestAllMachinesReadySaysWhyUnschedulable: a worker no node takes (no node
+// advertises its host devices) is named with the scheduler's message.
+func TestAllMachinesReadySaysWhyUnschedulable(t *testing.T) {
+	msg := "0/2 nodes are available: 2 Insufficient nvidia.com/A100."
+	conds := Conditions(Observed{Desired: 1, Machines: []Machine{{Name: "w-1", Unschedulable: msg}}}, 1)
+	want := "VirtualMachines not ready: w-1 (unschedulable: " + msg + ")"
+	if m := condition(conds, hyperv1.NodePoolAllMachinesReadyConditionType); m.Message != want {
+		t.Errorf("AllMachinesReady message %q, want %q", m.Message, want)
+	}
+}

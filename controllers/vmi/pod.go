@@ -3,10 +3,12 @@ package vmi
 import (
 	"fmt"
 	"path"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -113,6 +115,9 @@ func resources(vmi *v1.VirtualMachineInstance) (corev1.ResourceRequirements, err
 		devices = append(devices, g.DeviceName)
 	}
 	for _, name := range devices {
+		if err := ExtendedResource(name); err != nil {
+			return corev1.ResourceRequirements{}, err
+		}
 		rn := corev1.ResourceName(name)
 		q := out.Limits[rn]
 		q.Add(*resource.NewQuantity(1, resource.DecimalSI))
@@ -122,6 +127,20 @@ func resources(vmi *v1.VirtualMachineInstance) (corev1.ResourceRequirements, err
 		out.Limits = nil
 	}
 	return out, nil
+}
+
+// ExtendedResource checks that a host device's deviceName is an extended
+// resource, as device plugins advertise them ("vendor.com/device"): the
+// launcher Pod requests one per device, and a name like "memory" would
+// otherwise replace the Pod's own memory request.
+func ExtendedResource(name string) error {
+	switch {
+	case !strings.Contains(name, "/") || strings.Contains(name, "kubernetes.io/") || strings.HasPrefix(name, "requests."):
+		return fmt.Errorf("device %q is not an extended resource (<domain>/<name>, outside kubernetes.io)", name)
+	case len(validation.IsQualifiedName(name)) > 0:
+		return fmt.Errorf("device %q is not an extended resource: %s", name, strings.Join(validation.IsQualifiedName(name), ", "))
+	}
+	return nil
 }
 
 // emptyDir is a Pod-local volume and its mount in the compute container.

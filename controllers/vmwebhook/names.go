@@ -7,12 +7,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/controllers/vmi"
 )
 
-// checkNames lists the volume, disk, interface and network names of a VMI
-// spec (at prefix) that are not DNS labels or are used twice in their
-// list, as KubeVirt rejects them. The runtime names devices and files after
-// them, so a name like "x/../../tmp/y" must never get past admission.
+// checkNames lists the volume, disk, interface, network and host device
+// names of a VMI spec (at prefix) that are not DNS labels or are used twice
+// in their list, as KubeVirt rejects them, and host devices that are not
+// extended resources. The runtime names devices and files after them, so a
+// name like "x/../../tmp/y" must never get past admission.
 func checkNames(prefix string, spec *v1.VirtualMachineInstanceSpec) []string {
 	var msgs []string
 	check := func(list string, names []string) {
@@ -47,5 +50,13 @@ func checkNames(prefix string, spec *v1.VirtualMachineInstanceSpec) []string {
 		names = append(names, n.Name)
 	}
 	check("networks", names)
+	names = nil
+	for i, d := range spec.Domain.Devices.HostDevices {
+		names = append(names, d.Name)
+		if err := vmi.ExtendedResource(d.DeviceName); err != nil {
+			msgs = append(msgs, fmt.Sprintf("%s.domain.devices.hostDevices[%d].deviceName: %v", prefix, i, err))
+		}
+	}
+	check("domain.devices.hostDevices", names)
 	return msgs
 }

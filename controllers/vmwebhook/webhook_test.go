@@ -45,6 +45,10 @@ func TestHandle(t *testing.T) {
 	if r := v.Handle(ctx, request(t, "VirtualMachineInstance", admissionv1.Create, vmiSpec)); r.Allowed || !strings.Contains(r.Result.Message, "spec.domain.devices.gpus") {
 		t.Errorf("bad VMI create: %+v", r.Result)
 	}
+	hostDev := "spec:\n  domain:\n    devices:\n      hostDevices: [{name: gpu-1, deviceName: nvidia.com/A100}, {name: gpu-2, deviceName: nvidia.com/A100}]\n"
+	if r := v.Handle(ctx, request(t, "VirtualMachineInstance", admissionv1.Create, hostDev)); !r.Allowed {
+		t.Errorf("VMI with host devices denied: %+v", r.Result)
+	}
 	// Updates of a VMI keep its spec: metadata may change (the handler's
 	// finalizer, the node label), the spec may not.
 	goodVMI := "metadata: {name: a, labels: {x: y}}\nspec:\n  domain: {devices: {}, memory: {guest: 64Mi}}\n"
@@ -135,6 +139,17 @@ func TestHandleRejectsNamesThatAreNotDNSLabels(t *testing.T) {
 		{"VMI network name upper case", "VirtualMachineInstance",
 			"spec:\n  domain: {devices: {interfaces: [{name: Default, masquerade: {}}]}}\n  networks: [{name: Default, pod: {}}]\n",
 			`spec.networks[0].name "Default" is not a valid name`},
+		// A device named after a native resource would replace the launcher
+		// Pod's own request (1 byte of memory instead of the guest's).
+		{"VMI host device named memory", "VirtualMachineInstance",
+			"spec:\n  domain: {devices: {hostDevices: [{name: gpu, deviceName: memory}]}}\n",
+			`spec.domain.devices.hostDevices[0].deviceName: device "memory" is not an extended resource`},
+		{"VMI host device in kubernetes.io", "VirtualMachineInstance",
+			"spec:\n  domain: {devices: {hostDevices: [{name: gpu, deviceName: hugepages.kubernetes.io/x}]}}\n",
+			`device "hugepages.kubernetes.io/x" is not an extended resource`},
+		{"VMI host device named twice", "VirtualMachineInstance",
+			"spec:\n  domain: {devices: {hostDevices: [{name: gpu, deviceName: nvidia.com/A100}, {name: gpu, deviceName: nvidia.com/A100}]}}\n",
+			`spec.domain.devices.hostDevices[1].name "gpu" is used twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := v.Handle(ctx, request(t, tc.kind, admissionv1.Create, tc.manifest))

@@ -41,6 +41,9 @@ type Options struct {
 	SerialSocket, SerialLog string
 	// VNCSocket is where the display's VNC server listens.
 	VNCSocket string
+	// PCIDevices are the PCI addresses device plugins allocated to the
+	// launcher, by resource name (PCIDevicesFromEnv).
+	PCIDevices map[string][]string `json:",omitempty"`
 }
 
 // Configurator adds one concern of vmi to d.
@@ -55,6 +58,7 @@ var Configurators = []Configurator{
 	ConfigureNetwork,
 	ConfigureChannels,
 	ConfigureGraphics,
+	ConfigureHostDevices,
 }
 
 // Name is the libvirt domain name of a VMI.

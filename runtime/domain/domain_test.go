@@ -107,6 +107,7 @@ func golden(t *testing.T, name, got string) {
 
 func TestConvertGolden(t *testing.T) {
 	kvmi, kopts := kernelBoot()
+	hvmi, hopts := hostDevices()
 	cases := []struct {
 		name string
 		vmi  *v1.VirtualMachineInstance
@@ -114,6 +115,7 @@ func TestConvertGolden(t *testing.T) {
 	}{
 		{"containerdisk-tcg", cirros(), cirrosOptions()},
 		{"kernelboot-pvc-kvm", kvmi, kopts},
+		{"hostdevices-kvm", hvmi, hopts},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/runtime/domain"
 )
 
 // specPoll is how often a launcher Pod looks for its spec.
@@ -33,6 +36,9 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 		}
 		return err
 	}
+	// The kubelet put the PCI devices that device plugins allocated to
+	// this container in its environment.
+	spec.Options.PCIDevices = domain.PCIDevicesFromEnv(spec.VMI, os.Getenv)
 	stop, warm, err := pod.adopt(ctx, spec, log)
 	if err != nil {
 		return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
