@@ -90,6 +90,7 @@ func TestHostDevicesScheduleWhereAdvertised(t *testing.T) {
 	for _, cond := range failed.Status.Conditions {
 		msg += cond.Message + "; "
 	}
+	t.Logf("VMI %s failed: %s", one.Name, msg)
 	for _, want := range []string{"hostDevices[0] (dev-1)", "no PCI device of " + res, domain.PCIResourceEnv(res)} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("VMI conditions %q lack %q", msg, want)

@@ -244,6 +244,7 @@ func TestNodePool(t *testing.T) {
 
 	autoscaling(t, f, c, hosted, np, cpNS, workers[0])
 	evacuation(t, f, c, np, cpNS)
+	hostDevicePool(t, c, np, cpNS)
 
 	// A NodePool naming a HostedCluster that does not exist.
 	orphan := np.DeepCopy()
@@ -419,4 +420,49 @@ func evacuation(t *testing.T, f *framework.Framework, c client.Client, np *hyper
 			t.Errorf("worker %s runs on %q (%v), not off the drained %s", w, vmi.Status.NodeName, err, infra)
 		}
 	}
+}
+
+// hostDevicePool: a pool whose workers want two of a device no
+// infrastructure node advertises gets VMs with those host devices, which
+// stay unschedulable; the pool says so with the scheduler's message.
+func hostDevicePool(t *testing.T, c client.Client, np *hyperv1.NodePool, cpNS string) {
+	t.Helper()
+	ctx := context.Background()
+	res := "devices.tekvirt.io/e2e-gpu"
+	gpu := np.DeepCopy()
+	gpu.ObjectMeta = metav1.ObjectMeta{Namespace: np.Namespace, Name: "gpu"}
+	gpu.Spec.Replicas, gpu.Spec.AutoScaling = ptr(int32(1)), nil
+	gpu.Spec.Platform.Kubevirt.KubevirtHostDevices = []hyperv1.KubevirtHostDevice{{DeviceName: res, Count: 2}}
+	gpu.Status = hyperv1.NodePoolStatus{}
+	if err := c.Create(ctx, gpu); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, "the host-device pool's worker unschedulable for want of "+res, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(gpu), gpu); err != nil {
+			return err
+		}
+		if v := npCondition(gpu, hyperv1.NodePoolValidPlatformConfigConditionType); v == nil || v.Status != corev1.ConditionTrue {
+			return fmt.Errorf("ValidPlatformConfig %+v", v)
+		}
+		m := npCondition(gpu, hyperv1.NodePoolAllMachinesReadyConditionType)
+		if m == nil || m.Status != corev1.ConditionFalse || !strings.Contains(m.Message, "unschedulable") || !strings.Contains(m.Message, "Insufficient "+res) {
+			return fmt.Errorf("AllMachinesReady %+v", m)
+		}
+		return nil
+	})
+	workers := poolWorkers(t, c, cpNS, gpu.Name)
+	if len(workers) != 1 {
+		t.Fatalf("host-device pool workers %v, want 1", workers)
+	}
+	vm := &v1.VirtualMachine{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cpNS, Name: workers[0]}, vm); err != nil {
+		t.Fatal(err)
+	}
+	if hd := vm.Spec.Template.Spec.Domain.Devices.HostDevices; len(hd) != 2 || hd[0].DeviceName != res || hd[1].DeviceName != res {
+		t.Errorf("worker %s hostDevices %+v, want 2 of %s", vm.Name, hd, res)
+	}
+	if err := c.Delete(ctx, gpu); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitGone(t, c, vm, 2*time.Minute)
 }
