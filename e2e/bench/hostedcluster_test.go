@@ -100,9 +100,8 @@ func phases(t *testing.T, timeout time.Duration, checks []string, holds func(str
 }
 
 // rootDisk is the time from a worker's root DataVolume's creation to its
-// Ready condition, and the bytes its disk.img takes on the node (when the
-// volume's directory is visible at the PV's path here, -1 otherwise: the
-// second node's root is bound elsewhere).
+// Ready condition, and the bytes its disk.img takes on the node the PV is
+// pinned to (-1 if the file is not found there).
 func (b *hostedBench) rootDisk(vm string) (time.Duration, int64) {
 	b.t.Helper()
 	ctx := context.Background()
@@ -116,19 +115,37 @@ func (b *hostedBench) rootDisk(vm string) (time.Duration, int64) {
 			took = c.LastTransitionTime.Sub(dv.CreationTimestamp.Time)
 		}
 	}
-	pvc, err := b.f.Kube.CoreV1().PersistentVolumeClaims(b.cp).Get(ctx, dv.Name, metav1.GetOptions{})
+	return took, b.diskBytes(dv.Name)
+}
+
+// diskBytes is what the disk.img of claim takes on the node its PV is
+// pinned to (-1 if the file is not found there).
+func (b *hostedBench) diskBytes(claim string) int64 {
+	b.t.Helper()
+	ctx := context.Background()
+	pvc, err := b.f.Kube.CoreV1().PersistentVolumeClaims(b.cp).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	pv, err := b.f.Kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil || pv.Spec.HostPath == nil {
-		return took, -1
+		return -1
+	}
+	node := ""
+	if a := pv.Spec.NodeAffinity; a != nil && a.Required != nil {
+		for _, term := range a.Required.NodeSelectorTerms {
+			for _, e := range term.MatchExpressions {
+				if e.Key == corev1.LabelHostname && len(e.Values) == 1 {
+					node = e.Values[0]
+				}
+			}
+		}
 	}
 	var st syscall.Stat_t
-	if syscall.Stat(filepath.Join(pv.Spec.HostPath.Path, "disk.img"), &st) != nil {
-		return took, -1
+	if syscall.Stat(framework.HostPath(node, filepath.Join(pv.Spec.HostPath.Path, "disk.img")), &st) != nil {
+		return -1
 	}
-	return took, st.Blocks * 512
+	return st.Blocks * 512
 }
 
 // TestHostedClusterCreate measures `tekvirt create cluster kubevirt
@@ -224,8 +241,16 @@ func TestHostedClusterCreate(t *testing.T) {
 	}
 	t.Logf("root volume create -> Ready: cloned from the cache %v (median %s), imported %v; ratio %.2f",
 		cached, median(cached), imported, float64(median(cached))/float64(median(imported)))
-	t.Logf("root volume bytes on the node (-1: not visible from here): cloned %v, imported %v (a reflink clone shares the cache's blocks only where the file system can; du counts them anyway)",
-		cachedBytes, importedBytes)
+	pool := &hyperv1.NodePool{}
+	if err := b.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "bench"}, pool); err != nil {
+		t.Fatal(err)
+	}
+	cacheBytes := int64(-1)
+	if p := pool.Status.Platform; p != nil && p.KubeVirt != nil && p.KubeVirt.CacheName != "" {
+		cacheBytes = b.diskBytes(p.KubeVirt.CacheName)
+	}
+	t.Logf("root volume bytes on the node: cloned %v plus the cache's %d once, imported %v (allocated blocks; a clone copies the cache's on a file system without reflink)",
+		cachedBytes, cacheBytes, importedBytes)
 
 	// Autoscaled scale-up of the cached pool: min = max - 1 = 3.
 	if out, err := exec.Command(f.Bin("kubectl"), "--kubeconfig", f.Kubeconfig, "-n", ns, "patch", "nodepool", "bench", "--type=json", "-p",
