@@ -212,7 +212,7 @@ const stepBin = "/tekvirt-bin"
 
 // pullByNode makes the import step of spec run in image itself, so that
 // the kubelet pulls it as any Pod's image (with the node's registry
-// configuration): a first step copies tekvirt-step into a shared emptyDir,
+// configuration and credentials): a first step copies tekvirt-step into a shared emptyDir,
 // the import step runs that copy and imports the image's /disk file.
 func pullByNode(spec *pipelinev1.TaskSpec, image string) {
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "tekvirt-bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -221,6 +221,10 @@ func pullByNode(spec *pipelinev1.TaskSpec, image string) {
 	cp := pipelinev1.Step{Name: "copy-importer", Image: imp.Image, Command: []string{imp.Command[0], "copy-self", "--to=" + stepBin + "/tekvirt-step"},
 		VolumeMounts: []corev1.VolumeMount{mount}, ComputeResources: imp.ComputeResources}
 	imp.Image = image
+	// Always: the kubelet asks the registry with the node's credentials
+	// each time, so an image another namespace pulled with its own pull
+	// secret is never used from the node's cache.
+	imp.ImagePullPolicy = corev1.PullAlways
 	imp.Command = append([]string{stepBin + "/tekvirt-step"}, imp.Command[1:]...)
 	imp.Args = append(imp.Args, "--container-disk-dir=/disk")
 	imp.VolumeMounts = append(imp.VolumeMounts, mount)

@@ -34,6 +34,8 @@ type entry struct {
 type Handler struct {
 	inner      http.Handler
 	journalDir string
+	// user and password guard the private repositories (PrivatePrefix).
+	user, password string
 }
 
 // New returns a registry handler storing blobs under dir/blobs and
@@ -50,6 +52,10 @@ func New(dir string) (*Handler, error) {
 		),
 		journalDir: filepath.Join(dir, "manifests"),
 	}
+	var err error
+	if h.user, h.password, err = Credentials(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(h.journalDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating registry manifest dir: %w", err)
 	}
@@ -61,6 +67,9 @@ func New(dir string) (*Handler, error) {
 
 // ServeHTTP serves the distribution API and journals successful manifest pushes.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(w, r) {
+		return
+	}
 	m := manifestPath.FindStringSubmatch(r.URL.Path)
 	if r.Method != http.MethodPut || m == nil {
 		h.inner.ServeHTTP(w, r)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -56,5 +57,50 @@ func TestImagesSurviveRestart(t *testing.T) {
 		if _, err := got.Layers(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestPrivateRepositories: an image under PrivatePrefix is pushed and
+// pulled with the registry's credentials, and refused without them or
+// with others; other repositories stay open.
+func TestPrivateRepositories(t *testing.T) {
+	dir := t.TempDir()
+	h, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	user, pass, err := Credentials(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img, err := random.Image(1024, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.ParseReference(host + "/" + PrivatePrefix + "app:v1")
+	if err := remote.Write(ref, img); err == nil {
+		t.Fatal("pushed to a private repository without credentials")
+	}
+	good := remote.WithAuth(&authn.Basic{Username: user, Password: pass})
+	if err := remote.Write(ref, img, good); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Image(ref, good); err != nil {
+		t.Fatalf("pull with the credentials: %v", err)
+	}
+	for what, opts := range map[string][]remote.Option{
+		"no credentials":    nil,
+		"a wrong password": {remote.WithAuth(&authn.Basic{Username: user, Password: pass + "x"})},
+	} {
+		if _, err := remote.Image(ref, opts...); err == nil || !strings.Contains(err.Error(), "UNAUTHORIZED") {
+			t.Errorf("pull with %s: %v, want UNAUTHORIZED", what, err)
+		}
+	}
+	open, _ := name.ParseReference(host + "/test/app:v1")
+	if err := remote.Write(open, img); err != nil {
+		t.Errorf("push to an open repository: %v", err)
 	}
 }
