@@ -15,6 +15,10 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/conditions"
 )
 
+// ImagePullFailedReason is CDI's reason for an import whose image the
+// node cannot pull (pullMethod node: the step runs in that image).
+const ImagePullFailedReason = "ImagePullFailed"
+
 // observed is what the reconciler saw of a DataVolume's claim and import.
 type observed struct {
 	// invalid says why the DataVolume cannot be imported (an unsupported source).
@@ -44,6 +48,19 @@ func runState(run *pipelinev1.TaskRun) (done, ok bool, msg string) {
 		return false, false, ""
 	}
 	return true, c.IsTrue(), c.Message
+}
+
+// pullFailed is the message of a run whose step image the kubelet could
+// not pull (Tekton's PullImageFailed while the run waits), or "".
+func pullFailed(run *pipelinev1.TaskRun) string {
+	if run == nil {
+		return ""
+	}
+	c := run.Status.GetCondition(apis.ConditionSucceeded)
+	if c == nil || !c.IsUnknown() || c.Reason != "PullImageFailed" {
+		return ""
+	}
+	return c.Message
 }
 
 // ReadyMessage is the message of a DataVolume's Ready condition: why it
@@ -99,6 +116,12 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 		// Failed, and a new run is being started.
 		st.Phase = inProgress
 		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", fmt.Sprintf("import failed, retrying: %s", msg), now)
+	case pullFailed(obs.run) != "":
+		// As CDI reports an importer Pod whose image cannot be pulled.
+		st.Phase = scheduled
+		msg := pullFailed(obs.run)
+		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, ImagePullFailedReason, msg, now)
+		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionFalse, ImagePullFailedReason, msg, now)
 	case obs.run != nil && obs.run.Status.StartTime != nil:
 		st.Phase = inProgress
 		if obs.progress != "" {
