@@ -51,16 +51,20 @@ func runState(run *pipelinev1.TaskRun) (done, ok bool, msg string) {
 }
 
 // pullFailed is the message of a run whose step image the kubelet could
-// not pull (Tekton's PullImageFailed while the run waits), or "".
+// not pull, or "": Tekton's PullImageFailed while the run waits, then
+// TaskRunImagePullFailed when it gives up (the import is retried).
 func pullFailed(run *pipelinev1.TaskRun) string {
 	if run == nil {
 		return ""
 	}
 	c := run.Status.GetCondition(apis.ConditionSucceeded)
-	if c == nil || !c.IsUnknown() || c.Reason != "PullImageFailed" {
+	switch {
+	case c == nil:
 		return ""
+	case c.IsUnknown() && c.Reason == "PullImageFailed", c.IsFalse() && c.Reason == pipelinev1.TaskRunReasonImagePullFailed.String():
+		return c.Message
 	}
-	return c.Message
+	return ""
 }
 
 // ReadyMessage is the message of a DataVolume's Ready condition: why it
@@ -112,16 +116,16 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 		st.Phase, st.Progress = cdiv1.Succeeded, "100.0%"
 		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Completed", "Import Complete", now)
 		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionTrue, "", "", now)
-	case done:
-		// Failed, and a new run is being started.
-		st.Phase = inProgress
-		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", fmt.Sprintf("import failed, retrying: %s", msg), now)
 	case pullFailed(obs.run) != "":
 		// As CDI reports an importer Pod whose image cannot be pulled.
 		st.Phase = scheduled
 		msg := pullFailed(obs.run)
 		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, ImagePullFailedReason, msg, now)
 		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionFalse, ImagePullFailedReason, msg, now)
+	case done:
+		// Failed, and a new run is being started.
+		st.Phase = inProgress
+		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", fmt.Sprintf("import failed, retrying: %s", msg), now)
 	case obs.run != nil && obs.run.Status.StartTime != nil:
 		st.Phase = inProgress
 		if obs.progress != "" {

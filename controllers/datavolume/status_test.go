@@ -30,9 +30,9 @@ func run(status corev1.ConditionStatus, started bool) *pipelinev1.TaskRun {
 }
 
 // pullRefused is a run whose step image the kubelet could not pull.
-func pullRefused() *pipelinev1.TaskRun {
-	r := run(corev1.ConditionUnknown, true)
-	r.Status.Conditions[0].Reason, r.Status.Conditions[0].Message = "PullImageFailed", `build step "step-import" is pending with reason "401 Unauthorized"`
+func pullRefused(status corev1.ConditionStatus, reason string) *pipelinev1.TaskRun {
+	r := run(status, true)
+	r.Status.Conditions[0].Reason, r.Status.Conditions[0].Message = reason, `build step "step-import" is pending with reason "401 Unauthorized"`
 	return r
 }
 
@@ -68,7 +68,8 @@ func TestNextStatus(t *testing.T) {
 		{"uploading", observed{pvc: bound, upload: true, run: run(corev1.ConditionUnknown, true), progress: "12.50%"}, cdiv1.UploadReady, "12.50%", "", corev1.ConditionTrue},
 		{"upload done", observed{pvc: bound, upload: true, run: run(corev1.ConditionTrue, true)}, cdiv1.Succeeded, "100.0%", corev1.ConditionTrue, corev1.ConditionFalse},
 		{"clone running", observed{pvc: bound, clone: true, run: run(corev1.ConditionUnknown, true)}, cdiv1.CloneInProgress, "N/A", "", corev1.ConditionTrue},
-		{"image not pulled", observed{pvc: bound, run: pullRefused()}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
+		{"image not pulled", observed{pvc: bound, run: pullRefused(corev1.ConditionUnknown, "PullImageFailed")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
+		{"image not pulled, run given up", observed{pvc: bound, run: pullRefused(corev1.ConditionFalse, "TaskRunImagePullFailed")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
 		{"failed for good", observed{pvc: bound, run: run(corev1.ConditionFalse, true), failed: "import failed: checksum"}, cdiv1.Failed, "", corev1.ConditionFalse, corev1.ConditionFalse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +83,7 @@ func TestNextStatus(t *testing.T) {
 			if tc.running != "" && cond(st, cdiv1.DataVolumeRunning).Status != tc.running {
 				t.Errorf("Running = %+v", cond(st, cdiv1.DataVolumeRunning))
 			}
-			if r := cond(st, cdiv1.DataVolumeReady); tc.name == "image not pulled" && (r.Reason != ImagePullFailedReason || !strings.Contains(r.Message, "401 Unauthorized")) {
+			if r := cond(st, cdiv1.DataVolumeReady); strings.HasPrefix(tc.name, "image not pulled") && (r.Reason != ImagePullFailedReason || !strings.Contains(r.Message, "401 Unauthorized")) {
 				t.Errorf("Ready = %+v, want ImagePullFailed with the kubelet's message", r)
 			}
 			if tc.obs.invalid != nil && !strings.Contains(cond(st, cdiv1.DataVolumeReady).Message, "s3") {
