@@ -101,31 +101,38 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 		return st
 	}
 	setCond(&st, cdiv1.DataVolumeBound, corev1.ConditionTrue, "Bound", "PVC "+obs.pvc.Name+" Bound", now)
+	runStatus(&st, dv, obs, now)
+	return st
+}
+
+// runStatus sets the phase, progress and conditions of a DataVolume whose
+// claim is bound, from its run.
+func runStatus(st *cdiv1.DataVolumeStatus, dv *cdiv1.DataVolume, obs observed, now metav1.Time) {
 	done, ok, msg := runState(obs.run)
 	scheduled, inProgress := phases(obs)
 	switch {
 	case dv.Status.Phase == cdiv1.Succeeded:
 		// Done for good; the run may be gone.
 		st.Progress = "100.0%"
-		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionTrue, "", "", now)
+		setCond(st, cdiv1.DataVolumeReady, corev1.ConditionTrue, "", "", now)
 	case obs.failed != "":
 		st.Phase = cdiv1.Failed
-		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", obs.failed, now)
-		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionFalse, "Error", obs.failed, now)
+		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", obs.failed, now)
+		setCond(st, cdiv1.DataVolumeReady, corev1.ConditionFalse, "Error", obs.failed, now)
 	case done && ok:
 		st.Phase, st.Progress = cdiv1.Succeeded, "100.0%"
-		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Completed", "Import Complete", now)
-		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionTrue, "", "", now)
+		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Completed", "Import Complete", now)
+		setCond(st, cdiv1.DataVolumeReady, corev1.ConditionTrue, "", "", now)
 	case pullFailed(obs.run) != "":
 		// As CDI reports an importer Pod whose image cannot be pulled.
 		st.Phase = scheduled
 		msg := pullFailed(obs.run)
-		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, ImagePullFailedReason, msg, now)
-		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionFalse, ImagePullFailedReason, msg, now)
+		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, ImagePullFailedReason, msg, now)
+		setCond(st, cdiv1.DataVolumeReady, corev1.ConditionFalse, ImagePullFailedReason, msg, now)
 	case done:
 		// Failed, and a new run is being started.
 		st.Phase = inProgress
-		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", fmt.Sprintf("import failed, retrying: %s", msg), now)
+		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", fmt.Sprintf("import failed, retrying: %s", msg), now)
 	case obs.run != nil && obs.run.Status.StartTime != nil:
 		st.Phase = inProgress
 		if obs.progress != "" {
@@ -133,12 +140,12 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 		} else if st.Progress == "" {
 			st.Progress = "N/A"
 		}
-		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionTrue, "Pod is running", "", now)
+		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionTrue, "Pod is running", "", now)
+		setCond(st, cdiv1.DataVolumeReady, corev1.ConditionFalse, "", "", now)
 	default:
 		st.Phase = scheduled
-		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "", "", now)
+		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "", "", now)
 	}
-	return st
 }
 
 // phases are the phases of a scheduled and a running import, clone or upload.

@@ -19,7 +19,7 @@ import (
 // prefix are guarded.
 const PrivatePrefix = "private/"
 
-// CredentialsFile, in the registry's directory, holds "user:password" for
+// CredentialsFile is the file, in the registry's directory, that holds "user:password" for
 // the private repositories; the registry writes it on its first start.
 const CredentialsFile = "private-credentials"
 

@@ -92,7 +92,7 @@ func TestPrivateRepositories(t *testing.T) {
 		t.Fatalf("pull with the credentials: %v", err)
 	}
 	for what, opts := range map[string][]remote.Option{
-		"no credentials":    nil,
+		"no credentials":   nil,
 		"a wrong password": {remote.WithAuth(&authn.Basic{Username: user, Password: pass + "x"})},
 	} {
 		if _, err := remote.Image(ref, opts...); err == nil || !strings.Contains(err.Error(), "UNAUTHORIZED") {
