@@ -67,7 +67,8 @@ func Resolve(t *templatev1.Template, supplied map[string]string) (Values, error)
 }
 
 // Process returns t's objects with the values substituted in every string
-// and t's labels added to each object's labels.
+// and t's labels added to each object's labels; an object's namespace is
+// dropped unless a parameter makes it.
 func Process(t *templatev1.Template, values Values) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for i, raw := range t.Objects {
@@ -81,6 +82,13 @@ func Process(t *templatev1.Template, values Values) ([]*unstructured.Unstructure
 		var obj map[string]any
 		if err := json.Unmarshal(data, &obj); err != nil {
 			return nil, fmt.Errorf("template %s/%s objects[%d] is not a JSON object: %w", t.Namespace, t.Name, i, err)
+		}
+		// As OpenShift: a namespace written into an object goes (the
+		// caller places it), one made from a parameter stays.
+		if meta, ok := obj["metadata"].(map[string]any); ok {
+			if ns, ok := meta["namespace"].(string); ok && !strings.Contains(ns, "${") {
+				delete(meta, "namespace")
+			}
 		}
 		u := &unstructured.Unstructured{Object: substitute(obj, values).(map[string]any)}
 		if len(t.ObjectLabels) > 0 {

@@ -14,7 +14,7 @@ import (
 // by NAME (generated when not given), booting DATA_SOURCE_NAME.
 func vmTemplate() *templatev1.Template {
 	vm := `{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachine",
-	  "metadata":{"name":"${NAME}","labels":{"app":"${NAME}"}},
+	  "metadata":{"name":"${NAME}","namespace":"fixed","labels":{"app":"${NAME}"}},
 	  "spec":{"runStrategy":"Halted",
 	    "dataVolumeTemplates":[{"metadata":{"name":"${NAME}"},"spec":{"sourceRef":{"kind":"DataSource","name":"${DATA_SOURCE_NAME}","namespace":"${DATA_SOURCE_NAMESPACE}"}}}],
 	    "template":{"spec":{"domain":{"cpu":{"cores":"${{CPU_CORES}}"},"memory":{"guest":"${MEMORY}"}},
@@ -52,6 +52,9 @@ func TestProcess(t *testing.T) {
 	if len(objs) != 1 {
 		t.Fatalf("%d objects", len(objs))
 	}
+	if ns := objs[0].GetNamespace(); ns != "" {
+		t.Errorf("a namespace written into the object stayed: %q", ns)
+	}
 	vm := objs[0]
 	name := values["NAME"]
 	if vm.GetName() != name || vm.GetLabels()["app"] != name || vm.GetLabels()["app.kubernetes.io/name"] != name ||
@@ -78,6 +81,20 @@ func TestProcess(t *testing.T) {
 	// The template itself is left as it was.
 	if !strings.Contains(string(tmpl.Objects[0].Raw), "${NAME}") {
 		t.Error("processing changed the template")
+	}
+}
+
+func TestNamespaceFromParameter(t *testing.T) {
+	tmpl := vmTemplate()
+	tmpl.Objects[0].Raw = []byte(`{"kind":"VirtualMachine","metadata":{"name":"a","namespace":"${NS}"}}`)
+	tmpl.Parameters = append(tmpl.Parameters, templatev1.Parameter{Name: "NS", Value: "team-a"})
+	values, err := Resolve(tmpl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Process(tmpl, values)
+	if err != nil || objs[0].GetNamespace() != "team-a" {
+		t.Fatalf("namespace %q (%v), want the parameter's", objs[0].GetNamespace(), err)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	_ "kubevirt.io/api/core/v1"
 	_ "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	_ "github.com/openshift/api/template/v1"
 	_ "github.com/openshift/hypershift/api/hypershift/v1beta1"
 )
 
@@ -90,6 +91,15 @@ var kinds = []kind{
 		pkg: cdiPkg, gk: schema.GroupKind{Group: "cdi.kubevirt.io", Kind: "DataImportCron"},
 		shortNames: []string{"dic", "dics"}, status: true,
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+	},
+	{
+		// Installed by the operator only where the API is not served
+		// (OpenShift serves it itself).
+		pkg: "github.com/openshift/api/template/v1", gk: schema.GroupKind{Group: "template.openshift.io", Kind: "Template"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Description", Type: "string", JSONPath: `.metadata.annotations.description`},
 			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
 	},
@@ -158,8 +168,11 @@ func run(out string) error {
 		}
 		c.Spec.Names.ShortNames = k.shortNames
 		c.Spec.Names.Categories = []string{"all", "kubevirt"}
-		if k.gk.Group == "cdi.kubevirt.io" {
+		switch k.gk.Group {
+		case "cdi.kubevirt.io":
 			c.Spec.Names.Categories = []string{"all"}
+		case "template.openshift.io":
+			c.Spec.Names.Categories = nil
 		}
 		for i := range c.Spec.Versions {
 			v := &c.Spec.Versions[i]
