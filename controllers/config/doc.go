@@ -4,7 +4,7 @@
 // limit the controller and node handlers beyond RBAC (admission/), the
 // privileged namespace of the node daemons (node/), the volume
 // provisioner's DaemonSet, RBAC and default StorageClass (hostpath/), the
-// VM handler's DaemonSet and RBAC (handler/), the KubeVirt, CDI and HyperShift CRDs generated from their Go API modules (crd/), the
+// VM handler's DaemonSet and RBAC (handler/), the KubeVirt (instancetypes included), CDI, HyperShift and OpenShift Template CRDs generated from their Go API modules (crd/; the Template CRD only where the API is not served), the
 // validating and the requester-recording mutating webhooks (webhook/; their
 // serving certificate Secret and caBundle come from the operator), the upload API's APIService and
 // Services (upload/), the subresources.kubevirt.io APIService (subresources/), the user roles aggregated into admin, edit and view
@@ -34,6 +34,10 @@ var Files = []string{
 	"crd/cdi.kubevirt.io_datavolumes.yaml",
 	"crd/cdi.kubevirt.io_datasources.yaml",
 	"crd/cdi.kubevirt.io_dataimportcrons.yaml",
+	"crd/instancetype.kubevirt.io_virtualmachineinstancetypes.yaml",
+	"crd/instancetype.kubevirt.io_virtualmachineclusterinstancetypes.yaml",
+	"crd/instancetype.kubevirt.io_virtualmachinepreferences.yaml",
+	"crd/instancetype.kubevirt.io_virtualmachineclusterpreferences.yaml",
 	"crd/hypershift.openshift.io_hostedclusters.yaml",
 	"crd/hypershift.openshift.io_nodepools.yaml",
 	"rbac/role.yaml",

@@ -24,6 +24,7 @@ import (
 	// The packages the CRDs come from, imported so that this module pins
 	// their version and the loader finds them.
 	_ "kubevirt.io/api/core/v1"
+	_ "kubevirt.io/api/instancetype/v1beta1"
 	_ "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	_ "github.com/openshift/api/template/v1"
@@ -31,9 +32,12 @@ import (
 )
 
 const (
-	cdiPkg        = "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
-	hypershiftPkg = "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	instancetypePkg = "kubevirt.io/api/instancetype/v1beta1"
+	cdiPkg          = "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	hypershiftPkg   = "github.com/openshift/hypershift/api/hypershift/v1beta1"
 )
+
+var ageColumn = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"}}
 
 // kind is one generated CRD and what its Go types do not say.
 type kind struct {
@@ -41,7 +45,9 @@ type kind struct {
 	gk         schema.GroupKind
 	shortNames []string
 	status     bool
-	columns    []apiextensionsv1.CustomResourceColumnDefinition
+	// cluster scoped (the upstream types say so only to client-gen).
+	cluster bool
+	columns []apiextensionsv1.CustomResourceColumnDefinition
 	// ownMarkers: the types carry their own resource, subresource and
 	// column markers (HyperShift's), which are kept as they are.
 	ownMarkers bool
@@ -94,6 +100,10 @@ var kinds = []kind{
 			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
 	},
+	{pkg: instancetypePkg, gk: schema.GroupKind{Group: "instancetype.kubevirt.io", Kind: "VirtualMachineInstancetype"}, shortNames: []string{"vminstancetype", "vminstancetypes", "vmf", "vmfs"}, columns: ageColumn},
+	{pkg: instancetypePkg, gk: schema.GroupKind{Group: "instancetype.kubevirt.io", Kind: "VirtualMachineClusterInstancetype"}, cluster: true, shortNames: []string{"vmclusterinstancetype", "vmclusterinstancetypes", "vmcf", "vmcfs"}, columns: ageColumn},
+	{pkg: instancetypePkg, gk: schema.GroupKind{Group: "instancetype.kubevirt.io", Kind: "VirtualMachinePreference"}, shortNames: []string{"vmpref", "vmprefs", "vmp", "vmps"}, columns: ageColumn},
+	{pkg: instancetypePkg, gk: schema.GroupKind{Group: "instancetype.kubevirt.io", Kind: "VirtualMachineClusterPreference"}, cluster: true, shortNames: []string{"vmclusterpref", "vmclusterprefs", "vmcp", "vmcps"}, columns: ageColumn},
 	{
 		// Installed by the operator only where the API is not served
 		// (OpenShift serves it itself).
@@ -171,8 +181,11 @@ func run(out string) error {
 		switch k.gk.Group {
 		case "cdi.kubevirt.io":
 			c.Spec.Names.Categories = []string{"all"}
-		case "template.openshift.io":
+		case "template.openshift.io", "instancetype.kubevirt.io":
 			c.Spec.Names.Categories = nil
+		}
+		if k.cluster {
+			c.Spec.Scope = apiextensionsv1.ClusterScoped
 		}
 		for i := range c.Spec.Versions {
 			v := &c.Spec.Versions[i]
