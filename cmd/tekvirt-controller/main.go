@@ -22,6 +22,7 @@ import (
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
@@ -79,7 +80,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	stepImage := img.step
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
-		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme, hyperv1.AddToScheme},
+		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme, instancetypev1beta1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme, hyperv1.AddToScheme},
 		WebhookCertDir: certDir, WebhookPort: port.webhook,
 	})
 	if err != nil {
@@ -88,7 +89,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err := ctrlmetrics.Registry.Register(metrics.Collector{Reader: mgr.GetClient()}); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	if err := (&vm.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller")}).SetupWithManager(mgr); err != nil {
+	if err := (&vm.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tekvirt-controller")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the VirtualMachine controller: %w", err)
 	}
 	if err := (&eviction.BudgetReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
@@ -116,7 +117,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	}
 	if certDir != "" {
 		mgr.GetWebhookServer().Register(requester.Path, &webhook.Admission{Handler: requester.Recorder{Controller: config.ControllerUser}})
-		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{Client: mgr.GetClient()}})
+		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}})
 		mgr.GetWebhookServer().Register(eviction.Path, &webhook.Admission{Handler: eviction.Webhook{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Log: ctrl.Log.WithName("eviction")}})
 		if err := addAPIServers(mgr, certDir, key, port); err != nil {
 			return err

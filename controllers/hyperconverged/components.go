@@ -88,8 +88,9 @@ type certs struct {
 
 // render returns the component objects: the controller's Deployment,
 // Services, webhooks and APIService (caBundle set), the node daemons, the
-// default StorageClass, the serving certificates' Secrets and the CA
-// bundle's ConfigMap, each labelled as the operator's.
+// default StorageClass, the common cluster instancetypes and preferences,
+// the serving certificates' Secrets and the CA bundle's ConfigMap, each
+// labelled as the operator's.
 func render(images Images, c certs, containerDiskMaxBytes string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, f := range ctrlconfig.ComponentFiles {
@@ -117,6 +118,15 @@ func render(images Images, c certs, containerDiskMaxBytes string) ([]*unstructur
 		}
 		out = append(out, docs...)
 	}
+	common, err := catalog.CommonInstancetypes()
+	if err != nil {
+		return nil, err
+	}
+	docs, err := ctrlconfig.Decode(common)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the common instancetypes: %w", err)
+	}
+	out = append(out, docs...)
 	out = append(out,
 		tlsSecret(ctrlconfig.WebhookSecret, ctrlconfig.Namespace, c.webhook),
 		tlsSecret(ctrlconfig.HandlerCertSecret, ctrlconfig.NodeNamespace, c.handler),

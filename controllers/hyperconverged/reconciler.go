@@ -55,6 +55,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=instancetype.kubevirt.io,resources=virtualmachineclusterinstancetypes;virtualmachineclusterpreferences,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=tekvirt-system,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=tekvirt-system,resources=services;secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=tekvirt-node,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
@@ -206,6 +207,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService"},
 		{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
+		{APIVersion: "instancetype.kubevirt.io/v1beta1", Kind: "VirtualMachineClusterInstancetype"},
+		{APIVersion: "instancetype.kubevirt.io/v1beta1", Kind: "VirtualMachineClusterPreference"},
 	} {
 		b = b.WatchesMetadata(&metav1.PartialObjectMetadata{TypeMeta: gvk}, all, builder.WithPredicates(deployed))
 	}

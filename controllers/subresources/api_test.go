@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	authzv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "kubevirt.io/api/core/v1"
+	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 )
 
 // serve sends a request as the kube-apiserver's front proxy would, for
@@ -44,7 +46,7 @@ func serve(t *testing.T, a *API, method, path, user, body string) *httptest.Resp
 func testAPI(t *testing.T) (*API, client.Client) {
 	t.Helper()
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, instancetypev1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +56,10 @@ func testAPI(t *testing.T) (*API, client.Client) {
 	}
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "manual", UID: "vmi-1"}, Status: v1.VirtualMachineInstanceStatus{Phase: v1.Running}}
 	c := fake.NewClientBuilder().WithScheme(s).
-		WithObjects(vm("halted", v1.RunStrategyHalted), vm("manual", v1.RunStrategyManual), vm("always", v1.RunStrategyAlways), vmi).
+		WithObjects(vm("halted", v1.RunStrategyHalted), vm("manual", v1.RunStrategyManual), vm("always", v1.RunStrategyAlways), vmi,
+			&instancetypev1beta1.VirtualMachineClusterInstancetype{ObjectMeta: metav1.ObjectMeta{Name: "u1.small"},
+				Spec: instancetypev1beta1.VirtualMachineInstancetypeSpec{CPU: instancetypev1beta1.CPUInstancetype{Guest: 1},
+					Memory: instancetypev1beta1.MemoryInstancetype{Guest: resource.MustParse("2Gi")}}}).
 		WithStatusSubresource(&v1.VirtualMachine{}).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if sar, ok := obj.(*authzv1.SubjectAccessReview); ok {

@@ -2,17 +2,20 @@ package subresources
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/controllers/frontproxy"
+	"github.com/tekvirt/tekvirt/controllers/instancetype"
 	"github.com/tekvirt/tekvirt/controllers/vmwebhook"
 )
 
@@ -20,10 +23,8 @@ import (
 const maxVMBody = 1 << 20
 
 // expandVMSpec serves PUT namespaces/NS/expand-vm-spec: the VM sent, with
-// its instancetype and preference applied, for callers allowed update on
-// expand-vm-spec. tekvirt serves no instancetypes or preferences (a VM
-// naming one is refused, by name of the field, as the VM webhook refuses
-// it), so a VM it accepts is already expanded and comes back as sent.
+// its instancetype and preference applied (and their matchers dropped),
+// for callers allowed update on expand-vm-spec.
 func (a *API) expandVMSpec(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ns := r.PathValue("namespace")
@@ -32,11 +33,34 @@ func (a *API) expandVMSpec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vm, err := decodeVM(r.Body, ns)
+	if err == nil {
+		vm.Namespace = ns
+		vm, err = a.expand(ctx, vm)
+	}
 	if err != nil {
 		frontproxy.WriteStatus(w, err)
 		return
 	}
 	writeVM(w, vm)
+}
+
+// expand applies the instancetype and preference vm names, as they are
+// now; a missing one or a conflict is a 422 naming it.
+func (a *API) expand(ctx context.Context, vm *v1.VirtualMachine) (*v1.VirtualMachine, error) {
+	if vm.Spec.Instancetype == nil && vm.Spec.Preference == nil {
+		return vm, nil
+	}
+	spec, err := instancetype.Resolve(ctx, a.Client, vm)
+	if err != nil {
+		return nil, apierrors.NewInvalid(v1.VirtualMachineGroupVersionKind.GroupKind(), vm.Name, field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())})
+	}
+	out := vm.DeepCopy()
+	if out.Spec.Template == nil {
+		out.Spec.Template = &v1.VirtualMachineInstanceTemplateSpec{}
+	}
+	out.Spec.Template.Spec = *spec
+	out.Spec.Instancetype, out.Spec.Preference = nil, nil
+	return out, nil
 }
 
 // expandSpec serves GET virtualmachines/NAME/expand-spec: the stored VM
@@ -50,6 +74,11 @@ func (a *API) expandSpec(w http.ResponseWriter, r *http.Request) {
 	}
 	vm := &v1.VirtualMachine{}
 	if err := a.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err != nil {
+		frontproxy.WriteStatus(w, err)
+		return
+	}
+	vm, err := a.expand(ctx, vm)
+	if err != nil {
 		frontproxy.WriteStatus(w, err)
 		return
 	}

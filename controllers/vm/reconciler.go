@@ -26,6 +26,10 @@ const NameLabel = "vm.kubevirt.io/name"
 // Reconciler keeps each VM's VMI as its run strategy says.
 type Reconciler struct {
 	Client client.Client
+	// Reader reads what is read only when a VM starts (instancetypes,
+	// preferences, their ControllerRevisions) from the API server, not a
+	// cache of every one in the cluster.
+	Reader client.Reader
 	// Recorder records the VM's events under KubeVirt's reasons (its VMI
 	// created or deleted, its DataVolumes created).
 	Recorder events.EventRecorder
@@ -155,12 +159,16 @@ func (r *Reconciler) create(ctx context.Context, vm *v1.VirtualMachine) (*v1.Vir
 	if tmpl == nil {
 		return nil, fmt.Errorf("spec.template is required to start %s", klog.KObj(vm))
 	}
+	spec, err := r.expandedSpec(ctx, vm)
+	if err != nil {
+		return nil, err
+	}
 	vmi := &v1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: vm.Name, Namespace: vm.Namespace,
 			Labels: map[string]string{}, Annotations: map[string]string{},
 		},
-		Spec: *tmpl.Spec.DeepCopy(),
+		Spec: *spec,
 	}
 	for k, v := range tmpl.ObjectMeta.Labels {
 		vmi.Labels[k] = v

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/controllers/requester"
@@ -28,7 +29,10 @@ func start(t *testing.T) client.Client {
 	t.Helper()
 	crd := filepath.Join("..", "config", "crd")
 	cfg := testenv.Start(t, filepath.Join(crd, "kubevirt.io_virtualmachines.yaml"), filepath.Join(crd, "kubevirt.io_virtualmachineinstances.yaml"),
-		filepath.Join(crd, "cdi.kubevirt.io_datavolumes.yaml"))
+		filepath.Join(crd, "cdi.kubevirt.io_datavolumes.yaml"),
+		filepath.Join(crd, "instancetype.kubevirt.io_virtualmachineclusterinstancetypes.yaml"),
+		filepath.Join(crd, "instancetype.kubevirt.io_virtualmachinepreferences.yaml"),
+		filepath.Join(crd, "instancetype.kubevirt.io_virtualmachineclusterpreferences.yaml"))
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -39,8 +43,11 @@ func start(t *testing.T) client.Client {
 	if err := cdiv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := instancetypev1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	return testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+		return (&Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 	})
 }
 

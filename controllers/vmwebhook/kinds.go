@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/dataimportcron"
 	"github.com/tekvirt/tekvirt/controllers/datasource"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
+	"github.com/tekvirt/tekvirt/controllers/instancetype"
 )
 
 // decodeError marks a request whose object cannot be decoded: a bad
@@ -55,7 +57,33 @@ func (v Validator) virtualMachine(ctx context.Context, req admission.Request) er
 			return err
 		}
 	}
+	if err := v.sizing(ctx, req, &vm); err != nil {
+		return err
+	}
 	return v.dataVolumeTemplates(ctx, req, &vm)
+}
+
+// sizing checks, when a VM is created or names another instancetype or
+// preference, that they exist, are within what tekvirt implements, and
+// do not conflict with the VM's own fields, as KubeVirt's admission does.
+func (v Validator) sizing(ctx context.Context, req admission.Request, vm *kubevirtv1.VirtualMachine) error {
+	if vm.Spec.Instancetype == nil && vm.Spec.Preference == nil {
+		return nil
+	}
+	if req.Operation == admissionv1.Update {
+		var old kubevirtv1.VirtualMachine
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return decodeError{fmt.Errorf("decoding the old VirtualMachine: %w", err)}
+		}
+		if equality.Semantic.DeepEqual(old.Spec.Instancetype, vm.Spec.Instancetype) && equality.Semantic.DeepEqual(old.Spec.Preference, vm.Spec.Preference) &&
+			equality.Semantic.DeepEqual(old.Spec.Template, vm.Spec.Template) {
+			return nil
+		}
+	}
+	if _, err := instancetype.Resolve(ctx, v.Reader, vm); err != nil {
+		return fmt.Errorf("VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
+	}
+	return nil
 }
 
 // virtualMachineInstance: supported fields and valid names on create; the

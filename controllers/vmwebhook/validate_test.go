@@ -78,13 +78,14 @@ func TestUnsupportedFieldsAreNamed(t *testing.T) {
 			"spec.template.spec.domain.devices.disks[0].lun"},
 		"scsi bus": {"bus: virtio\n            - name: cloudinitdisk", "bus: scsi\n            - name: cloudinitdisk",
 			`spec.template.spec.domain.devices.disks[0].disk.bus: "scsi" (supported: virtio, sata)`},
-		"sriov interface":   {"masquerade: {}", "sriov: {}", "spec.template.spec.domain.devices.interfaces[0].sriov"},
-		"masquerade option": {"masquerade: {}", "masquerade: {foo: 1}", "spec.template.spec.domain.devices.interfaces[0].masquerade.foo"},
-		"gpu":               {"          interfaces:", "          gpus:\n            - name: g\n              deviceName: nvidia\n          interfaces:", "spec.template.spec.domain.devices.gpus"},
-		"instancetype":      {"  runStrategy: Halted", "  runStrategy: Halted\n  instancetype:\n    name: u1.small", "spec.instancetype"},
-		"bad run strategy":  {"runStrategy: Halted", "runStrategy: Sometimes", `spec.runStrategy: "Sometimes" (supported:`},
-		"multus network":    {"          pod: {}", "          multus:\n            networkName: n", "spec.template.spec.networks[0].multus"},
-		"efi":               {"        cpu:", "        firmware:\n          bootloader:\n            efi: {}\n        cpu:", "spec.template.spec.domain.firmware.bootloader"},
+		"sriov interface":       {"masquerade: {}", "sriov: {}", "spec.template.spec.domain.devices.interfaces[0].sriov"},
+		"masquerade option":     {"masquerade: {}", "masquerade: {foo: 1}", "spec.template.spec.domain.devices.interfaces[0].masquerade.foo"},
+		"gpu":                   {"          interfaces:", "          gpus:\n            - name: g\n              deviceName: nvidia\n          interfaces:", "spec.template.spec.domain.devices.gpus"},
+		"instancetype inferred": {"  runStrategy: Halted", "  runStrategy: Halted\n  instancetype:\n    inferFromVolume: root", "spec.instancetype.inferFromVolume"},
+		"instancetype kind":     {"  runStrategy: Halted", "  runStrategy: Halted\n  instancetype:\n    name: u1.small\n    kind: Flavor", `spec.instancetype.kind: "Flavor"`},
+		"bad run strategy":      {"runStrategy: Halted", "runStrategy: Sometimes", `spec.runStrategy: "Sometimes" (supported:`},
+		"multus network":        {"          pod: {}", "          multus:\n            networkName: n", "spec.template.spec.networks[0].multus"},
+		"efi":                   {"        cpu:", "        firmware:\n          bootloader:\n            efi: {}\n        cpu:", "spec.template.spec.domain.firmware.bootloader"},
 	} {
 		s := spec(t, strings.Replace(userGuideVM, tc.from, tc.to, 1))
 		err := ValidateVMSpec(s)
@@ -95,9 +96,9 @@ func TestUnsupportedFieldsAreNamed(t *testing.T) {
 }
 
 func TestAllUnsupportedFieldsListed(t *testing.T) {
-	s := spec(t, strings.Replace(strings.Replace(userGuideVM, "masquerade: {}", "sriov: {}", 1), "  runStrategy: Halted", "  runStrategy: Halted\n  preference:\n    name: p", 1))
+	s := spec(t, strings.Replace(strings.Replace(userGuideVM, "masquerade: {}", "sriov: {}", 1), "  runStrategy: Halted", "  runStrategy: Halted\n  preference:\n    name: p\n    inferFromVolume: root", 1))
 	err := ValidateVMSpec(s)
-	if err == nil || strings.Count(err.Error(), ";") != 1 || !strings.Contains(err.Error(), "spec.preference") || !strings.Contains(err.Error(), "sriov") {
+	if err == nil || strings.Count(err.Error(), ";") != 1 || !strings.Contains(err.Error(), "spec.preference.inferFromVolume") || !strings.Contains(err.Error(), "sriov") {
 		t.Fatalf("err = %v; want both fields named", err)
 	}
 }

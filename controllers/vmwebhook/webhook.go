@@ -30,6 +30,8 @@ const Path = "/validate-kubevirt-io-v1"
 type Validator struct {
 	// Client creates the SubjectAccessReviews of clone sources.
 	Client client.Client
+	// Reader reads the instancetypes and preferences VMs name.
+	Reader client.Reader
 }
 
 // Handle implements admission.Handler.
