@@ -58,14 +58,17 @@ func conflicts(spec *v1.VirtualMachineInstanceSpec, it *instancetypev1beta1.Virt
 			}
 		}
 	}
-	if len(it.NodeSelector) > 0 && len(spec.NodeSelector) > 0 {
-		out = append(out, specField+"nodeSelector")
-	}
-	if it.SchedulerName != "" && spec.SchedulerName != "" {
-		out = append(out, specField+"schedulerName")
-	}
-	if len(it.HostDevices) > 0 && len(d.Devices.HostDevices) > 0 {
-		out = append(out, specField+"domain.devices.hostDevices")
+	for _, both := range []struct {
+		field string
+		set   bool
+	}{
+		{"nodeSelector", len(it.NodeSelector) > 0 && len(spec.NodeSelector) > 0},
+		{"schedulerName", it.SchedulerName != "" && spec.SchedulerName != ""},
+		{"domain.devices.hostDevices", len(it.HostDevices) > 0 && len(d.Devices.HostDevices) > 0},
+	} {
+		if both.set {
+			out = append(out, specField+both.field)
+		}
 	}
 	return out
 }
@@ -179,28 +182,7 @@ func guestMemory(spec *v1.VirtualMachineInstanceSpec) *resource.Quantity {
 // applyPreference fills in what the VM leaves unset.
 func applyPreference(spec *v1.VirtualMachineInstanceSpec, pref *instancetypev1beta1.VirtualMachinePreferenceSpec) {
 	if d := pref.Devices; d != nil {
-		dev := &spec.Domain.Devices
-		for i := range dev.Disks {
-			disk := &dev.Disks[i]
-			switch {
-			case disk.Disk != nil && disk.Disk.Bus == "" && d.PreferredDiskBus != "":
-				disk.Disk.Bus = d.PreferredDiskBus
-			case disk.CDRom != nil && disk.CDRom.Bus == "" && d.PreferredCdromBus != "":
-				disk.CDRom.Bus = d.PreferredCdromBus
-			}
-			if disk.Cache == "" {
-				disk.Cache = d.PreferredDiskCache
-			}
-		}
-		for i := range dev.Interfaces {
-			iface := &dev.Interfaces[i]
-			if iface.Model == "" {
-				iface.Model = d.PreferredInterfaceModel
-			}
-		}
-		setIfNil(&dev.AutoattachGraphicsDevice, d.PreferredAutoattachGraphicsDevice)
-		setIfNil(&dev.AutoattachPodInterface, d.PreferredAutoattachPodInterface)
-		setIfNil(&dev.AutoattachSerialConsole, d.PreferredAutoattachSerialConsole)
+		applyDevicePreferences(&spec.Domain.Devices, d)
 	}
 	setIfNil(&spec.TerminationGracePeriodSeconds, pref.PreferredTerminationGracePeriodSeconds)
 	if spec.Subdomain == "" && pref.PreferredSubdomain != nil {
@@ -216,4 +198,27 @@ func setIfNil[T any](field **T, preferred *T) {
 		v := *preferred
 		*field = &v
 	}
+}
+
+func applyDevicePreferences(dev *v1.Devices, d *instancetypev1beta1.DevicePreferences) {
+	for i := range dev.Disks {
+		disk := &dev.Disks[i]
+		switch {
+		case disk.Disk != nil && disk.Disk.Bus == "" && d.PreferredDiskBus != "":
+			disk.Disk.Bus = d.PreferredDiskBus
+		case disk.CDRom != nil && disk.CDRom.Bus == "" && d.PreferredCdromBus != "":
+			disk.CDRom.Bus = d.PreferredCdromBus
+		}
+		if disk.Cache == "" {
+			disk.Cache = d.PreferredDiskCache
+		}
+	}
+	for i := range dev.Interfaces {
+		if iface := &dev.Interfaces[i]; iface.Model == "" {
+			iface.Model = d.PreferredInterfaceModel
+		}
+	}
+	setIfNil(&dev.AutoattachGraphicsDevice, d.PreferredAutoattachGraphicsDevice)
+	setIfNil(&dev.AutoattachPodInterface, d.PreferredAutoattachPodInterface)
+	setIfNil(&dev.AutoattachSerialConsole, d.PreferredAutoattachSerialConsole)
 }

@@ -106,4 +106,3 @@ func revisionName(vm string, obj client.Object) string {
 	}
 	return name
 }
-
