@@ -15,6 +15,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -121,7 +122,7 @@ func tokenClient(t *testing.T, f *framework.Framework, token string) client.Clie
 func clientFor(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, pipelinev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, pipelinev1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
@@ -250,6 +251,12 @@ func TestAttackControllerRights(t *testing.T) {
 	} {
 		refused(t, what, op.Create(ctx, rb, dry), "binds only the catalog's task roles")
 	}
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.evil.example"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "evil.example", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}}}}
+	refused(t, "another CRD by the operator", op.Create(ctx, crd, dry), "only the Template API's CustomResourceDefinition")
 	if err := op.Create(ctx, binding("admin", sa(ns, "default")), dry); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("admin bound by the operator: err = %v, want RBAC's refusal", err)
 	}

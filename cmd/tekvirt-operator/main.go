@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -48,13 +49,13 @@ func run(images hyperconverged.Images, probeAddr, metricsAddr string) error {
 	}
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
-		AddToScheme: []func(*runtime.Scheme) error{hcov1beta1.AddToScheme},
+		AddToScheme: []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, apiextensionsv1.AddToScheme},
 		Cache:       hyperconverged.CacheOptions(),
 	})
 	if err != nil {
 		return err
 	}
-	r := &hyperconverged.Reconciler{Client: mgr.GetClient(), StepImage: images["github.com/tekvirt/tekvirt/cmd/tekvirt-step"], Images: images}
+	r := &hyperconverged.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: images["github.com/tekvirt/tekvirt/cmd/tekvirt-step"], Images: images}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the HyperConverged controller: %w", err)
 	}

@@ -36,6 +36,9 @@ const (
 // HyperConverged singleton.
 type Reconciler struct {
 	Client client.Client
+	// Reader reads single cluster-scoped objects past the cache (the
+	// Template CRD), so the operator needs no list or watch of them.
+	Reader client.Reader
 	// StepImage is the tekvirt-step image reference the Tasks run.
 	StepImage string
 	// Images are the component images by import path (StepImage among them).
@@ -97,12 +100,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, fmt.Errorf("reconciling %s: %w", klog.KObj(hc), obs.err)
 		}
 	}
+	if obs.templateAPI, obs.err = r.ensureTemplateAPI(ctx); obs.err != nil {
+		return ctrl.Result{}, fmt.Errorf("reconciling %s: %w", klog.KObj(hc), obs.err)
+	}
 	obs.installed, obs.err = r.install(ctx, hc.CatalogNamespace())
 	if obs.err != nil {
 		obs.err = fmt.Errorf("installing the catalog into %s: %w", hc.CatalogNamespace(), obs.err)
 		return ctrl.Result{}, fmt.Errorf("reconciling %s: %w", klog.KObj(hc), obs.err)
 	}
-	log.V(1).Info("reconciled", "catalogNamespace", hc.CatalogNamespace(), "catalogObjects", obs.installed, "notReady", obs.notReady)
+	log.V(1).Info("reconciled", "catalogNamespace", hc.CatalogNamespace(), "catalogObjects", obs.installed, "notReady", obs.notReady, "templateAPI", obs.templateAPI)
 	if renew.IsZero() {
 		return ctrl.Result{}, nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,8 +45,11 @@ func startReconciler(t *testing.T, r *Reconciler) client.Client {
 	if err := hcov1beta1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
-		r.Client = mgr.GetClient()
+		r.Client, r.Reader = mgr.GetClient(), mgr.GetAPIReader()
 		return r.SetupWithManager(mgr)
 	})
 	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-system"}}); err != nil {

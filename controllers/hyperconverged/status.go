@@ -46,6 +46,8 @@ type observed struct {
 	err     error
 	// notSingleton is set for a HyperConverged that is not the one acted on.
 	notSingleton bool
+	// templateAPI says where the Template API comes from.
+	templateAPI string
 }
 
 // setConditions writes the status conditions for what a reconcile observed.

@@ -1,0 +1,76 @@
+package hyperconverged
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+)
+
+// Where the Template API comes from when the cluster does not serve it.
+const (
+	TemplateCRDName = "templates.template.openshift.io"
+	templateCRDFile = "crd/template.openshift.io_templates.yaml"
+)
+
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=create
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=templates.template.openshift.io
+
+// ensureTemplateAPI makes template.openshift.io/v1 Templates available: a
+// cluster that serves them itself (OpenShift's API server) is left alone;
+// elsewhere the operator installs, and keeps current, the CRD generated
+// from OpenShift's types. It says which.
+func (r *Reconciler) ensureTemplateAPI(ctx context.Context) (string, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := r.reader().Get(ctx, client.ObjectKey{Name: TemplateCRDName}, crd)
+	switch {
+	case err == nil && crd.Labels[ManagedByLabel] != ManagedBy:
+		return "a CustomResourceDefinition tekvirt does not manage", nil
+	case apierrors.IsNotFound(err):
+		_, mapErr := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: "template.openshift.io", Kind: "Template"}, "v1")
+		if mapErr == nil {
+			return "the cluster's own API", nil
+		}
+		if !meta.IsNoMatchError(mapErr) {
+			return "", fmt.Errorf("looking up the Template API: %w", mapErr)
+		}
+	case err != nil:
+		return "", fmt.Errorf("reading CustomResourceDefinition %s: %w", TemplateCRDName, err)
+	}
+	data, err := fs.ReadFile(ctrlconfig.FS, templateCRDFile)
+	if err != nil {
+		return "", err
+	}
+	docs, err := ctrlconfig.Decode(data)
+	if err != nil {
+		return "", fmt.Errorf("decoding %s: %w", templateCRDFile, err)
+	}
+	if len(docs) != 1 {
+		return "", fmt.Errorf("%s holds %d objects, want 1", templateCRDFile, len(docs))
+	}
+	o := docs[0]
+	labels := o.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[ManagedByLabel] = ManagedBy
+	o.SetLabels(labels)
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {
+		return "", fmt.Errorf("applying CustomResourceDefinition %s: %w", TemplateCRDName, err)
+	}
+	return "tekvirt's CustomResourceDefinition", nil
+}
+
+func (r *Reconciler) reader() client.Reader {
+	if r.Reader != nil {
+		return r.Reader
+	}
+	return r.Client
+}
