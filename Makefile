@@ -11,7 +11,7 @@ E2E_TIMEOUT ?= 40m
 NODES ?= 1
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e$$|/e2e/bench$$')
 
-.PHONY: help build test test-unit e2e up down demo generate verify-gen lint bench fmt release virtctl
+.PHONY: help build test test-unit e2e e2e-hosted up down demo generate verify-gen lint bench fmt release virtctl
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -47,6 +47,10 @@ demo: up ## the main job: cluster up, then the golden-image pipeline imports the
 e2e: NODES = 2
 e2e: up $(TOOLS)/virtctl ## bring the cluster up (2 nodes) and run the e2e scenarios against it
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
+
+e2e-hosted: NODES = 2
+e2e-hosted: up ## the hosted-cluster NodePool scenario (about 10 minutes; not in `make test`, CI's budget)
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 $(GO) test -count=1 -timeout 30m -v -run 'TestNodePool$$' ./e2e/
 
 bench: up $(TOOLS)/virtctl ## measurements (printed as ratios); slow, not part of `make test`
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_BENCH=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 60m -v ./e2e/bench/
