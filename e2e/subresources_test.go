@@ -475,10 +475,22 @@ func TestExpandVMSpec(t *testing.T) {
 	if err != nil || json.Unmarshal(raw, got) != nil || got.Name != vm.Name || got.Spec.Template == nil || len(got.Spec.Template.Spec.Volumes) != len(vm.Spec.Template.Spec.Volumes) {
 		t.Errorf("expand-vm-spec by a viewer: %v %s", err, raw)
 	}
+	// Named instancetype (the operator's u1.small: 1 vCPU, 2Gi): the VM
+	// comes back sized by it, without the matcher; one that also sizes
+	// its memory is a 422 naming the conflicting field.
 	vm.Spec.Instancetype = &v1.InstancetypeMatcher{Name: "u1.small"}
-	withType, _ := json.Marshal(vm)
-	if _, err := expand("e2e-viewer", withType); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "spec.instancetype") {
-		t.Errorf("expand-vm-spec of a VM with an instancetype: %v, want 400 naming spec.instancetype", err)
+	conflicting, _ := json.Marshal(vm)
+	if _, err := expand("e2e-viewer", conflicting); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.template.spec.domain.resources.requests.memory conflict") {
+		t.Errorf("expand-vm-spec of a VM sizing itself and naming an instancetype: %v, want 422 naming the field", err)
+	}
+	sized := vm.DeepCopy()
+	sized.Spec.Template.Spec.Domain.Resources = v1.ResourceRequirements{}
+	withType, _ := json.Marshal(sized)
+	raw, err = expand("e2e-viewer", withType)
+	got = &v1.VirtualMachine{}
+	if err != nil || json.Unmarshal(raw, got) != nil || got.Spec.Instancetype != nil || got.Spec.Template.Spec.Domain.Memory == nil ||
+		got.Spec.Template.Spec.Domain.Memory.Guest.String() != "2Gi" || got.Spec.Template.Spec.Domain.CPU == nil || got.Spec.Template.Spec.Domain.CPU.Sockets != 1 {
+		t.Errorf("expand-vm-spec of a VM naming u1.small: %v %s", err, raw)
 	}
 	if _, err := expand("e2e-stranger", body); !apierrors.IsForbidden(err) {
 		t.Errorf("expand-vm-spec by a user without a role: %v, want 403", err)
