@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -18,12 +19,17 @@ const maxNamed = 5
 // VirtualMachines or VirtualMachineInstances exist, as HCO's webhook does:
 // deleting it removes the runtime they run on.
 func (v Validator) hyperConvergedDelete(ctx context.Context, req admission.Request) error {
+	// Past the cache: a VM created a moment ago must block the deletion too.
+	var r client.Reader = v.Client
+	if v.Reader != nil {
+		r = v.Reader
+	}
 	var vms kubevirtv1.VirtualMachineList
-	if err := v.Client.List(ctx, &vms); err != nil {
+	if err := r.List(ctx, &vms); err != nil {
 		return fmt.Errorf("listing VirtualMachines: %w", err)
 	}
 	var vmis kubevirtv1.VirtualMachineInstanceList
-	if err := v.Client.List(ctx, &vmis); err != nil {
+	if err := r.List(ctx, &vmis); err != nil {
 		return fmt.Errorf("listing VirtualMachineInstances: %w", err)
 	}
 	var blocking []string
