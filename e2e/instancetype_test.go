@@ -70,6 +70,13 @@ func TestInstancetypeAndPreference(t *testing.T) {
 	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "VirtualMachineClusterPreference nope not found") {
 		t.Errorf("a VM naming a missing preference: %v", err)
 	}
+	// Another tenant's namespaced instancetype is not found from here.
+	other := f.Namespace(t)
+	bad = vm.DeepCopy()
+	bad.Namespace, bad.Name = other, "borrowed"
+	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "VirtualMachineInstancetype small not found") {
+		t.Errorf("a VM naming another namespace's instancetype: %v", err)
+	}
 	for _, name := range []string{"also-sized", "no-preference"} {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &v1.VirtualMachine{}); !apierrors.IsNotFound(err) {
 			t.Errorf("refused VM %s: %v, want not found", name, err)
