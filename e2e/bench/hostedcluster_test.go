@@ -24,6 +24,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/controllers/nodepool"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
@@ -131,18 +132,8 @@ func (b *hostedBench) diskBytes(claim string) int64 {
 	if err != nil || pv.Spec.HostPath == nil {
 		return -1
 	}
-	node := ""
-	if a := pv.Spec.NodeAffinity; a != nil && a.Required != nil {
-		for _, term := range a.Required.NodeSelectorTerms {
-			for _, e := range term.MatchExpressions {
-				if e.Key == corev1.LabelHostname && len(e.Values) == 1 {
-					node = e.Values[0]
-				}
-			}
-		}
-	}
 	var st syscall.Stat_t
-	if syscall.Stat(framework.HostPath(node, filepath.Join(pv.Spec.HostPath.Path, "disk.img")), &st) != nil {
+	if syscall.Stat(framework.HostPath(hostpath.VolumeNode(pv), filepath.Join(pv.Spec.HostPath.Path, "disk.img")), &st) != nil {
 		return -1
 	}
 	return st.Blocks * 512
