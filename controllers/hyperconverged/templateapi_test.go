@@ -47,8 +47,11 @@ func TestTemplateAPIInstalledWhereAbsent(t *testing.T) {
 	}
 
 	// Someone else's CRD of that name: left as it is.
-	delete(crd.Labels, ManagedByLabel)
-	if err := c.Update(ctx, crd); err != nil {
+	// A patch, not an update: the apiserver's own controllers write the
+	// CRD's status right after it is created.
+	unmanaged := crd.DeepCopy()
+	delete(unmanaged.Labels, ManagedByLabel)
+	if err := c.Patch(ctx, unmanaged, client.MergeFrom(crd)); err != nil {
 		t.Fatal(err)
 	}
 	if from, err := r.ensureTemplateAPI(ctx); err != nil || !strings.Contains(from, "does not manage") {
