@@ -6,10 +6,10 @@ import (
 	"io/fs"
 )
 
-// commonFS holds the cluster instancetypes and preferences the operator
-// installs (common/).
+// commonFS holds the cluster instancetypes and preferences (common/) and
+// the common VM templates (common/templates/) the operator installs.
 //
-//go:embed common/*.yaml
+//go:embed common/*.yaml common/templates/*.yaml
 var commonFS embed.FS
 
 // CommonInstancetypes is the YAML stream of the cluster instancetypes
@@ -18,6 +18,26 @@ var commonFS embed.FS
 func CommonInstancetypes() ([]byte, error) {
 	var out bytes.Buffer
 	for _, f := range []string{"common/instancetypes.yaml", "common/preferences.yaml"} {
+		data, err := fs.ReadFile(commonFS, f)
+		if err != nil {
+			return nil, err
+		}
+		out.WriteString("\n---\n")
+		out.Write(data)
+	}
+	return out.Bytes(), nil
+}
+
+// CommonTemplates is the YAML stream of the common VM templates, one per
+// guest tekvirt builds, that the operator installs into the
+// HyperConverged's common templates namespace.
+func CommonTemplates() ([]byte, error) {
+	files, err := fs.Glob(commonFS, "common/templates/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	for _, f := range files {
 		data, err := fs.ReadFile(commonFS, f)
 		if err != nil {
 			return nil, err

@@ -23,6 +23,10 @@ func AddToScheme(s *runtime.Scheme) error {
 // names no namespace.
 const DefaultTektonPipelinesNamespace = "tekvirt"
 
+// DefaultCommonTemplatesNamespace is where the common templates go when
+// the spec names no namespace (SSP's default).
+const DefaultCommonTemplatesNamespace = "openshift"
+
 // HyperConvergedSpec is the supported subset of the upstream spec.
 type HyperConvergedSpec struct {
 	// TektonPipelinesNamespace is the namespace the catalog's Tasks and
@@ -32,6 +36,13 @@ type HyperConvergedSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	TektonPipelinesNamespace *string `json:"tektonPipelinesNamespace,omitempty"`
+
+	// CommonTemplatesNamespace is where the common VM templates are
+	// installed, as SSP's (openshift when unset).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	CommonTemplatesNamespace *string `json:"commonTemplatesNamespace,omitempty"`
 
 	// EvictionStrategy is the cluster-wide default of the VMIs' own
 	// spec.evictionStrategy, as KubeVirt's: None lets a drain evict the
@@ -122,6 +133,14 @@ func (h *HyperConverged) CatalogNamespace() string {
 		return DefaultTektonPipelinesNamespace
 	}
 	return *h.Spec.TektonPipelinesNamespace
+}
+
+// TemplatesNamespace is the namespace the common templates go into.
+func (h *HyperConverged) TemplatesNamespace() string {
+	if h.Spec.CommonTemplatesNamespace == nil || *h.Spec.CommonTemplatesNamespace == "" {
+		return DefaultCommonTemplatesNamespace
+	}
+	return *h.Spec.CommonTemplatesNamespace
 }
 
 // HyperConvergedList is a list of HyperConverged.

@@ -78,6 +78,11 @@ func (in *HyperConvergedSpec) DeepCopyInto(out *HyperConvergedSpec) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.CommonTemplatesNamespace != nil {
+		in, out := &in.CommonTemplatesNamespace, &out.CommonTemplatesNamespace
+		*out = new(string)
+		**out = **in
+	}
 	if in.EvictionStrategy != nil {
 		in, out := &in.EvictionStrategy, &out.EvictionStrategy
 		*out = new(v1.EvictionStrategy)
