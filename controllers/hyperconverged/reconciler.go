@@ -103,6 +103,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if obs.templateAPI, obs.err = r.ensureTemplateAPI(ctx); obs.err != nil {
 		return ctrl.Result{}, fmt.Errorf("reconciling %s: %w", klog.KObj(hc), obs.err)
 	}
+	if obs.templates, obs.err = r.installTemplates(ctx, hc.TemplatesNamespace()); obs.err != nil {
+		obs.err = fmt.Errorf("installing the common templates into %s: %w", hc.TemplatesNamespace(), obs.err)
+		return ctrl.Result{}, fmt.Errorf("reconciling %s: %w", klog.KObj(hc), obs.err)
+	}
 	obs.installed, obs.err = r.install(ctx, hc.CatalogNamespace())
 	if obs.err != nil {
 		obs.err = fmt.Errorf("installing the catalog into %s: %w", hc.CatalogNamespace(), obs.err)

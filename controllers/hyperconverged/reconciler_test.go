@@ -156,10 +156,10 @@ func TestReconcilerInstallsRestoresAndRemovesCatalog(t *testing.T) {
 func TestReconcilerHonorsNamespaceAndSingleton(t *testing.T) {
 	c := startController(t)
 	ctx := context.Background()
-	ns := "custom-catalog"
+	ns, templatesNS := "custom-catalog", "custom-templates"
 	hc := &hcov1beta1.HyperConverged{
 		ObjectMeta: metav1.ObjectMeta{Name: SingletonName, Namespace: "tekvirt-system"},
-		Spec:       hcov1beta1.HyperConvergedSpec{TektonPipelinesNamespace: &ns},
+		Spec:       hcov1beta1.HyperConvergedSpec{TektonPipelinesNamespace: &ns, CommonTemplatesNamespace: &templatesNS},
 	}
 	other := &hcov1beta1.HyperConverged{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: "tekvirt-system"}}
 	for _, o := range []*hcov1beta1.HyperConverged{hc, other} {
@@ -169,6 +169,18 @@ func TestReconcilerHonorsNamespaceAndSingleton(t *testing.T) {
 	}
 	testenv.Eventually(t, "catalog in the namespace of the spec", func() error {
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "generate-ssh-keys"}, task("", ""))
+	})
+	testenv.Eventually(t, "common templates in the templates namespace of the spec", func() error {
+		tmpl := &unstructured.Unstructured{}
+		tmpl.SetAPIVersion("template.openshift.io/v1")
+		tmpl.SetKind("Template")
+		if err := c.Get(ctx, client.ObjectKey{Namespace: templatesNS, Name: "tekvirt-guest-server-tiny"}, tmpl); err != nil {
+			return err
+		}
+		if tmpl.GetLabels()["template.kubevirt.io/type"] != "base" || tmpl.GetLabels()[ManagedByLabel] != ManagedBy {
+			return fmt.Errorf("labels %v", tmpl.GetLabels())
+		}
+		return nil
 	})
 	testenv.Eventually(t, "second HyperConverged Degraded", func() error {
 		cond, got, err := condition(c, client.ObjectKeyFromObject(other), ConditionDegraded)

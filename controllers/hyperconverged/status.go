@@ -46,8 +46,10 @@ type observed struct {
 	err     error
 	// notSingleton is set for a HyperConverged that is not the one acted on.
 	notSingleton bool
-	// templateAPI says where the Template API comes from.
+	// templateAPI says where the Template API comes from; templates counts
+	// the common templates installed.
 	templateAPI string
+	templates   int
 }
 
 // setConditions writes the status conditions for what a reconcile observed.

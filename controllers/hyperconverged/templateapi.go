@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tekvirt/tekvirt/catalog"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 )
 
@@ -22,6 +25,7 @@ const (
 
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=create
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=templates.template.openshift.io
+// +kubebuilder:rbac:groups=template.openshift.io,resources=templates,verbs=get;create;patch
 
 // ensureTemplateAPI makes template.openshift.io/v1 Templates available: a
 // cluster that serves them itself (OpenShift's API server) is left alone;
@@ -73,4 +77,31 @@ func (r *Reconciler) reader() client.Reader {
 		return r.Reader
 	}
 	return r.Client
+}
+
+// installTemplates applies the common templates into ns (created if
+// absent), labelled as the operator's; it returns how many.
+func (r *Reconciler) installTemplates(ctx context.Context, ns string) (int, error) {
+	data, err := catalog.CommonTemplates()
+	if err != nil {
+		return 0, err
+	}
+	docs, err := ctrlconfig.Decode(data)
+	if err != nil {
+		return 0, fmt.Errorf("decoding the common templates: %w", err)
+	}
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{ManagedByLabel: ManagedBy}}}
+	if err := r.Client.Create(ctx, nsObj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return 0, fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	for _, o := range docs {
+		o.SetNamespace(ns)
+		labels := o.GetLabels()
+		labels[ManagedByLabel] = ManagedBy
+		o.SetLabels(labels)
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {
+			return 0, fmt.Errorf("applying Template %s/%s: %w", ns, o.GetName(), err)
+		}
+	}
+	return len(docs), nil
 }
