@@ -19,6 +19,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	templatev1 "github.com/openshift/api/template/v1"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -80,7 +81,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	stepImage := img.step
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
-		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme, instancetypev1beta1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme, hyperv1.AddToScheme},
+		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme, instancetypev1beta1.AddToScheme, templatev1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme, hyperv1.AddToScheme},
 		WebhookCertDir: certDir, WebhookPort: port.webhook,
 	})
 	if err != nil {

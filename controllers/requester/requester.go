@@ -65,20 +65,28 @@ func MayCloneFrom(ctx context.Context, c client.Client, u authnv1.UserInfo, sour
 // in ns, the namespace a clone reads from (a PVC's or a DataSource's).
 // The error names the user and the permission.
 func MayClone(ctx context.Context, c client.Client, u authnv1.UserInfo, ns string) error {
+	ok, err := Allowed(ctx, c, u, &authzv1.ResourceAttributes{Namespace: ns, Verb: "create",
+		Group: cdiv1.SchemeGroupVersion.Group, Resource: "datavolumes", Subresource: "source"})
+	if err != nil {
+		return fmt.Errorf("checking the clone permission of %s in namespace %s: %w", u.Username, ns, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: cloning needs create on datavolumes/source in namespace %s", ErrDenied, ns)
+	}
+	return nil
+}
+
+// Allowed asks the API server (a SubjectAccessReview) whether u may do
+// what ra says.
+func Allowed(ctx context.Context, c client.Client, u authnv1.UserInfo, ra *authzv1.ResourceAttributes) (bool, error) {
 	extra := map[string]authzv1.ExtraValue{}
 	for k, e := range u.Extra {
 		extra[k] = authzv1.ExtraValue(e)
 	}
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
-		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: "create",
-			Group: cdiv1.SchemeGroupVersion.Group, Resource: "datavolumes", Subresource: "source"},
-	}}
+		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra, ResourceAttributes: ra}}
 	if err := c.Create(ctx, sar); err != nil {
-		return fmt.Errorf("checking the clone permission of %s in namespace %s: %w", u.Username, ns, err)
+		return false, err
 	}
-	if !sar.Status.Allowed {
-		return fmt.Errorf("%w: cloning needs create on datavolumes/source in namespace %s", ErrDenied, ns)
-	}
-	return nil
+	return sar.Status.Allowed, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/datasource"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/controllers/instancetype"
+	"github.com/tekvirt/tekvirt/controllers/templatevalidation"
 )
 
 // decodeError marks a request whose object cannot be decoded: a bad
@@ -59,6 +60,16 @@ func (v Validator) virtualMachine(ctx context.Context, req admission.Request) er
 	}
 	if err := v.sizing(ctx, req, &vm); err != nil {
 		return err
+	}
+	if changed, err := templateChanged(req, &vm); err != nil || changed {
+		if err != nil {
+			return err
+		}
+		warnings, err := v.templateRules(ctx, req.UserInfo, req.Object.Raw, &vm)
+		warn(ctx, warnings...)
+		if err != nil {
+			return err
+		}
 	}
 	return v.dataVolumeTemplates(ctx, req, &vm)
 }
@@ -139,4 +150,21 @@ func dataImportCron(_ context.Context, req admission.Request) error {
 		return err
 	}
 	return dataimportcron.Supported(&c)
+}
+
+// templateChanged says whether the request creates vm or changes what its
+// template's rules look at (its VMI template, its rules, its template), so
+// that an update of anything else (a run strategy) is never refused for
+// rules the VM was admitted under.
+func templateChanged(req admission.Request, vm *kubevirtv1.VirtualMachine) (bool, error) {
+	if req.Operation != admissionv1.Update {
+		return true, nil
+	}
+	var old kubevirtv1.VirtualMachine
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return false, decodeError{fmt.Errorf("decoding the old VirtualMachine: %w", err)}
+	}
+	return !equality.Semantic.DeepEqual(old.Spec.Template, vm.Spec.Template) ||
+		old.Annotations[templatevalidation.VMAnnotation] != vm.Annotations[templatevalidation.VMAnnotation] ||
+		old.Labels[templatevalidation.TemplateLabel] != vm.Labels[templatevalidation.TemplateLabel], nil
 }

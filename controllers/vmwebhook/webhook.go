@@ -57,15 +57,27 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	if !ok {
 		return admission.Allowed("")
 	}
+	var warnings []string
+	ctx = context.WithValue(ctx, warningsKey{}, &warnings)
 	err := check(ctx, req)
 	var bad decodeError
 	if errors.As(err, &bad) {
 		return admission.Errored(http.StatusBadRequest, bad.error)
 	}
 	if err != nil {
-		return admission.Denied(err.Error())
+		return admission.Denied(err.Error()).WithWarnings(warnings...)
 	}
-	return admission.Allowed("")
+	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// warningsKey holds, in a check's context, the warnings it returns to
+// the user with its answer.
+type warningsKey struct{}
+
+func warn(ctx context.Context, msgs ...string) {
+	if w, ok := ctx.Value(warningsKey{}).(*[]string); ok {
+		*w = append(*w, msgs...)
+	}
 }
 
 // dataVolumeTemplates checks a VM's DataVolumes as if created on their
