@@ -23,7 +23,7 @@ import (
 // templateRules applies the validation rules of the template a VM was
 // made from, as SSP's virt-template-validator does: the VM's own copy of
 // them (its vm.kubevirt.io/validations annotation), else those of the
-// template its labels name. A violated rule refuses the VM with the
+// template its labels name (rulesOf). A violated rule refuses the VM with the
 // rule's message; justWarning rules, and a template that no longer
 // exists, are warnings.
 func (v Validator) templateRules(ctx context.Context, user authnv1.UserInfo, raw []byte, vm *kubevirtv1.VirtualMachine) ([]string, error) {
@@ -56,7 +56,7 @@ func (v Validator) templateRules(ctx context.Context, user authnv1.UserInfo, raw
 		if err != nil {
 			return nil, fmt.Errorf("reading template %s/%s: %w", ns, name, err)
 		}
-		if annotation = t.Annotations[templatevalidation.TemplateAnnotation]; annotation == "" {
+		if annotation = rulesOf(t); annotation == "" {
 			return nil, nil
 		}
 	}
@@ -77,4 +77,24 @@ func (v Validator) templateRules(ctx context.Context, user authnv1.UserInfo, raw
 		return res.Warnings, fmt.Errorf("VirtualMachine %s/%s violates the rules of its template: %s", vm.Namespace, vm.Name, strings.Join(res.Violations, "; "))
 	}
 	return res.Warnings, nil
+}
+
+// rulesOf is a template's rules: its validations annotation, else those
+// its VirtualMachine object carries (what a VM made from it would have).
+func rulesOf(t *templatev1.Template) string {
+	if a := t.Annotations[templatevalidation.TemplateAnnotation]; a != "" {
+		return a
+	}
+	for _, o := range t.Objects {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(o.Raw, &obj) == nil && obj.Kind == "VirtualMachine" {
+			return obj.Metadata.Annotations[templatevalidation.VMAnnotation]
+		}
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package vmwebhook
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -58,6 +59,16 @@ func TestTemplateRules(t *testing.T) {
 	if r := v.Handle(ctx, as("alice", request(t, "VirtualMachine", admissionv1.Create, gone))); !r.Allowed || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "openshift/deleted") {
 		t.Errorf("a VM whose template is gone: allowed %v warnings %v", r.Allowed, r.Warnings)
 	}
+	// A template whose rules are on its VirtualMachine object.
+	objRules := &templatev1.Template{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift", Name: "obj"},
+		Objects: []runtime.RawExtension{{Raw: []byte(`{"kind":"VirtualMachine","metadata":{"annotations":{"vm.kubevirt.io/validations":` + strconvQuote(memoryRule) + `}}}`)}}}
+	if err := reader.Create(ctx, objRules); err != nil {
+		t.Fatal(err)
+	}
+	if r := v.Handle(ctx, as("alice", request(t, "VirtualMachine", admissionv1.Create, strings.Replace(small, "template: tiny", "template: obj", 1)))); r.Allowed ||
+		!strings.Contains(r.Result.Message, "rule minimal-required-memory") {
+		t.Errorf("rules on the template's VM object: %+v", r.Result)
+	}
 	// Another namespace's template is read only for a user who may read it.
 	if r := v.Handle(ctx, as("mallory", request(t, "VirtualMachine", admissionv1.Create, small))); !r.Allowed || len(r.Warnings) != 1 ||
 		!strings.Contains(r.Warnings[0], "mallory may not read template openshift/tiny") {
@@ -69,4 +80,9 @@ func TestTemplateRules(t *testing.T) {
 	if r := v.Handle(ctx, update); !r.Allowed {
 		t.Errorf("a run strategy change of an admitted VM: %+v", r.Result)
 	}
+}
+
+func strconvQuote(s string) string {
+	data, _ := json.Marshal(s)
+	return string(data)
 }
