@@ -174,6 +174,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hc *hcov1beta1.HyperCo
 		}
 		objs = append(append(objs, components...), tlsSecret(caSecretName, ctrlconfig.Namespace, keyPair{}))
 	}
+	templates, err := commonTemplates(hc.TemplatesNamespace())
+	if err != nil {
+		return reconcile.TerminalError(err)
+	}
+	objs = append(objs, templates...)
 	for _, o := range objs {
 		if err := r.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %s %s/%s of %s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), klog.KObj(hc), err)

@@ -138,6 +138,13 @@ func TestReconcilerInstallsRestoresAndRemovesCatalog(t *testing.T) {
 		return nil
 	})
 
+	commonTemplate := func() error {
+		tmpl := &unstructured.Unstructured{}
+		tmpl.SetAPIVersion("template.openshift.io/v1")
+		tmpl.SetKind("Template")
+		return c.Get(ctx, client.ObjectKey{Namespace: hcov1beta1.DefaultCommonTemplatesNamespace, Name: "tekvirt-guest-server-tiny"}, tmpl)
+	}
+	testenv.Eventually(t, "common template installed", commonTemplate)
 	if err := c.Delete(ctx, hc); err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +155,9 @@ func TestReconcilerInstallsRestoresAndRemovesCatalog(t *testing.T) {
 		got := task("generate-ssh-keys", "tekvirt")
 		if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("Task still there: %w", err)
+		}
+		if err := commonTemplate(); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("common template still there: %w", err)
 		}
 		return nil
 	})

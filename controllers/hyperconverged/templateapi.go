@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,7 +26,7 @@ const (
 
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=create
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=templates.template.openshift.io
-// +kubebuilder:rbac:groups=template.openshift.io,resources=templates,verbs=get;create;patch
+// +kubebuilder:rbac:groups=template.openshift.io,resources=templates,verbs=get;create;patch;delete
 
 // ensureTemplateAPI makes template.openshift.io/v1 Templates available: a
 // cluster that serves them itself (OpenShift's API server) is left alone;
@@ -82,26 +83,41 @@ func (r *Reconciler) reader() client.Reader {
 // installTemplates applies the common templates into ns (created if
 // absent), labelled as the operator's; it returns how many.
 func (r *Reconciler) installTemplates(ctx context.Context, ns string) (int, error) {
-	data, err := catalog.CommonTemplates()
+	docs, err := commonTemplates(ns)
 	if err != nil {
 		return 0, err
-	}
-	docs, err := ctrlconfig.Decode(data)
-	if err != nil {
-		return 0, fmt.Errorf("decoding the common templates: %w", err)
 	}
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{ManagedByLabel: ManagedBy}}}
 	if err := r.Client.Create(ctx, nsObj); err != nil && !apierrors.IsAlreadyExists(err) {
 		return 0, fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
 	for _, o := range docs {
-		o.SetNamespace(ns)
-		labels := o.GetLabels()
-		labels[ManagedByLabel] = ManagedBy
-		o.SetLabels(labels)
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {
 			return 0, fmt.Errorf("applying Template %s/%s: %w", ns, o.GetName(), err)
 		}
 	}
 	return len(docs), nil
+}
+
+// commonTemplates are the common templates as installed into ns,
+// labelled as the operator's.
+func commonTemplates(ns string) ([]*unstructured.Unstructured, error) {
+	data, err := catalog.CommonTemplates()
+	if err != nil {
+		return nil, err
+	}
+	docs, err := ctrlconfig.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the common templates: %w", err)
+	}
+	for _, o := range docs {
+		o.SetNamespace(ns)
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[ManagedByLabel] = ManagedBy
+		o.SetLabels(labels)
+	}
+	return docs, nil
 }
