@@ -46,6 +46,7 @@ var Files = []string{
 	"rbac/metrics_reader.yaml",
 	"admission/policies.yaml",
 	"users/roles.yaml",
+	"users/common_templates_reader.yaml",
 	"hostpath/role.yaml",
 	"hostpath/service_account.yaml",
 	"hostpath/role_binding.yaml",

@@ -190,6 +190,13 @@ func TestReconcilerHonorsNamespaceAndSingleton(t *testing.T) {
 		if tmpl.GetLabels()["template.kubevirt.io/type"] != "base" || tmpl.GetLabels()[ManagedByLabel] != ManagedBy {
 			return fmt.Errorf("labels %v", tmpl.GetLabels())
 		}
+		rb := &rbacv1.RoleBinding{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: templatesNS, Name: TemplateReadersBinding}, rb); err != nil {
+			return err
+		}
+		if rb.RoleRef.Name != CommonTemplatesReaderRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != "system:authenticated" {
+			return fmt.Errorf("binding %+v %+v", rb.RoleRef, rb.Subjects)
+		}
 		return nil
 	})
 	testenv.Eventually(t, "second HyperConverged Degraded", func() error {

@@ -81,7 +81,8 @@ func (r *Reconciler) reader() client.Reader {
 }
 
 // installTemplates applies the common templates into ns (created if
-// absent), labelled as the operator's; it returns how many.
+// absent), labelled as the operator's, and lets every authenticated user
+// read them; it returns how many templates.
 func (r *Reconciler) installTemplates(ctx context.Context, ns string) (int, error) {
 	docs, err := commonTemplates(ns)
 	if err != nil {
@@ -93,14 +94,15 @@ func (r *Reconciler) installTemplates(ctx context.Context, ns string) (int, erro
 	}
 	for _, o := range docs {
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {
-			return 0, fmt.Errorf("applying Template %s/%s: %w", ns, o.GetName(), err)
+			return 0, fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), ns, o.GetName(), err)
 		}
 	}
-	return len(docs), nil
+	return len(docs) - 1, nil
 }
 
-// commonTemplates are the common templates as installed into ns,
-// labelled as the operator's.
+// commonTemplates are the common templates as installed into ns, and the
+// RoleBinding that lets every authenticated user read them, labelled as
+// the operator's.
 func commonTemplates(ns string) ([]*unstructured.Unstructured, error) {
 	data, err := catalog.CommonTemplates()
 	if err != nil {
@@ -110,6 +112,7 @@ func commonTemplates(ns string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decoding the common templates: %w", err)
 	}
+	docs = append(docs, templateReaders())
 	for _, o := range docs {
 		o.SetNamespace(ns)
 		labels := o.GetLabels()
@@ -120,4 +123,27 @@ func commonTemplates(ns string) ([]*unstructured.Unstructured, error) {
 		o.SetLabels(labels)
 	}
 	return docs, nil
+}
+
+// TemplateReadersBinding binds CommonTemplatesReaderRole to every
+// authenticated user in the common templates' namespace.
+const (
+	TemplateReadersBinding    = "tekvirt-common-templates-readers"
+	CommonTemplatesReaderRole = "tekvirt-common-templates-reader"
+)
+
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-common-templates-reader
+
+func templateReaders() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1",
+		"kind":       "RoleBinding",
+		"metadata":   map[string]any{"name": TemplateReadersBinding},
+		"roleRef": map[string]any{
+			"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CommonTemplatesReaderRole,
+		},
+		"subjects": []any{map[string]any{
+			"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated",
+		}},
+	}}
 }
