@@ -1,13 +1,13 @@
 package createvm
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tekvirt/tekvirt/tasks/kube"
 	"github.com/tekvirt/tekvirt/tasks/result"
+	"github.com/tekvirt/tekvirt/tasks/vmcreate"
 )
 
 // Command is the create-vm-from-manifest step.
@@ -19,20 +19,20 @@ func Command() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p.DefaultNamespace = kube.Namespace("")
-			p.OwnerName, p.OwnerUID = ownerFromEnv(os.Getenv)
+			p.OwnerName, p.OwnerUID = vmcreate.OwnerFromEnv(os.Getenv)
 			c, err := kube.Client()
 			if err != nil {
 				return err
 			}
-			res, err := Run(cmd.Context(), c, p)
+			start, err := kube.VMStarter()
 			if err != nil {
 				return err
 			}
-			verb := "created"
-			if res.Existed {
-				verb = "already created by an earlier run"
+			res, err := Run(cmd.Context(), c, start, p)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "VirtualMachine %s/%s %s\n", res.Namespace, res.Name, verb)
+			vmcreate.Report(cmd.OutOrStdout(), res)
 			return result.Write(res.Map())
 		},
 	}
@@ -40,7 +40,7 @@ func Command() *cobra.Command {
 	f.StringVar(&p.Manifest, "manifest", "", "VirtualMachine manifest (YAML or JSON)")
 	f.StringVar(&p.Namespace, "namespace", "", "namespace of the VM (manifest's, else the TaskRun's)")
 	f.StringVar(&p.RunStrategy, "run-strategy", "", "runStrategy to set: Always, Halted, Manual, RerunOnFailure, Once")
-	f.StringVar(&p.StartVM, "start-vm", "", "true sets runStrategy Always, false Halted")
+	f.StringVar(&p.StartVM, "start-vm", "", "true starts the VM once created (unless it runs Always); false leaves it")
 	f.StringVar(&p.SetOwnerReference, "set-owner-reference", "false", "make the step's Pod the VM's owner")
 	return cmd
 }
