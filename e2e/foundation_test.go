@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/yaml"
 
+	v1 "kubevirt.io/api/core/v1"
+
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -175,6 +177,12 @@ func TestSamplesRun(t *testing.T) {
 			res := r.Results()
 			deleteSecrets(f, res["publicKeySecretNamespace"], res["publicKeySecretName"])
 			deleteSecrets(f, res["privateKeySecretNamespace"], res["privateKeySecretName"])
+			if strings.HasPrefix(tr.Spec.TaskRef.Name, "create-vm-") {
+				vm := &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: res["namespace"], Name: res["name"]}}
+				if err := f.VMClient(t).Delete(context.Background(), vm); err != nil {
+					t.Errorf("deleting the sample's VM %s/%s: %v", vm.Namespace, vm.Name, err)
+				}
+			}
 		})
 	}
 }

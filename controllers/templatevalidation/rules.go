@@ -10,19 +10,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/tekvirt/tekvirt/contracts/vmtemplate"
 )
 
-// Annotations that carry rules: a VM's own (copied from its template's VM
-// object when it was made), else its template's (the older place).
+// Annotations that carry rules and labels that name the template a VM was
+// made from (see contracts/vmtemplate).
 const (
-	VMAnnotation       = "vm.kubevirt.io/validations"
-	TemplateAnnotation = "validations"
-)
-
-// Labels that name the template a VM was made from.
-const (
-	TemplateLabel          = "vm.kubevirt.io/template"
-	TemplateNamespaceLabel = "vm.kubevirt.io/template.namespace"
+	VMAnnotation           = vmtemplate.VMValidationsAnnotation
+	TemplateAnnotation     = vmtemplate.TemplateValidationsAnnotation
+	TemplateLabel          = vmtemplate.TemplateLabel
+	TemplateNamespaceLabel = vmtemplate.TemplateNamespaceLabel
 )
 
 // jsonpathPrefix marks a value as a JSONPath, not a literal.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	templatev1 "github.com/openshift/api/template/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -20,10 +21,10 @@ import (
 // NamespaceEnv holds the TaskRun's namespace, from the downward API.
 const NamespaceEnv = "TASKRUN_NAMESPACE"
 
-// Scheme knows the core and KubeVirt types.
+// Scheme knows the core, KubeVirt, CDI and OpenShift Template types.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, cdiv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, cdiv1.AddToScheme, templatev1.Install} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
