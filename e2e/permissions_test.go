@@ -248,8 +248,13 @@ func TestAttackControllerRights(t *testing.T) {
 		"task role bound to the operator":                       binding(taskRole, sa(ctrlconfig.Namespace, ctrlconfig.OperatorDeployment)),
 		"task role bound to a user":                             binding(taskRole, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}),
 		"task role bound to another namespace's ServiceAccount": binding(taskRole, sa("default", "default")),
+		"task role bound to every authenticated user":           binding(taskRole, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:authenticated"}),
+		"templates reader bound to a user":                      binding("tekvirt-common-templates-reader", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}),
 	} {
 		refused(t, what, op.Create(ctx, rb, dry), "binds only the catalog's task roles")
+	}
+	if err := op.Create(ctx, binding("tekvirt-common-templates-reader", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:authenticated"}), dry); err != nil {
+		t.Errorf("the common templates' reader role bound to every authenticated user (what the operator creates): %v", err)
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.evil.example"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "evil.example", Scope: apiextensionsv1.NamespaceScoped,
