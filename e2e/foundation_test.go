@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	templatev1 "github.com/openshift/api/template/v1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -177,10 +179,19 @@ func TestSamplesRun(t *testing.T) {
 			res := r.Results()
 			deleteSecrets(f, res["publicKeySecretNamespace"], res["publicKeySecretName"])
 			deleteSecrets(f, res["privateKeySecretNamespace"], res["privateKeySecretName"])
-			if strings.HasPrefix(tr.Spec.TaskRef.Name, "create-vm-") {
-				vm := &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: res["namespace"], Name: res["name"]}}
-				if err := f.VMClient(t).Delete(context.Background(), vm); err != nil {
-					t.Errorf("deleting the sample's VM %s/%s: %v", vm.Namespace, vm.Name, err)
+			// What a sample made (named by its results) goes with it.
+			var made client.Object
+			switch {
+			case strings.HasPrefix(tr.Spec.TaskRef.Name, "create-vm-"):
+				made = &v1.VirtualMachine{}
+			case tr.Spec.TaskRef.Name == "copy-template":
+				made = &templatev1.Template{}
+			}
+			if made != nil {
+				made.SetNamespace(res["namespace"])
+				made.SetName(res["name"])
+				if err := f.VMClient(t).Delete(context.Background(), made); err != nil {
+					t.Errorf("deleting what the sample made, %T %s/%s: %v", made, res["namespace"], res["name"], err)
 				}
 			}
 		})

@@ -23,6 +23,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	templatev1 "github.com/openshift/api/template/v1"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
@@ -37,7 +38,8 @@ const GuestImage = cluster.GuestImage
 // VMRoot is where the node handler keeps one directory per VMI (by UID).
 const VMRoot = cluster.NodeRoot + "/vms"
 
-// VMClient is a client that knows the KubeVirt and CDI types (upload too).
+// VMClient is a client that knows the KubeVirt, CDI (upload too),
+// HyperShift and OpenShift Template types.
 func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 	t.Helper()
 	s := runtime.NewScheme()
@@ -54,6 +56,9 @@ func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 		t.Fatal(err)
 	}
 	if err := hyperv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := templatev1.Install(s); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.NewWithWatch(f.Config, client.Options{Scheme: s})

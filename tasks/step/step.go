@@ -5,6 +5,7 @@ import (
 
 	cleanupvm "github.com/tekvirt/tekvirt/tasks/cleanup-vm"
 	clonedisk "github.com/tekvirt/tekvirt/tasks/clone-disk"
+	copytemplate "github.com/tekvirt/tekvirt/tasks/copy-template"
 	createvm "github.com/tekvirt/tekvirt/tasks/create-vm-from-manifest"
 	vmfromtemplate "github.com/tekvirt/tekvirt/tasks/create-vm-from-template"
 	executeinvm "github.com/tekvirt/tekvirt/tasks/execute-in-vm"
@@ -29,7 +30,7 @@ func Root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(generatesshkeys.Command(), createvm.Command(), vmfromtemplate.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command(), modifydataobject.Command(),
+	root.AddCommand(generatesshkeys.Command(), createvm.Command(), vmfromtemplate.Command(), copytemplate.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command(), modifydataobject.Command(),
 		prunedatavolumes.Command(), hostedclusterpki.Command(), hostedclusteretcd.Command(), hostedclustercontrolplane.Command(), hostedclusteraccess.Command(), hostedclusterwait.Command(), hostedclusterbootstrap.Command(), copySelf())
 	return root
 }

@@ -17,18 +17,26 @@ import (
 // per entry (the value may hold colons). An entry without a colon, an
 // empty key or a key given twice is an error naming it.
 func ParseParams(entries []string) (map[string]string, error) {
+	return KeyValues("templateParams", entries)
+}
+
+// KeyValues reads the array param named param of KEY:VALUE entries, key
+// and value trimmed of spaces (as kubevirt-tekton-tasks writes labels,
+// "app: web").
+func KeyValues(param string, entries []string) (map[string]string, error) {
 	out := map[string]string{}
 	var errs []error
 	for i, e := range entries {
 		key, value, ok := strings.Cut(e, ":")
+		key = strings.TrimSpace(key)
 		switch {
-		case !ok || strings.TrimSpace(key) == "":
-			errs = append(errs, fmt.Errorf("templateParams[%d] %q is not KEY:VALUE", i, e))
+		case !ok || key == "":
+			errs = append(errs, fmt.Errorf("%s[%d] %q is not KEY:VALUE", param, i, e))
 		default:
 			if _, dup := out[key]; dup {
-				errs = append(errs, fmt.Errorf("templateParams[%d]: parameter %s given twice", i, key))
+				errs = append(errs, fmt.Errorf("%s[%d]: %s given twice", param, i, key))
 			}
-			out[key] = value
+			out[key] = strings.TrimSpace(value)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -21,7 +21,7 @@ func TestParseParams(t *testing.T) {
 	}{
 		"no colon":  {[]string{"NAME=vm1"}, `templateParams[0] "NAME=vm1" is not KEY:VALUE`},
 		"empty key": {[]string{"NAME:a", ":x"}, `templateParams[1] ":x"`},
-		"twice":     {[]string{"NAME:a", "NAME:b"}, "templateParams[1]: parameter NAME given twice"},
+		"twice":     {[]string{"NAME:a", "NAME:b"}, "templateParams[1]: NAME given twice"},
 	} {
 		if _, err := ParseParams(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", name, err, tc.want)
