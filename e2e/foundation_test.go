@@ -25,6 +25,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/e2e/framework"
+	"github.com/tekvirt/tekvirt/tasks/templates"
 )
 
 func TestNodeReady(t *testing.T) {
@@ -175,6 +176,9 @@ func TestSamplesRun(t *testing.T) {
 				t.Fatalf("%s: %v", s, err)
 			}
 			tr.Namespace = framework.CatalogNamespace
+			if tr.Spec.TaskRef.Name == "modify-vm-template" {
+				sampleTemplate(t, f, tr.Spec.Params)
+			}
 			r := framework.NewTaskRunRunner(t, f, &tr).CreateTaskRun().ExpectSuccess()
 			res := r.Results()
 			deleteSecrets(f, res["publicKeySecretNamespace"], res["publicKeySecretName"])
@@ -184,7 +188,7 @@ func TestSamplesRun(t *testing.T) {
 			switch {
 			case strings.HasPrefix(tr.Spec.TaskRef.Name, "create-vm-"):
 				made = &v1.VirtualMachine{}
-			case tr.Spec.TaskRef.Name == "copy-template":
+			case tr.Spec.TaskRef.Name == "copy-template" || tr.Spec.TaskRef.Name == "modify-vm-template":
 				made = &templatev1.Template{}
 			}
 			if made != nil {
@@ -195,6 +199,32 @@ func TestSamplesRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// sampleTemplate is what the modify-vm-template sample modifies: a copy of
+// the common template, named by the sample's templateName, in the catalog
+// namespace.
+func sampleTemplate(t *testing.T, f *framework.Framework, params pipelinev1.Params) {
+	t.Helper()
+	c := f.VMClient(t)
+	ctx := context.Background()
+	common := &templatev1.Template{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "openshift", Name: "tekvirt-guest-server-tiny"}, common); err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	for _, p := range params {
+		if p.Name == "templateName" {
+			name = p.Value.StringVal
+		}
+	}
+	cp, err := templates.Copy(common, name, framework.CatalogNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, cp); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
 	}
 }
 

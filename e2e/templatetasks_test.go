@@ -9,6 +9,7 @@ import (
 
 	templatev1 "github.com/openshift/api/template/v1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -59,7 +60,7 @@ func templateTaskRun(templateNS, templateName, vmNS string, extra map[string]str
 				{Name: "templateName", Value: *pipelinev1.NewStructuredValues(templateName)},
 				{Name: "templateNamespace", Value: *pipelinev1.NewStructuredValues(templateNS)},
 				{Name: "vmNamespace", Value: *pipelinev1.NewStructuredValues(vmNS)},
-				{Name: "templateParams", Value: *pipelinev1.NewStructuredValues(params[0], params[1:]...)},
+				{Name: "templateParams", Value: pipelinev1.ParamValue{Type: pipelinev1.ParamTypeArray, ArrayVal: params}},
 			},
 		},
 	}
@@ -138,5 +139,91 @@ func TestCreateVMFromTemplateTask(t *testing.T) {
 		if vm.Name != "from-common" && vm.DeletionTimestamp == nil {
 			t.Errorf("VM %s left by a failed run", vm.Name)
 		}
+	}
+}
+
+func catalogTaskRun(task string, params map[string]any) *pipelinev1.TaskRun {
+	tr := &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: task + "-", Namespace: framework.CatalogNamespace},
+		Spec:       pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: task}, ServiceAccountName: task + "-task"},
+	}
+	for k, v := range params {
+		var val pipelinev1.ParamValue
+		switch v := v.(type) {
+		case string:
+			val = *pipelinev1.NewStructuredValues(v)
+		case []string:
+			val = pipelinev1.ParamValue{Type: pipelinev1.ParamTypeArray, ArrayVal: v}
+		}
+		tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: k, Value: val})
+	}
+	return tr
+}
+
+// TestCopyAndModifyTemplateTasks: copy-template makes the common template
+// a tenant's own; modify-vm-template resizes the copy and changes its root
+// disk's bus, and a VM made from it has them; a misspelt disk field fails
+// naming it and leaves the template as it was; a size under the copied
+// rule is written (templates are not validated) but the VM made from it is
+// refused with the rule's message; deleteTemplate removes the copy.
+func TestCopyAndModifyTemplateTasks(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	for _, task := range []string{"copy-template", "modify-vm-template", "create-vm-from-template"} {
+		f.BindTaskRole(t, ns, task)
+	}
+	r := framework.NewTaskRunRunner(t, f, catalogTaskRun("copy-template", map[string]any{
+		"sourceTemplateName": "tekvirt-guest-server-tiny", "sourceTemplateNamespace": "openshift",
+		"targetTemplateName": "my-guest", "targetTemplateNamespace": ns,
+	})).CreateTaskRun().ExpectSuccess()
+	if res := r.Results(); res["name"] != "my-guest" || res["namespace"] != ns {
+		t.Errorf("copy results %v", res)
+	}
+	tmpl := &templatev1.Template{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-guest"}, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	if tmpl.Labels[vmtemplate.TypeLabel] != "vm" || tmpl.Labels["app.kubernetes.io/managed-by"] != "" || tmpl.Labels[vmtemplate.OSLabelPrefix+"tekvirt-guest1"] != "" {
+		t.Errorf("the copy's labels %v", tmpl.Labels)
+	}
+
+	modify := func(params map[string]any) *pipelinev1.TaskRun {
+		params["templateName"], params["templateNamespace"] = "my-guest", ns
+		return catalogTaskRun("modify-vm-template", params)
+	}
+	framework.NewTaskRunRunner(t, f, modify(map[string]any{
+		"cpuCores": "2", "memory": "192Mi", "templateLabels": []string{"team: blue"},
+		"disks": []string{`{"name": "rootdisk", "disk": {"bus": "sata"}}`},
+	})).CreateTaskRun().ExpectSuccess().ExpectLogs("template " + ns + "/my-guest modified")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-guest"}, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	before := tmpl.ResourceVersion
+	framework.NewTaskRunRunner(t, f, modify(map[string]any{"disks": []string{`{"name": "rootdisk", "bus": "sata"}`}})).
+		CreateTaskRun().ExpectFailure(`disks\[0\] is not a valid v1.Disk: json: unknown field "bus"`)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-guest"}, tmpl); err != nil || tmpl.ResourceVersion != before {
+		t.Errorf("a refused modification changed the template: %v (resourceVersion %s, was %s)", err, tmpl.ResourceVersion, before)
+	}
+
+	framework.NewTaskRunRunner(t, f, templateTaskRun(ns, "my-guest", ns, nil, "NAME:resized")).CreateTaskRun().ExpectSuccess()
+	vm := &v1.VirtualMachine{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "resized"}, vm); err != nil {
+		t.Fatal(err)
+	}
+	dom := vm.Spec.Template.Spec.Domain
+	if dom.CPU.Cores != 2 || dom.Memory.Guest.String() != "192Mi" || dom.Devices.Disks[0].Disk.Bus != v1.DiskBusSATA || vm.Labels[vmtemplate.TemplateLabel] != "my-guest" {
+		t.Errorf("VM from the modified copy: cores %d memory %s bus %s labels %v", dom.CPU.Cores, dom.Memory.Guest, dom.Devices.Disks[0].Disk.Bus, vm.Labels)
+	}
+
+	framework.NewTaskRunRunner(t, f, modify(map[string]any{"memory": "64Mi"})).CreateTaskRun().ExpectSuccess()
+	framework.NewTaskRunRunner(t, f, templateTaskRun(ns, "my-guest", ns, nil, "NAME:too-small")).
+		CreateTaskRun().ExpectFailure("needs at least 128Mi")
+
+	framework.NewTaskRunRunner(t, f, modify(map[string]any{"deleteTemplate": "true"})).CreateTaskRun().ExpectSuccess().
+		ExpectLogs("template " + ns + "/my-guest deleted")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-guest"}, tmpl); !apierrors.IsNotFound(err) {
+		t.Errorf("template after deleteTemplate: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	hostedclusterwait "github.com/tekvirt/tekvirt/tasks/hosted-cluster-wait"
 	importdisk "github.com/tekvirt/tekvirt/tasks/import-disk"
 	modifydataobject "github.com/tekvirt/tekvirt/tasks/modify-data-object"
+	modifytemplate "github.com/tekvirt/tekvirt/tasks/modify-vm-template"
 	prunedatavolumes "github.com/tekvirt/tekvirt/tasks/prune-data-volumes"
 	waitforvmi "github.com/tekvirt/tekvirt/tasks/wait-for-vmi-status"
 )
@@ -30,7 +31,7 @@ func Root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(generatesshkeys.Command(), createvm.Command(), vmfromtemplate.Command(), copytemplate.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command(), modifydataobject.Command(),
+	root.AddCommand(generatesshkeys.Command(), createvm.Command(), vmfromtemplate.Command(), copytemplate.Command(), modifytemplate.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command(), modifydataobject.Command(),
 		prunedatavolumes.Command(), hostedclusterpki.Command(), hostedclusteretcd.Command(), hostedclustercontrolplane.Command(), hostedclusteraccess.Command(), hostedclusterwait.Command(), hostedclusterbootstrap.Command(), copySelf())
 	return root
 }
