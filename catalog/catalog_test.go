@@ -110,13 +110,17 @@ func TestParamsMatchStepFlags(t *testing.T) {
 			}
 			used := map[string]bool{}
 			positional := false
-			for _, a := range s.Args {
+			for i, a := range s.Args {
 				if a == "--" {
 					positional = true
 					continue
 				}
 				if positional && a == "--args" {
 					continue // execute-in-vm's separator between its command and args arrays
+				}
+				// An array's marker for tasks/arrayargs: --name, then $(params.name[*]).
+				if positional && i+1 < len(s.Args) && s.Args[i+1] == "$(params."+strings.TrimPrefix(a, "--")+"[*])" {
+					continue
 				}
 				flag, value, isFlag := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 				if positional || !strings.HasPrefix(a, "--") {
