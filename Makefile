@@ -40,9 +40,11 @@ release: ## render _out/release/tekvirt-operator.yaml and tekvirt-cr.yaml, image
 down: ## stop the local cluster
 	$(TEKVIRT) down
 
-demo: up ## the main job: cluster up, then the golden-image pipeline imports the guest, boots it, checks it, publishes it
+demo: up ## the main job: cluster up; golden-image imports the guest, boots it, checks it, publishes it; template-creation makes a template of it and boots a VM from that
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig $(TEKVIRT_HOME)/bin/tkn pipeline start golden-image \
 	  -n tekvirt -s golden-image-pipeline -p url=$$($(TEKVIRT) guest-url) --use-param-defaults --showlog --exit-with-pipelinerun-error
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig $(TEKVIRT_HOME)/bin/tkn pipeline start template-creation \
+	  -n tekvirt -s template-creation-pipeline --use-param-defaults --showlog --exit-with-pipelinerun-error
 
 e2e: NODES = 2
 e2e: up $(TOOLS)/virtctl ## bring the cluster up (2 nodes) and run the e2e scenarios against it
