@@ -19,7 +19,7 @@ func Command() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p.DefaultNamespace = kube.Namespace("")
-			p.Owner = ownerFromEnv(os.Getenv)
+			p.Owner = kube.PodOwner(os.Getenv)
 			c, err := kube.Client()
 			if err != nil {
 				return err

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tekvirt/tekvirt/tasks/templates"
-	"github.com/tekvirt/tekvirt/tasks/vmcreate"
 )
 
 // Params are the task's params.
@@ -111,10 +110,4 @@ func orDefault(v, def string) string {
 		return v
 	}
 	return def
-}
-
-// ownerFromEnv is the step's Pod, from the downward API.
-func ownerFromEnv(getenv func(string) string) metav1.OwnerReference {
-	name, uid := vmcreate.OwnerFromEnv(getenv)
-	return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: name, UID: uid}
 }

@@ -21,7 +21,7 @@ func Command() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p.TemplateParams = args
 			p.DefaultNamespace = kube.Namespace("")
-			p.OwnerName, p.OwnerUID = vmcreate.OwnerFromEnv(os.Getenv)
+			p.Owner = kube.PodOwner(os.Getenv)
 			c, err := kube.Client()
 			if err != nil {
 				return err

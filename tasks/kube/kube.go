@@ -7,7 +7,9 @@ import (
 
 	templatev1 "github.com/openshift/api/template/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,4 +72,11 @@ func TekvirtCA(ctx context.Context, c client.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("ConfigMap %s has no %s", key, trust.CABundleKey)
 	}
 	return []byte(cm.Data[trust.CABundleKey]), nil
+}
+
+// PodOwner is the step's Pod as an owner reference, from the downward API
+// variables POD_NAME and POD_UID the tasks set; Name or UID is empty when
+// the task does not set them.
+func PodOwner(getenv func(string) string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: getenv("POD_NAME"), UID: types.UID(getenv("POD_UID"))}
 }

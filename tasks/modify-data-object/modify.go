@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,10 @@ type Params struct {
 	DeleteObjectKind, DeleteObjectName string
 	// DefaultNamespace is the TaskRun's.
 	DefaultNamespace string
+	// SetOwnerReference makes Owner (the step's Pod) the created
+	// object's owner.
+	SetOwnerReference bool
+	Owner             metav1.OwnerReference
 	// Timeout bounds the wait for success or deletion.
 	Timeout time.Duration
 	// Poll is how often the object is read while waiting.
@@ -88,6 +93,12 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (*Result
 	case obj.GetNamespace() == "":
 		obj.SetNamespace(p.DefaultNamespace)
 	}
+	if p.SetOwnerReference {
+		if p.Owner.Name == "" || p.Owner.UID == "" {
+			return nil, errors.New("setOwnerReference is true but the step does not know its Pod (POD_NAME/POD_UID unset)")
+		}
+		obj.SetOwnerReferences(append(obj.GetOwnerReferences(), p.Owner))
+	}
 	verb, err := create(ctx, c, obj, p, out)
 	if err != nil {
 		return nil, err
@@ -109,8 +120,11 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 func kindOf(obj client.Object) string {
-	if _, ok := obj.(*cdiv1.DataSource); ok {
+	switch obj.(type) {
+	case *cdiv1.DataSource:
 		return "DataSource"
+	case *corev1.PersistentVolumeClaim:
+		return "PersistentVolumeClaim"
 	}
 	return "DataVolume"
 }
@@ -211,8 +225,10 @@ func remove(ctx context.Context, c client.Client, p Params, out io.Writer) (*Res
 		obj = &cdiv1.DataVolume{}
 	case "DataSource":
 		obj = &cdiv1.DataSource{}
+	case "PersistentVolumeClaim":
+		obj = &corev1.PersistentVolumeClaim{}
 	default:
-		return nil, fmt.Errorf("param deleteObjectKind %q: want DataVolume or DataSource", p.DeleteObjectKind)
+		return nil, fmt.Errorf("param deleteObjectKind %q: want DataVolume, DataSource or PersistentVolumeClaim", p.DeleteObjectKind)
 	}
 	if p.DeleteObjectName == "" {
 		return nil, errors.New("param deleteObjectName is required with deleteObject")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -109,5 +110,33 @@ func TestFailedDataVolumeFailsTheStep(t *testing.T) {
 	_, err := Run(ctx, c, Params{Manifest: manifest, DefaultNamespace: "ns", WaitForSuccess: true, Timeout: 5 * time.Second, Poll: 5 * time.Millisecond}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "DataVolume ns/disk failed: import failed: sha256 mismatch") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestOwnerAndPVCDeletion(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	var out bytes.Buffer
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "pod-1", UID: "uid-1"}
+	if _, err := Run(ctx, c, Params{Manifest: dsManifest, DefaultNamespace: "ns", SetOwnerReference: true}, &out); err == nil || !strings.Contains(err.Error(), "POD_NAME") {
+		t.Errorf("owner unknown: %v", err)
+	}
+	if _, err := Run(ctx, c, Params{Manifest: dsManifest, DefaultNamespace: "ns", SetOwnerReference: true, Owner: owner}, &out); err != nil {
+		t.Fatal(err)
+	}
+	ds := &cdiv1.DataSource{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "fedora"}, ds); err != nil || len(ds.OwnerReferences) != 1 || ds.OwnerReferences[0].UID != "uid-1" {
+		t.Errorf("owners %+v, %v", ds.OwnerReferences, err)
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "disk"}}
+	if err := c.Create(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if _, err := Run(ctx, c, Params{DeleteObject: true, DeleteObjectKind: "PersistentVolumeClaim", DeleteObjectName: "disk", DefaultNamespace: "ns", Poll: time.Millisecond}, &out); err != nil || !strings.Contains(out.String(), "PersistentVolumeClaim ns/disk deleted") {
+		t.Fatalf("deleting a PVC: %v\n%s", err, out.String())
+	}
+	if _, err := Run(ctx, c, Params{DeleteObject: true, DeleteObjectKind: "Pod", DeleteObjectName: "x"}, &out); err == nil || !strings.Contains(err.Error(), "want DataVolume, DataSource or PersistentVolumeClaim") {
+		t.Errorf("unknown kind: %v", err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -32,8 +31,7 @@ type Options struct {
 	// the VM names one.
 	DefaultNamespace string
 	// Owner is the step's Pod, the owner when SetOwnerReference is true.
-	OwnerName string
-	OwnerUID  types.UID
+	Owner metav1.OwnerReference
 }
 
 // Result names the created VM.
@@ -81,12 +79,10 @@ func (o Options) Apply(vm *v1.VirtualMachine) error {
 	if own, err := strconv.ParseBool(o.SetOwnerReference); err != nil {
 		return fmt.Errorf("param setOwnerReference %q is not true or false", o.SetOwnerReference)
 	} else if own {
-		if o.OwnerName == "" || o.OwnerUID == "" {
+		if o.Owner.Name == "" || o.Owner.UID == "" {
 			return errors.New("setOwnerReference is true but the step does not know its Pod (POD_NAME/POD_UID unset)")
 		}
-		vm.OwnerReferences = append(vm.OwnerReferences, metav1.OwnerReference{
-			APIVersion: "v1", Kind: "Pod", Name: o.OwnerName, UID: o.OwnerUID,
-		})
+		vm.OwnerReferences = append(vm.OwnerReferences, o.Owner)
 	}
 	return nil
 }
@@ -157,12 +153,6 @@ func nameOf(vm *v1.VirtualMachine) string {
 		return vm.Name
 	}
 	return vm.GenerateName + "*"
-}
-
-// OwnerFromEnv reads the Pod identity the task passes through the
-// downward API (POD_NAME, POD_UID).
-func OwnerFromEnv(getenv func(string) string) (string, types.UID) {
-	return getenv("POD_NAME"), types.UID(getenv("POD_UID"))
 }
 
 // Report prints what Create did, for the step's log.

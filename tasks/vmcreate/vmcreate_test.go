@@ -99,7 +99,7 @@ func TestCreateIsIdempotentAndStarts(t *testing.T) {
 		starts = append(starts, ns+"/"+name)
 		return nil
 	}
-	o := Options{Namespace: "ns1", StartVM: "true", SetOwnerReference: "true", OwnerName: "pod-1", OwnerUID: "uid-1"}
+	o := Options{Namespace: "ns1", StartVM: "true", SetOwnerReference: "true", Owner: metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "pod-1", UID: "uid-1"}}
 	first := vm(strategy(v1.RunStrategyHalted))
 	if err := o.Apply(first); err != nil {
 		t.Fatal(err)
