@@ -115,9 +115,6 @@ func TestParamsMatchStepFlags(t *testing.T) {
 					positional = true
 					continue
 				}
-				if positional && a == "--args" {
-					continue // execute-in-vm's separator between its command and args arrays
-				}
 				// An array's marker for tasks/arrayargs: --name, then $(params.name[*]).
 				if positional && i+1 < len(s.Args) && s.Args[i+1] == "$(params."+strings.TrimPrefix(a, "--")+"[*])" {
 					continue

@@ -316,6 +316,15 @@ func TestExecuteInVMOverSSH(t *testing.T) {
 	tr := framework.ExecuteInVMTaskRun(ns, vm.Name, "hostname; echo via-ssh; exit 4", "3m")
 	tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: "secretName", Value: *pipelinev1.NewStructuredValues(keys["privateKeySecretName"])})
 	framework.NewTaskRunRunner(t, f, tr).CreateTaskRun().ExpectFailure("exited with code 4").ExpectLogs("ssh-target", "via-ssh")
+	// command and args as kubevirt-tekton-tasks joins them for SSH: one
+	// line for the remote shell.
+	tr = framework.ExecuteInVMTaskRun(ns, vm.Name, "", "3m")
+	tr.Spec.Params = append(tr.Spec.Params[:2],
+		pipelinev1.Param{Name: "timeout", Value: *pipelinev1.NewStructuredValues("3m")},
+		pipelinev1.Param{Name: "secretName", Value: *pipelinev1.NewStructuredValues(keys["privateKeySecretName"])},
+		pipelinev1.Param{Name: "command", Value: pipelinev1.ParamValue{Type: pipelinev1.ParamTypeArray, ArrayVal: []string{"echo"}}},
+		pipelinev1.Param{Name: "args", Value: pipelinev1.ParamValue{Type: pipelinev1.ParamTypeArray, ArrayVal: []string{"joined", "$((6 * 7))"}}})
+	framework.NewTaskRunRunner(t, f, tr).CreateTaskRun().ExpectSuccess().ExpectLogs("joined 42")
 	vmi := &v1.VirtualMachineInstance{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vmi); err != nil {
 		t.Fatal(err)
@@ -323,4 +332,48 @@ func TestExecuteInVMOverSSH(t *testing.T) {
 	if pod := f.LauncherPod(t, vmi); len(vmi.Status.Interfaces) == 0 || vmi.Status.Interfaces[0].IP != pod.Status.PodIP {
 		t.Errorf("VMI interfaces %+v, want the launcher Pod's address %s", vmi.Status.Interfaces, pod.Status.PodIP)
 	}
+}
+
+// TestExecuteInVMStartsAHaltedVM: execute-in-vm on a Halted VM starts it
+// (its start subresource), as kubevirt-tekton-tasks does, then runs the
+// script through the guest agent.
+func TestExecuteInVMStartsAHaltedVM(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	f.BindTaskRole(t, ns, "execute-in-vm")
+	vm := framework.GuestVM(ns, "halted", framework.GuestImage, v1.RunStrategyHalted)
+	if err := c.Create(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+	framework.NewTaskRunRunner(t, f, framework.ExecuteInVMTaskRun(ns, vm.Name, "echo ran-in-$(hostname)", "4m")).
+		CreateTaskRun().ExpectSuccess().ExpectLogs("VirtualMachine "+ns+"/halted was not running \\(Halted\\): started", "ran-in-halted")
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(vm), vm); err != nil {
+		t.Fatal(err)
+	}
+	if rs, _ := vm.RunStrategy(); rs != v1.RunStrategyAlways {
+		t.Errorf("run strategy after the start: %s, want Always", rs)
+	}
+
+	// cleanup-vm runs its script first: a failing one leaves the VM
+	// running; a passing one is followed by the stop and the delete.
+	f.BindTaskRole(t, ns, "cleanup-vm")
+	cleanup := func(script string) *pipelinev1.TaskRun {
+		return &pipelinev1.TaskRun{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "cleanup-vm-", Namespace: framework.CatalogNamespace},
+			Spec: pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: "cleanup-vm"}, ServiceAccountName: "cleanup-vm-task",
+				Params: pipelinev1.Params{
+					{Name: "vmName", Value: *pipelinev1.NewStructuredValues(vm.Name)}, {Name: "vmNamespace", Value: *pipelinev1.NewStructuredValues(ns)},
+					{Name: "script", Value: *pipelinev1.NewStructuredValues(script)}, {Name: "delete", Value: *pipelinev1.NewStructuredValues("true")},
+					{Name: "timeout", Value: *pipelinev1.NewStructuredValues("4m")},
+				}},
+		}
+	}
+	framework.NewTaskRunRunner(t, f, cleanup("echo last-words; exit 3")).CreateTaskRun().ExpectFailure("exited with code 3").ExpectLogs("last-words")
+	vmi := &v1.VirtualMachineInstance{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(vm), vmi); err != nil || vmi.Status.Phase != v1.Running {
+		t.Fatalf("after a failing cleanup command the VMI is %v (%v), want still Running", vmi.Status.Phase, err)
+	}
+	framework.NewTaskRunRunner(t, f, cleanup("echo bye-from-$(hostname)")).CreateTaskRun().ExpectSuccess().
+		ExpectLogs("bye-from-halted", "VirtualMachine "+ns+"/halted stopped", "VirtualMachine "+ns+"/halted deleted")
 }

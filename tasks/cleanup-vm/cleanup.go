@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/tasks/guestrun"
 )
 
 // Params are the task's params.
@@ -17,12 +19,22 @@ type Params struct {
 	VMName, VMNamespace string
 	Stop, Delete        bool
 	Timeout             time.Duration
+	// Guest, when its command or script is set, runs in the VM first
+	// (VMName, VMNamespace and Timeout are the task's).
+	Guest guestrun.Params
+	// Executor runs Guest through the guest agent.
+	Executor guestrun.Executor
 }
 
-// Run stops and/or deletes the VM. A VM that does not exist is already
+// HasGuestCommand is whether the params ask for a command in the guest.
+func (p Params) HasGuestCommand() bool { return p.Guest.Script != "" || len(p.Guest.Command) > 0 }
+
+// Run runs the guest command when one is given (its failure fails the
+// task before anything is stopped or deleted, as kubevirt-tekton-tasks),
+// then stops and/or deletes the VM. A VM that does not exist is already
 // clean: the step succeeds, so that finally tasks can run after a failed
 // creation.
-func Run(ctx context.Context, c client.Client, p Params, out io.Writer) error {
+func Run(ctx context.Context, c client.Client, p Params, out, errOut io.Writer) error {
 	if p.VMName == "" {
 		return fmt.Errorf("param vmName is empty")
 	}
@@ -35,6 +47,13 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) error {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("reading VirtualMachine %s: %w", key, err)
+	}
+	if p.HasGuestCommand() {
+		g := p.Guest
+		g.VMName, g.VMNamespace, g.Timeout = p.VMName, p.VMNamespace, p.Timeout
+		if err := guestrun.Run(ctx, c, p.Executor, g, out, errOut); err != nil {
+			return fmt.Errorf("the command in VirtualMachine %s failed, so it was neither stopped nor deleted: %w", key, err)
+		}
 	}
 	if p.Stop {
 		halted := v1.RunStrategyHalted

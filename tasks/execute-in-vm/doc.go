@@ -1,5 +1,4 @@
-// Package executeinvm is the step of the execute-in-vm task: it waits for
-// the VM's guest agent, runs a command or script in the guest through the
-// node handler's exec endpoint (authorized as the task's service account),
-// prints the output and exits with the command's exit code.
+// Package executeinvm is the step of the execute-in-vm task: it runs a
+// command or script in a VM's guest (tasks/guestrun), prints the output and
+// exits with the command's exit code.
 package executeinvm

@@ -1,4 +1,4 @@
-package executeinvm
+package guestrun
 
 import (
 	"context"
@@ -25,11 +25,18 @@ type Params struct {
 	Command, Args       []string
 	Script              string
 	// SecretName, when set, runs over SSH with the connection this secret
-	// (in the VM's namespace) describes instead of through the guest agent.
+	// (in the VM's namespace) describes instead of through the guest agent;
+	// NoSecret (kubevirt-tekton-tasks' default) counts as unset.
 	SecretName string
 	// Timeout bounds waiting for the guest agent plus the run.
 	Timeout time.Duration
+	// Start starts a VM (its start subresource); nil leaves a VM that is
+	// not running alone.
+	Start func(ctx context.Context, namespace, name string) error
 }
+
+// NoSecret is kubevirt-tekton-tasks' secretName default, meaning none.
+const NoSecret = "__empty__"
 
 // Executor runs a request in the guest of vmi through the handler at address.
 type Executor interface {
@@ -71,8 +78,14 @@ func Run(ctx context.Context, c client.Client, ex Executor, p Params, stdout, st
 	if err != nil {
 		return err
 	}
+	if p.SecretName == NoSecret {
+		p.SecretName = ""
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
+	if err := ensureRunning(ctx, c, p, stderr); err != nil {
+		return err
+	}
 	if p.SecretName != "" {
 		return runSSH(ctx, c, p, req, stdout, stderr)
 	}
@@ -99,6 +112,36 @@ func Run(ctx context.Context, c client.Client, ex Executor, p Params, stdout, st
 	if res.ExitCode != 0 {
 		return &ExitError{Code: res.ExitCode}
 	}
+	return nil
+}
+
+// ensureRunning starts the VM, as kubevirt-tekton-tasks does, when its run
+// strategy leaves starting it to the user (Halted, Manual) and its VMI does
+// not run. A VMI without a VM is waited for as it is.
+func ensureRunning(ctx context.Context, c client.Client, p Params, log io.Writer) error {
+	if p.Start == nil {
+		return nil
+	}
+	vm := &v1.VirtualMachine{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: p.VMNamespace, Name: p.VMName}, vm)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading VirtualMachine %s/%s: %w", p.VMNamespace, p.VMName, err)
+	}
+	rs, err := vm.RunStrategy()
+	if err != nil || (rs != v1.RunStrategyHalted && rs != v1.RunStrategyManual) {
+		return nil // the VM controller runs it (or the VM is invalid, which the wait reports)
+	}
+	vmi := &v1.VirtualMachineInstance{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vmi); err == nil && !vmi.IsFinal() {
+		return nil
+	}
+	if err := p.Start(ctx, vm.Namespace, vm.Name); err != nil {
+		return fmt.Errorf("starting VirtualMachine %s/%s (it was not running): %w", vm.Namespace, vm.Name, err)
+	}
+	fmt.Fprintf(log, "VirtualMachine %s/%s was not running (%s): started\n", vm.Namespace, vm.Name, rs)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package executeinvm
+package guestrun
 
 import (
 	"bytes"
@@ -77,16 +77,14 @@ func (c *SSHConfig) clientConfig() *ssh.ClientConfig {
 	return &ssh.ClientConfig{User: c.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(c.Signer)}, HostKeyCallback: cb, Timeout: 5 * time.Second}
 }
 
-// shellCommand quotes the command for the remote shell; a script goes as is.
+// shellCommand is what the remote shell runs: a script as it is; command
+// and args joined by spaces, unquoted, as kubevirt-tekton-tasks does, so a
+// TaskRun written for it (command: [ls], args: ["-la /tmp"]) means the same.
 func shellCommand(req guestexec.Request) string {
 	if req.Command == "/bin/sh" && len(req.Args) == 2 && req.Args[0] == "-c" {
 		return req.Args[1]
 	}
-	words := append([]string{req.Command}, req.Args...)
-	for i, w := range words {
-		words[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-	}
-	return strings.Join(words, " ")
+	return strings.Join(append([]string{req.Command}, req.Args...), " ")
 }
 
 // runSSH runs the request over SSH once the VMI runs, retrying the

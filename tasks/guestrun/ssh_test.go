@@ -1,4 +1,4 @@
-package executeinvm
+package guestrun
 
 import (
 	"crypto/ed25519"
@@ -56,7 +56,7 @@ func TestShellCommand(t *testing.T) {
 	if got := shellCommand(guestexec.Request{Command: "/bin/sh", Args: []string{"-c", "echo $HOME; exit 2"}}); got != "echo $HOME; exit 2" {
 		t.Errorf("script = %q", got)
 	}
-	if got := shellCommand(guestexec.Request{Command: "/bin/echo", Args: []string{"it's", "a b"}}); got != `'/bin/echo' 'it'\''s' 'a b'` {
+	if got := shellCommand(guestexec.Request{Command: "ls", Args: []string{"-la /tmp", "$HOME"}}); got != `ls -la /tmp $HOME` {
 		t.Errorf("command = %q", got)
 	}
 }

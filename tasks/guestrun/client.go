@@ -1,4 +1,4 @@
-package executeinvm
+package guestrun
 
 import (
 	"bytes"

@@ -1,17 +1,21 @@
-package executeinvm
+package guestrun
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "kubevirt.io/api/core/v1"
 
@@ -40,10 +44,6 @@ func TestBuildRequest(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %+v, %v; want %+v", name, got, err, tc.want)
 		}
-	}
-	cmd, args := splitArgs([]string{"/bin/ls", "-l", argsMarker, "/", "/tmp"})
-	if !reflect.DeepEqual(cmd, []string{"/bin/ls", "-l"}) || !reflect.DeepEqual(args, []string{"/", "/tmp"}) {
-		t.Errorf("splitArgs = %v %v", cmd, args)
 	}
 }
 
@@ -92,5 +92,50 @@ func TestRun(t *testing.T) {
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Errorf("timeout took %s", time.Since(start))
+	}
+}
+
+// TestRunStartsAStoppedVM: a Halted or Manual VM whose VMI does not run is
+// started first (the fake start creates the running VMI); an Always VM and
+// a VMI without VM are only waited for.
+func TestRunStartsAStoppedVM(t *testing.T) {
+	s, err := kube.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := func(name string, rs v1.VirtualMachineRunStrategy) *v1.VirtualMachine {
+		return &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: v1.VirtualMachineSpec{RunStrategy: &rs}}
+	}
+	// The halted VM's last VMI is over; the start gives each a running one.
+	over := vmi("halted", false)
+	over.Status.Phase = v1.Succeeded
+	var started []string
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(vm("halted", v1.RunStrategyHalted), over, vm("manual", v1.RunStrategyManual),
+		vm("always", v1.RunStrategyAlways), vmi("always", true), vmi("bare", true)).
+		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if running, ok := obj.(*v1.VirtualMachineInstance); ok && slices.Contains(started, key.Name) {
+				vmi(key.Name, true).DeepCopyInto(running)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}}).Build()
+	p := Params{VMNamespace: "ns", Script: "true", Timeout: 5 * time.Second, Start: func(_ context.Context, _, name string) error {
+		started = append(started, name)
+		return nil
+	}}
+	ex := &fakeExec{res: &guestexec.Result{}}
+	var stderr bytes.Buffer
+	for _, name := range []string{"halted", "manual", "always", "bare"} {
+		p.VMName = name
+		if err := Run(context.Background(), c, ex, p, io.Discard, &stderr); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if !reflect.DeepEqual(started, []string{"halted", "manual"}) || !strings.Contains(stderr.String(), "VirtualMachine ns/halted was not running (Halted): started") {
+		t.Errorf("started %v; log %q", started, stderr.String())
+	}
+	p.VMName, p.SecretName = "halted", NoSecret
+	if err := Run(context.Background(), c, ex, p, io.Discard, &stderr); err != nil {
+		t.Errorf("secretName %s is no secret: %v", NoSecret, err)
 	}
 }
