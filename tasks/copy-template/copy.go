@@ -65,6 +65,13 @@ func Run(ctx context.Context, c client.Client, p Params) (Result, error) {
 		}
 		dst.OwnerReferences = []metav1.OwnerReference{p.Owner}
 	}
+	return write(ctx, c, dst, replace, fmt.Sprintf("%s/%s", srcNS, p.SourceName))
+}
+
+// write creates the copy; one of a fixed name that exists already is the
+// earlier run's when it has the same content, else replaced only when
+// allowed.
+func write(ctx context.Context, c client.Client, dst *templatev1.Template, replace bool, source string) (Result, error) {
 	if dst.Name != "" {
 		existing := &templatev1.Template{}
 		err := c.Get(ctx, client.ObjectKeyFromObject(dst), existing)
@@ -72,7 +79,7 @@ func Run(ctx context.Context, c client.Client, p Params) (Result, error) {
 		case err == nil && sameContent(existing, dst):
 			return Result{Name: dst.Name, Namespace: dst.Namespace, Existed: true}, nil
 		case err == nil && !replace:
-			return Result{}, fmt.Errorf("template %s/%s already exists and differs from a copy of %s/%s: set allowReplace to true to replace it", dst.Namespace, dst.Name, srcNS, p.SourceName)
+			return Result{}, fmt.Errorf("template %s/%s already exists and differs from a copy of %s: set allowReplace to true to replace it", dst.Namespace, dst.Name, source)
 		case err == nil:
 			dst.ResourceVersion = existing.ResourceVersion
 			if err := c.Update(ctx, dst); err != nil {

@@ -94,6 +94,15 @@ var (
 )
 
 func (m Modification) applyVM(vm map[string]any) error {
+	for _, step := range []func(map[string]any) error{m.applyMetadata, m.applyCPU, m.applyMemory, m.applyLists} {
+		if err := step(vm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m Modification) applyMetadata(vm map[string]any) error {
 	for _, kv := range []struct {
 		path []string
 		add  map[string]string
@@ -109,6 +118,10 @@ func (m Modification) applyVM(vm map[string]any) error {
 			return err
 		}
 	}
+	return nil
+}
+
+func (m Modification) applyCPU(vm map[string]any) error {
 	for field, n := range map[string]uint32{"sockets": m.CPUSockets, "cores": m.CPUCores, "threads": m.CPUThreads} {
 		if n > 0 {
 			if err := unstructured.SetNestedField(vm, int64(n), append(domainPath, "cpu", field)...); err != nil {
@@ -116,20 +129,28 @@ func (m Modification) applyVM(vm map[string]any) error {
 			}
 		}
 	}
-	if m.Memory != nil {
-		guest, hasGuest, _ := unstructured.NestedFieldNoCopy(vm, append(domainPath, "memory", "guest")...)
-		_, hasRequest, _ := unstructured.NestedFieldNoCopy(vm, append(domainPath, "resources", "requests", "memory")...)
-		if hasGuest && guest != nil {
-			if err := unstructured.SetNestedField(vm, m.Memory.String(), append(domainPath, "memory", "guest")...); err != nil {
-				return err
-			}
-		}
-		if hasRequest || !hasGuest {
-			if err := unstructured.SetNestedField(vm, m.Memory.String(), append(domainPath, "resources", "requests", "memory")...); err != nil {
-				return err
-			}
+	return nil
+}
+
+func (m Modification) applyMemory(vm map[string]any) error {
+	if m.Memory == nil {
+		return nil
+	}
+	guestPath, requestPath := append(domainPath, "memory", "guest"), append(domainPath, "resources", "requests", "memory")
+	guest, hasGuest, _ := unstructured.NestedFieldNoCopy(vm, guestPath...)
+	_, hasRequest, _ := unstructured.NestedFieldNoCopy(vm, requestPath...)
+	if hasGuest && guest != nil {
+		if err := unstructured.SetNestedField(vm, m.Memory.String(), guestPath...); err != nil {
+			return err
 		}
 	}
+	if hasRequest || !hasGuest {
+		return unstructured.SetNestedField(vm, m.Memory.String(), requestPath...)
+	}
+	return nil
+}
+
+func (m Modification) applyLists(vm map[string]any) error {
 	if m.DeleteDataVolumeTemplates {
 		if err := dropDataVolumeTemplates(vm); err != nil {
 			return err
