@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -296,6 +297,9 @@ func TestExecuteInVMOverSSH(t *testing.T) {
 				{Name: "publicKeySecretNamespace", Value: *pipelinev1.NewStructuredValues(ns)},
 				{Name: "privateKeySecretNamespace", Value: *pipelinev1.NewStructuredValues(ns)},
 				{Name: "privateKeyConnectionOptions", Value: *pipelinev1.NewStructuredValues("user:root", "disable-strict-host-key-checking:true")},
+				// What kubevirt-tekton-tasks users pass: an RSA key named by
+				// its signature algorithm, in PEM, without passphrase.
+				{Name: "additionalSSHKeygenOptions", Value: *pipelinev1.NewStructuredValues(`-t rsa-sha2-512 -b 3072 -C e2e -m PEM -N ""`)},
 			},
 		},
 	}).CreateTaskRun().ExpectSuccess().Results()
@@ -376,4 +380,34 @@ func TestExecuteInVMStartsAHaltedVM(t *testing.T) {
 	}
 	framework.NewTaskRunRunner(t, f, cleanup("echo bye-from-$(hostname)")).CreateTaskRun().ExpectSuccess().
 		ExpectLogs("bye-from-halted", "VirtualMachine "+ns+"/halted stopped", "VirtualMachine "+ns+"/halted deleted")
+}
+
+// TestCreateVMFromVirtctlFlags: create-vm-from-manifest with virtctl
+// create vm flags (instancetype, preference, containerDisk, cloud-init)
+// makes a VM that boots: the guest answers with the hostname cloud-init
+// gave it.
+func TestCreateVMFromVirtctlFlags(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	f.BindTaskRole(t, ns, "create-vm-from-manifest")
+	f.BindTaskRole(t, ns, "execute-in-vm")
+	userData := base64.StdEncoding.EncodeToString([]byte("#cloud-config\nhostname: from-flags\n"))
+	flags := "create vm --name vctl --instancetype u1.nano --preference tekvirt.guest --volume-containerdisk src:" + framework.GuestImage +
+		",name:containerdisk --cloud-init-user-data " + userData
+	framework.NewTaskRunRunner(t, f, &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "create-vm-from-manifest-", Namespace: framework.CatalogNamespace},
+		Spec: pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: "create-vm-from-manifest"}, ServiceAccountName: "create-vm-from-manifest-task",
+			Params: pipelinev1.Params{
+				{Name: "virtctl", Value: *pipelinev1.NewStructuredValues(flags)}, {Name: "namespace", Value: *pipelinev1.NewStructuredValues(ns)},
+			}},
+	}).CreateTaskRun().ExpectSuccess().ExpectLogs("VirtualMachine " + ns + "/vctl created")
+	framework.NewTaskRunRunner(t, f, framework.ExecuteInVMTaskRun(ns, "vctl", "hostname", "4m")).CreateTaskRun().ExpectSuccess().ExpectLogs("from-flags")
+	vm := &v1.VirtualMachine{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "vctl"}, vm); err != nil {
+		t.Fatal(err)
+	}
+	if vm.Spec.Instancetype == nil || vm.Spec.Instancetype.Name != "u1.nano" || vm.Status.InstancetypeRef == nil {
+		t.Errorf("instancetype %+v, captured %+v", vm.Spec.Instancetype, vm.Status.InstancetypeRef)
+	}
 }

@@ -38,6 +38,7 @@ func Command() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&p.Manifest, "manifest", "", "VirtualMachine manifest (YAML or JSON)")
+	f.StringVar(&p.Virtctl, "virtctl", "", "virtctl create vm flags, instead of a manifest")
 	f.StringVar(&p.Namespace, "namespace", "", "namespace of the VM (manifest's, else the TaskRun's)")
 	f.StringVar(&p.RunStrategy, "run-strategy", "", "runStrategy to set: Always, Halted, Manual, RerunOnFailure, Once")
 	f.StringVar(&p.StartVM, "start-vm", "", "true starts the VM once created (unless it runs Always); false leaves it")

@@ -14,9 +14,11 @@ import (
 	"github.com/tekvirt/tekvirt/tasks/vmcreate"
 )
 
-// Params are the task's params.
+// Params are the task's params: exactly one of Manifest and Virtctl.
 type Params struct {
 	Manifest string
+	// Virtctl holds `virtctl create vm` flags.
+	Virtctl string
 	vmcreate.Options
 }
 
@@ -47,13 +49,24 @@ func Decode(manifest string) (*v1.VirtualMachine, error) {
 // Run creates the VM, or finds the one an earlier run of the same
 // manifest and params created, and starts it when startVM says so.
 func Run(ctx context.Context, c client.Client, start vmcreate.Starter, p Params) (vmcreate.Result, error) {
-	vm, err := Decode(p.Manifest)
+	var vm *v1.VirtualMachine
+	var err error
+	switch {
+	case p.Manifest != "" && p.Virtctl != "":
+		return vmcreate.Result{}, errors.New("params manifest and virtctl are both set; give one")
+	case p.Virtctl != "":
+		vm, err = vmcreate.FromVirtctl(p.Virtctl)
+	case p.Manifest == "":
+		return vmcreate.Result{}, errors.New("params manifest and virtctl are both empty: give a VirtualMachine manifest or virtctl create vm flags")
+	default:
+		vm, err = Decode(p.Manifest)
+	}
 	if err != nil {
 		return vmcreate.Result{}, err
 	}
 	if err := p.Apply(vm); err != nil {
 		return vmcreate.Result{}, err
 	}
-	id := vmcreate.Identity(p.Manifest, p.Namespace, p.RunStrategy, p.StartVM)
+	id := vmcreate.Identity(p.Manifest, p.Namespace, p.RunStrategy, p.StartVM, p.Virtctl)
 	return vmcreate.Create(ctx, c, start, p.Options, vm, id)
 }

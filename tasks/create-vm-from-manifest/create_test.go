@@ -69,3 +69,31 @@ func TestRunIsIdempotent(t *testing.T) {
 		t.Fatalf("different params on an existing VM: err = %v", err)
 	}
 }
+
+func TestRunFromVirtctl(t *testing.T) {
+	s, err := kube.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).Build()
+	ctx := context.Background()
+	start := func(context.Context, string, string) error { return nil }
+	opts := vmcreate.Options{Namespace: "ns1", SetOwnerReference: "false"}
+	res, err := Run(ctx, c, start, Params{Virtctl: "create vm --name v1 --instancetype u1.nano --volume-containerdisk src:img", Options: opts})
+	if err != nil || res.Name != "v1" {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	vm := &v1.VirtualMachine{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns1", Name: "v1"}, vm); err != nil || vm.Spec.Instancetype.Name != "u1.nano" {
+		t.Fatalf("VM %+v, %v", vm.Spec.Instancetype, err)
+	}
+	for name, p := range map[string]Params{
+		"both":    {Manifest: manifest, Virtctl: "--name x", Options: opts},
+		"neither": {Options: opts},
+		"bad":     {Virtctl: "--nmae x", Options: opts},
+	} {
+		if _, err := Run(ctx, c, start, p); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

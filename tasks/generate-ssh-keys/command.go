@@ -43,6 +43,6 @@ func Command() *cobra.Command {
 	f.StringVar(&p.PublicKeySecretNamespace, "public-key-secret-namespace", "", "namespace of the public key secret (TaskRun namespace when empty)")
 	f.StringVar(&p.PrivateKeySecretName, "private-key-secret-name", "", "new secret for the private key (generated when empty)")
 	f.StringVar(&p.PrivateKeySecretNamespace, "private-key-secret-namespace", "", "namespace of the private key secret (TaskRun namespace when empty)")
-	f.StringVar(&p.AdditionalSSHKeygenOptions, "additional-ssh-keygen-options", "", "ssh-keygen options: -t TYPE -b BITS -C COMMENT")
+	f.StringVar(&p.AdditionalSSHKeygenOptions, "additional-ssh-keygen-options", "", "ssh-keygen options: -t TYPE -b BITS -C COMMENT -m FORMAT -N \"\" -q -a -Z")
 	return cmd
 }

@@ -25,7 +25,13 @@ func TestParseKeygenOptions(t *testing.T) {
 		{in: "-t rsa -b 2048 -C 'me at host'", want: KeySpec{Type: "rsa", Bits: 2048, Comment: "me at host"}},
 		{in: "-t ecdsa -b 384", want: KeySpec{Type: "ecdsa", Bits: 384}},
 		{in: "-t dsa", wantErr: `unsupported key type -t "dsa"`},
-		{in: "-q", wantErr: `unsupported ssh-keygen option "-q"`},
+		{in: "-q -t rsa-sha2-512 -N '' -a 100 -Z aes256-ctr", want: KeySpec{Type: "rsa", Bits: 3072}},
+		{in: "-t rsa-sha2-256 -m pem", want: KeySpec{Type: "rsa", Bits: 3072, Format: "PEM"}},
+		{in: "-m PKCS8", want: KeySpec{Type: "ed25519", Format: "PKCS8"}},
+		{in: "-f /tmp/key", wantErr: `ssh-keygen option "-f" is not supported`},
+		{in: "-N secret", wantErr: "-N with a passphrase is not supported"},
+		{in: "-m RFC4716", wantErr: "public key export format"},
+		{in: "-m PEM", wantErr: "no ed25519 form"},
 		{in: "-b", wantErr: "option -b needs a value"},
 		{in: "-t rsa -b 1024", wantErr: "out of range"},
 		{in: "-t ed25519 -b 4096", wantErr: "fixed size"},
@@ -46,7 +52,8 @@ func TestParseKeygenOptions(t *testing.T) {
 }
 
 func TestGenerateKeysParse(t *testing.T) {
-	for _, spec := range []KeySpec{{Type: "ed25519", Comment: "c"}, {Type: "rsa", Bits: 2048}, {Type: "ecdsa", Bits: 256}} {
+	for _, spec := range []KeySpec{{Type: "ed25519", Comment: "c"}, {Type: "rsa", Bits: 2048}, {Type: "ecdsa", Bits: 256},
+		{Type: "rsa", Bits: 2048, Format: "PEM"}, {Type: "ecdsa", Bits: 384, Format: "PEM"}, {Type: "ed25519", Format: "PKCS8"}} {
 		kp, err := Generate(spec)
 		if err != nil {
 			t.Fatal(err)
