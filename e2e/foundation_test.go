@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/tasks/templates"
@@ -158,13 +160,25 @@ func deleteSecrets(f *framework.Framework, ns string, names ...string) {
 	}
 }
 
-// TestSamplesRun runs every task sample as written, in the catalog namespace.
+// TestSamplesRun runs every task sample as written, in the catalog
+// namespace, with what the samples name made first: the running guest VMs
+// sample-vm and sample-vm-to-clean, three DataVolumes for the pruning.
 func TestSamplesRun(t *testing.T) {
 	f := framework.New(t)
 	samples, err := filepath.Glob("../tasks/*/samples/*.yaml")
 	if err != nil || len(samples) == 0 {
 		t.Fatalf("no samples found: %v", err)
 	}
+	c := f.VMClient(t)
+	ctx := context.Background()
+	for _, name := range []string{"sample-vm", "sample-vm-to-clean"} {
+		vm := framework.GuestVM(framework.CatalogNamespace, name, framework.GuestImage, v1.RunStrategyAlways)
+		if err := c.Create(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), vm) })
+	}
+	pruned := sampleDataVolumes(t, c, 3)
 	for _, s := range samples {
 		t.Run(strings.TrimPrefix(s, "../tasks/"), func(t *testing.T) {
 			data, err := os.ReadFile(s)
@@ -190,6 +204,10 @@ func TestSamplesRun(t *testing.T) {
 				made = &v1.VirtualMachine{}
 			case tr.Spec.TaskRef.Name == "copy-template" || tr.Spec.TaskRef.Name == "modify-vm-template":
 				made = &templatev1.Template{}
+			case tr.Spec.TaskRef.Name == "modify-data-object":
+				made = &cdiv1.DataVolume{}
+			case tr.Spec.TaskRef.Name == "prune-data-volumes":
+				checkPruned(t, c, pruned, 2)
 			}
 			if made != nil {
 				made.SetNamespace(res["namespace"])
@@ -200,6 +218,43 @@ func TestSamplesRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sampleDataVolumes makes n blank DataVolumes labelled tekvirt.io/sample=prune
+// in the catalog namespace, a second apart (creation times have whole
+// seconds), oldest first, and deletes what is left of them after the test.
+func sampleDataVolumes(t *testing.T, c client.Client, n int) []string {
+	t.Helper()
+	var names []string
+	for i := range n {
+		if i > 0 {
+			time.Sleep(1100 * time.Millisecond)
+		}
+		dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: framework.CatalogNamespace, GenerateName: "sample-prune-",
+			Labels: map[string]string{"tekvirt.io/sample": "prune"}},
+			Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}},
+				Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}}}}}
+		if err := c.Create(context.Background(), dv); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), dv) })
+		names = append(names, dv.Name)
+	}
+	return names
+}
+
+// checkPruned fails unless only the newest keep of names are left.
+func checkPruned(t *testing.T, c client.Client, names []string, keep int) {
+	t.Helper()
+	framework.Eventually(t, time.Minute, "the oldest sample DataVolumes pruned", func() error {
+		for i, name := range names {
+			err := c.Get(context.Background(), client.ObjectKey{Namespace: framework.CatalogNamespace, Name: name}, &cdiv1.DataVolume{})
+			if gone := apierrors.IsNotFound(err); gone != (i < len(names)-keep) {
+				return fmt.Errorf("DataVolume %s: gone %v (%v)", name, gone, err)
+			}
+		}
+		return nil
+	})
 }
 
 // sampleTemplate is what the modify-vm-template sample modifies: a copy of
