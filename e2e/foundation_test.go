@@ -250,7 +250,7 @@ func checkPruned(t *testing.T, c client.Client, names []string, keep int) {
 		for i, name := range names {
 			err := c.Get(context.Background(), client.ObjectKey{Namespace: framework.CatalogNamespace, Name: name}, &cdiv1.DataVolume{})
 			if gone := apierrors.IsNotFound(err); gone != (i < len(names)-keep) {
-				return fmt.Errorf("DataVolume %s: gone %v (%v)", name, gone, err)
+				return fmt.Errorf("DataVolume %s: gone %v (%w)", name, gone, err)
 			}
 		}
 		return nil

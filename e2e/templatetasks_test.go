@@ -50,24 +50,12 @@ func userTemplate(t *testing.T, ns string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: obj}
 }
 
-func templateTaskRun(templateNS, templateName, vmNS string, extra map[string]string, params ...string) *pipelinev1.TaskRun {
-	tr := &pipelinev1.TaskRun{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "create-vm-from-template-", Namespace: framework.CatalogNamespace},
-		Spec: pipelinev1.TaskRunSpec{
-			TaskRef:            &pipelinev1.TaskRef{Name: "create-vm-from-template"},
-			ServiceAccountName: "create-vm-from-template-task",
-			Params: pipelinev1.Params{
-				{Name: "templateName", Value: *pipelinev1.NewStructuredValues(templateName)},
-				{Name: "templateNamespace", Value: *pipelinev1.NewStructuredValues(templateNS)},
-				{Name: "vmNamespace", Value: *pipelinev1.NewStructuredValues(vmNS)},
-				{Name: "templateParams", Value: pipelinev1.ParamValue{Type: pipelinev1.ParamTypeArray, ArrayVal: params}},
-			},
-		},
-	}
+func templateTaskRun(templateNS, templateName, vmNS string, extra map[string]any, params ...string) *pipelinev1.TaskRun {
+	p := map[string]any{"templateName": templateName, "templateNamespace": templateNS, "vmNamespace": vmNS, "templateParams": params}
 	for k, v := range extra {
-		tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: k, Value: *pipelinev1.NewStructuredValues(v)})
+		p[k] = v
 	}
-	return tr
+	return framework.CatalogTaskRun("create-vm-from-template", p)
 }
 
 // TestCreateVMFromTemplateTask: create-vm-from-template makes a VM from
@@ -106,7 +94,7 @@ func TestCreateVMFromTemplateTask(t *testing.T) {
 		t.Errorf("run strategy %s, want the template's Halted (startVM not given)", rs)
 	}
 
-	framework.NewTaskRunRunner(t, f, templateTaskRun(ns, "guest-from-container-disk", ns, map[string]string{"startVM": "true"}, "NAME:own", "MEMORY:192Mi")).
+	framework.NewTaskRunRunner(t, f, templateTaskRun(ns, "guest-from-container-disk", ns, map[string]any{"startVM": "true"}, "NAME:own", "MEMORY:192Mi")).
 		CreateTaskRun().ExpectSuccess().ExpectLogs("VirtualMachine " + ns + "/own started")
 	framework.WaitVMI(t, c, ns, "own", 3*time.Minute, "created by the start", func(vmi *v1.VirtualMachineInstance) error { return nil })
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "own"}, vm); err != nil {
@@ -142,24 +130,6 @@ func TestCreateVMFromTemplateTask(t *testing.T) {
 	}
 }
 
-func catalogTaskRun(task string, params map[string]any) *pipelinev1.TaskRun {
-	tr := &pipelinev1.TaskRun{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: task + "-", Namespace: framework.CatalogNamespace},
-		Spec:       pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: task}, ServiceAccountName: task + "-task"},
-	}
-	for k, v := range params {
-		var val pipelinev1.ParamValue
-		switch v := v.(type) {
-		case string:
-			val = *pipelinev1.NewStructuredValues(v)
-		case []string:
-			val = pipelinev1.ParamValue{Type: pipelinev1.ParamTypeArray, ArrayVal: v}
-		}
-		tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: k, Value: val})
-	}
-	return tr
-}
-
 // TestCopyAndModifyTemplateTasks: copy-template makes the common template
 // a tenant's own; modify-vm-template resizes the copy and changes its root
 // disk's bus, and a VM made from it has them; a misspelt disk field fails
@@ -174,7 +144,7 @@ func TestCopyAndModifyTemplateTasks(t *testing.T) {
 	for _, task := range []string{"copy-template", "modify-vm-template", "create-vm-from-template"} {
 		f.BindTaskRole(t, ns, task)
 	}
-	r := framework.NewTaskRunRunner(t, f, catalogTaskRun("copy-template", map[string]any{
+	r := framework.NewTaskRunRunner(t, f, framework.CatalogTaskRun("copy-template", map[string]any{
 		"sourceTemplateName": "tekvirt-guest-server-tiny", "sourceTemplateNamespace": "openshift",
 		"targetTemplateName": "my-guest", "targetTemplateNamespace": ns,
 	})).CreateTaskRun().ExpectSuccess()
@@ -191,7 +161,7 @@ func TestCopyAndModifyTemplateTasks(t *testing.T) {
 
 	modify := func(params map[string]any) *pipelinev1.TaskRun {
 		params["templateName"], params["templateNamespace"] = "my-guest", ns
-		return catalogTaskRun("modify-vm-template", params)
+		return framework.CatalogTaskRun("modify-vm-template", params)
 	}
 	framework.NewTaskRunRunner(t, f, modify(map[string]any{
 		"cpuCores": "2", "memory": "192Mi", "templateLabels": []string{"team: blue"},

@@ -363,15 +363,7 @@ func TestExecuteInVMStartsAHaltedVM(t *testing.T) {
 	// running; a passing one is followed by the stop and the delete.
 	f.BindTaskRole(t, ns, "cleanup-vm")
 	cleanup := func(script string) *pipelinev1.TaskRun {
-		return &pipelinev1.TaskRun{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "cleanup-vm-", Namespace: framework.CatalogNamespace},
-			Spec: pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: "cleanup-vm"}, ServiceAccountName: "cleanup-vm-task",
-				Params: pipelinev1.Params{
-					{Name: "vmName", Value: *pipelinev1.NewStructuredValues(vm.Name)}, {Name: "vmNamespace", Value: *pipelinev1.NewStructuredValues(ns)},
-					{Name: "script", Value: *pipelinev1.NewStructuredValues(script)}, {Name: "delete", Value: *pipelinev1.NewStructuredValues("true")},
-					{Name: "timeout", Value: *pipelinev1.NewStructuredValues("4m")},
-				}},
-		}
+		return framework.CatalogTaskRun("cleanup-vm", map[string]any{"vmName": vm.Name, "vmNamespace": ns, "script": script, "delete": "true", "timeout": "4m"})
 	}
 	framework.NewTaskRunRunner(t, f, cleanup("echo last-words; exit 3")).CreateTaskRun().ExpectFailure("exited with code 3").ExpectLogs("last-words")
 	vmi := &v1.VirtualMachineInstance{}
@@ -395,13 +387,7 @@ func TestCreateVMFromVirtctlFlags(t *testing.T) {
 	userData := base64.StdEncoding.EncodeToString([]byte("#cloud-config\nhostname: from-flags\n"))
 	flags := "create vm --name vctl --instancetype u1.nano --preference tekvirt.guest --volume-containerdisk src:" + framework.GuestImage +
 		",name:containerdisk --cloud-init-user-data " + userData
-	framework.NewTaskRunRunner(t, f, &pipelinev1.TaskRun{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "create-vm-from-manifest-", Namespace: framework.CatalogNamespace},
-		Spec: pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: "create-vm-from-manifest"}, ServiceAccountName: "create-vm-from-manifest-task",
-			Params: pipelinev1.Params{
-				{Name: "virtctl", Value: *pipelinev1.NewStructuredValues(flags)}, {Name: "namespace", Value: *pipelinev1.NewStructuredValues(ns)},
-			}},
-	}).CreateTaskRun().ExpectSuccess().ExpectLogs("VirtualMachine " + ns + "/vctl created")
+	framework.NewTaskRunRunner(t, f, framework.CatalogTaskRun("create-vm-from-manifest", map[string]any{"virtctl": flags, "namespace": ns})).CreateTaskRun().ExpectSuccess().ExpectLogs("VirtualMachine " + ns + "/vctl created")
 	framework.NewTaskRunRunner(t, f, framework.ExecuteInVMTaskRun(ns, "vctl", "hostname", "4m")).CreateTaskRun().ExpectSuccess().ExpectLogs("from-flags")
 	vm := &v1.VirtualMachine{}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "vctl"}, vm); err != nil {

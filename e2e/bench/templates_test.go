@@ -8,8 +8,6 @@ import (
 	"time"
 
 	templatev1 "github.com/openshift/api/template/v1"
-	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -34,23 +32,11 @@ func TestCreateVMFromTemplateVsManifest(t *testing.T) {
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "openshift", Name: "tekvirt-guest-server-tiny"}, common); err != nil {
 		t.Fatal(err)
 	}
-	taskRun := func(task string, params map[string]pipelinev1.ParamValue) *pipelinev1.TaskRun {
-		tr := &pipelinev1.TaskRun{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-" + task + "-", Namespace: framework.CatalogNamespace},
-			Spec:       pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: task}, ServiceAccountName: task + "-task"},
-		}
-		for k, v := range params {
-			tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: k, Value: v})
-		}
-		return tr
-	}
 	var fromTemplate, fromManifest, processing []time.Duration
 	for i := range runs {
 		name := fmt.Sprintf("from-template-%d", i)
-		r := framework.NewTaskRunRunner(t, f, taskRun("create-vm-from-template", map[string]pipelinev1.ParamValue{
-			"templateName": *pipelinev1.NewStructuredValues("tekvirt-guest-server-tiny"), "templateNamespace": *pipelinev1.NewStructuredValues("openshift"),
-			"vmNamespace":    *pipelinev1.NewStructuredValues(ns),
-			"templateParams": {Type: pipelinev1.ParamTypeArray, ArrayVal: []string{"NAME:" + name}},
+		r := framework.NewTaskRunRunner(t, f, framework.CatalogTaskRun("create-vm-from-template", map[string]any{
+			"templateName": "tekvirt-guest-server-tiny", "templateNamespace": "openshift", "vmNamespace": ns, "templateParams": []string{"NAME:" + name},
 		})).CreateTaskRun().ExpectSuccess()
 		fromTemplate = append(fromTemplate, r.Elapsed)
 		m := processedIn.FindStringSubmatch(r.Logs())
@@ -72,8 +58,8 @@ func TestCreateVMFromTemplateVsManifest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r = framework.NewTaskRunRunner(t, f, taskRun("create-vm-from-manifest", map[string]pipelinev1.ParamValue{
-			"manifest": *pipelinev1.NewStructuredValues(string(manifest)), "namespace": *pipelinev1.NewStructuredValues(ns),
+		r = framework.NewTaskRunRunner(t, f, framework.CatalogTaskRun("create-vm-from-manifest", map[string]any{
+			"manifest": string(manifest), "namespace": ns,
 		})).CreateTaskRun().ExpectSuccess()
 		fromManifest = append(fromManifest, r.Elapsed)
 	}

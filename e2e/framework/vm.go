@@ -261,3 +261,26 @@ func ExecuteInVMTaskRun(ns, vm, script, timeout string) *pipelinev1.TaskRun {
 		},
 	}
 }
+
+// CatalogTaskRun runs the catalog task as its ServiceAccount in the
+// catalog namespace; a param's value is a string or, for an array param,
+// a []string.
+func CatalogTaskRun(task string, params map[string]any) *pipelinev1.TaskRun {
+	tr := &pipelinev1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: task + "-", Namespace: CatalogNamespace},
+		Spec:       pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: task}, ServiceAccountName: task + "-task"},
+	}
+	for k, v := range params {
+		var val pipelinev1.ParamValue
+		switch v := v.(type) {
+		case string:
+			val = *pipelinev1.NewStructuredValues(v)
+		case []string:
+			val = pipelinev1.ParamValue{Type: pipelinev1.ParamTypeArray, ArrayVal: v}
+		default:
+			panic(fmt.Sprintf("param %s: %T is neither string nor []string", k, v))
+		}
+		tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: k, Value: val})
+	}
+	return tr
+}

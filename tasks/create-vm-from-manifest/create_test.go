@@ -90,7 +90,7 @@ func TestRunFromVirtctl(t *testing.T) {
 	for name, p := range map[string]Params{
 		"both":    {Manifest: manifest, Virtctl: "--name x", Options: opts},
 		"neither": {Options: opts},
-		"bad":     {Virtctl: "--nmae x", Options: opts},
+		"bad":     {Virtctl: "--colour x", Options: opts},
 	} {
 		if _, err := Run(ctx, c, start, p); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -6,37 +6,48 @@ import "errors"
 // "..." quote, and a backslash escapes the next character (not inside
 // '...'). An unterminated quote or escape is an error.
 func Split(s string) ([]string, error) {
-	var words []string
-	var cur []rune
-	inWord, escaped := false, false
-	var quote rune
+	var sp splitter
 	for _, r := range s {
-		switch {
-		case escaped:
-			cur, escaped = append(cur, r), false
-		case r == '\\' && quote != '\'':
-			escaped, inWord = true, true
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			} else {
-				cur = append(cur, r)
-			}
-		case r == '\'' || r == '"':
-			quote, inWord = r, true
-		case r == ' ' || r == '\t' || r == '\n':
-			if inWord {
-				words, cur, inWord = append(words, string(cur)), cur[:0], false
-			}
-		default:
-			cur, inWord = append(cur, r), true
-		}
+		sp.feed(r)
 	}
-	if quote != 0 || escaped {
+	if sp.quote != 0 || sp.escaped {
 		return nil, errors.New("unterminated quote or escape")
 	}
-	if inWord {
-		words = append(words, string(cur))
+	sp.endWord()
+	return sp.words, nil
+}
+
+// splitter is Split's state between runes.
+type splitter struct {
+	words           []string
+	cur             []rune
+	inWord, escaped bool
+	quote           rune
+}
+
+func (sp *splitter) feed(r rune) {
+	switch {
+	case sp.escaped:
+		sp.cur, sp.escaped = append(sp.cur, r), false
+	case r == '\\' && sp.quote != '\'':
+		sp.escaped, sp.inWord = true, true
+	case sp.quote != 0:
+		if r == sp.quote {
+			sp.quote = 0
+		} else {
+			sp.cur = append(sp.cur, r)
+		}
+	case r == '\'' || r == '"':
+		sp.quote, sp.inWord = r, true
+	case r == ' ' || r == '\t' || r == '\n':
+		sp.endWord()
+	default:
+		sp.cur, sp.inWord = append(sp.cur, r), true
 	}
-	return words, nil
+}
+
+func (sp *splitter) endWord() {
+	if sp.inWord {
+		sp.words, sp.cur, sp.inWord = append(sp.words, string(sp.cur)), sp.cur[:0], false
+	}
 }
