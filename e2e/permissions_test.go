@@ -214,18 +214,18 @@ func TestAttackControllerRights(t *testing.T) {
 	sa := func(ns, name string) rbacv1.Subject {
 		return rbacv1.Subject{Kind: "ServiceAccount", Namespace: ns, Name: name}
 	}
-	const taskRole = "tekvirt-import-disk-task"
+	const taskRole = "import-disk-task"
 	if err := ctrl.Create(ctx, binding(taskRole, sa(ns, "import-disk-task")), dry); !apierrors.IsForbidden(err) {
 		t.Errorf("a RoleBinding of a catalog role by the controller: err = %v, want a refusal (the operator binds the catalog's roles)", err)
 	}
 	// The controller binds the hosted-cluster task roles, to the provisioning
 	// ServiceAccount of control-plane namespaces only; it runs the
 	// provisioning pipeline only there and deletes only those namespaces.
-	const hostedRole = "tekvirt-hosted-cluster-pki-task"
+	const hostedRole = "hosted-cluster-pki-task"
 	for what, rb := range map[string]*rbacv1.RoleBinding{
 		"hosted role bound in a namespace that is no control plane's": binding(hostedRole, sa(ns, "provision-hosted-cluster-pipeline")),
 		"hosted role bound to another ServiceAccount":                 binding(hostedRole, sa(ns, "default")),
-		"access role bound to a user":                                 binding("tekvirt-hosted-cluster-access-task", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}),
+		"access role bound to a user":                                 binding("hosted-cluster-access-task", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}),
 	} {
 		refused(t, what, ctrl.Create(ctx, rb, dry), "binds only the hosted-cluster task roles")
 	}

@@ -41,7 +41,7 @@ const healthInterval = 30 * time.Second
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-hosted-cluster-pki-task;tekvirt-hosted-cluster-etcd-task;tekvirt-hosted-cluster-control-plane-task;tekvirt-hosted-cluster-access-task;tekvirt-hosted-cluster-wait-task;tekvirt-hosted-cluster-bootstrap-task;tekvirt-hosted-control-plane-access
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=hosted-cluster-pki-task;hosted-cluster-etcd-task;hosted-cluster-control-plane-task;hosted-cluster-access-task;hosted-cluster-wait-task;hosted-cluster-bootstrap-task;tekvirt-hosted-control-plane-access
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch;create;delete
 
 // Reconciler provisions HostedClusters with the provision-hosted-cluster pipeline.

@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -63,7 +64,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",namespace=tekvirt-system,resources=services;secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=tekvirt-node,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=tekvirt-node,resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=tekvirt-generate-ssh-keys-task;tekvirt-create-vm-from-manifest-task;tekvirt-create-vm-from-template-task;tekvirt-copy-template-task;tekvirt-modify-vm-template-task;tekvirt-wait-for-vmi-status-task;tekvirt-execute-in-vm-task;tekvirt-cleanup-vm-task;tekvirt-import-disk-task;tekvirt-clone-disk-task;tekvirt-modify-data-object-task;tekvirt-prune-data-volumes-task;tekvirt-hosted-cluster-pki-task;tekvirt-hosted-cluster-etcd-task;tekvirt-hosted-cluster-control-plane-task;tekvirt-hosted-cluster-access-task;tekvirt-hosted-cluster-wait-task;tekvirt-hosted-cluster-bootstrap-task
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=generate-ssh-keys-task;create-vm-from-manifest-task;create-vm-from-template-task;copy-template-task;modify-vm-template-task;wait-for-vmi-status-task;execute-in-vm-task;cleanup-vm-task;import-disk-task;clone-disk-task;modify-data-object-task;prune-data-volumes-task;hosted-cluster-pki-task;hosted-cluster-etcd-task;hosted-cluster-control-plane-task;hosted-cluster-access-task;hosted-cluster-wait-task;hosted-cluster-bootstrap-task
 
 // Reconcile installs or removes the catalog and reports it in status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
@@ -147,11 +148,26 @@ func (r *Reconciler) install(ctx context.Context, ns string) (int, error) {
 		}
 	}
 	for _, o := range objs {
-		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {
+		if err := r.apply(ctx, o); err != nil {
 			return 0, fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
 	return len(objs), nil
+}
+
+// apply applies o; a RoleBinding whose roleRef changed (the task roles
+// were renamed to <task>-task, kubevirt-tekton-tasks' names) cannot be
+// updated, so it is deleted and made again.
+func (r *Reconciler) apply(ctx context.Context, o *unstructured.Unstructured) error {
+	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership)
+	if err == nil || !apierrors.IsInvalid(err) || o.GetKind() != "RoleBinding" {
+		return err
+	}
+	old := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName()}}
+	if derr := r.Client.Delete(ctx, old); derr != nil && !apierrors.IsNotFound(derr) {
+		return fmt.Errorf("%w; deleting it to bind the new role: %w", err, derr)
+	}
+	return r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership)
 }
 
 // reconcileDelete removes the catalog objects and the components, then the

@@ -82,6 +82,16 @@ func condition(c client.Client, key client.ObjectKey, typ string) (*metav1.Condi
 func TestReconcilerInstallsRestoresAndRemovesCatalog(t *testing.T) {
 	c := startController(t)
 	ctx := context.Background()
+	// A binding from before the task roles took kubevirt-tekton-tasks'
+	// names: its roleRef cannot change, so the operator replaces it.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tekvirt", Name: "generate-ssh-keys-task"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "tekvirt-generate-ssh-keys-task"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "generate-ssh-keys-task", Namespace: "tekvirt"}}}); err != nil {
+		t.Fatal(err)
+	}
 	hc := &hcov1beta1.HyperConverged{ObjectMeta: metav1.ObjectMeta{Name: SingletonName, Namespace: "tekvirt-system"}}
 	if err := c.Create(ctx, hc); err != nil {
 		t.Fatal(err)
@@ -119,7 +129,7 @@ func TestReconcilerInstallsRestoresAndRemovesCatalog(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "tekvirt", Name: "generate-ssh-keys-task"}, &rb); err != nil {
 		t.Fatalf("task RoleBinding: %v", err)
 	}
-	if rb.RoleRef.Name != "tekvirt-generate-ssh-keys-task" || rb.Subjects[0].Name != "generate-ssh-keys-task" {
+	if rb.RoleRef.Name != "generate-ssh-keys-task" || rb.Subjects[0].Name != "generate-ssh-keys-task" {
 		t.Fatalf("RoleBinding = %+v", rb)
 	}
 

@@ -237,7 +237,7 @@ func (f *Framework) BindTaskRole(t testing.TB, ns, task string) {
 	t.Helper()
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: task + "-task", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "tekvirt-" + task + "-task"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: task + "-task"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: task + "-task", Namespace: CatalogNamespace}},
 	}
 	if _, err := f.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
