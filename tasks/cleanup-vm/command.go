@@ -45,8 +45,7 @@ func Command() *cobra.Command {
 				if p.Guest.Start, err = kube.VMStarter(); err != nil {
 					return err
 				}
-				p.Executor = guestrun.HTTPExecutor{
-					CA: func(ctx context.Context) ([]byte, error) { return kube.TekvirtCA(ctx, c) }, TokenDir: guestrun.HandlerTokenDir, Attempts: 3}
+				p.Executor = guestrun.NodeExecutor(func(ctx context.Context) ([]byte, error) { return kube.TekvirtCA(ctx, c) })
 			}
 			return Run(cmd.Context(), c, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},

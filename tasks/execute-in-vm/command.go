@@ -39,8 +39,8 @@ func Command() *cobra.Command {
 			if p.Start, err = kube.VMStarter(); err != nil {
 				return err
 			}
-			return guestrun.Run(cmd.Context(), c, guestrun.HTTPExecutor{
-				CA: func(ctx context.Context) ([]byte, error) { return kube.TekvirtCA(ctx, c) }, TokenDir: guestrun.HandlerTokenDir, Attempts: 3}, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			ex := guestrun.NodeExecutor(func(ctx context.Context) ([]byte, error) { return kube.TekvirtCA(ctx, c) })
+			return guestrun.Run(cmd.Context(), c, ex, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()

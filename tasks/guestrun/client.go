@@ -99,3 +99,9 @@ func (h HTTPExecutor) Exec(ctx context.Context, address string, vmi *v1.VirtualM
 	}
 	return res, nil
 }
+
+// NodeExecutor is the HTTPExecutor a step uses: tekvirt's CA read through
+// c, the handler token projected into the step, three attempts.
+func NodeExecutor(ca func(context.Context) ([]byte, error)) HTTPExecutor {
+	return HTTPExecutor{CA: ca, TokenDir: HandlerTokenDir, Attempts: 3}
+}
