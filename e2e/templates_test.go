@@ -5,8 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	templatev1 "github.com/openshift/api/template/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -57,5 +59,38 @@ func TestCommonTemplatesAndValidator(t *testing.T) {
 	list := &v1.VirtualMachineList{}
 	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
 		t.Errorf("dry runs stored VMs: %d %v", len(list.Items), err)
+	}
+}
+
+// TestAttackTemplateRulesOfAnotherNamespace: a tenant labels its VM with a
+// template in a namespace it may not read; the validator does not read it
+// for them (a warning says so, nothing of its rules leaks), so the VM is
+// admitted without the other namespace's rule and its message.
+func TestAttackTemplateRulesOfAnotherNamespace(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	mine, theirs := f.Namespace(t), f.Namespace(t)
+	ctx := context.Background()
+	secret := userTemplate(t, theirs)
+	tmpl := &templatev1.Template{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(secret.Object, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	tmpl.Annotations = map[string]string{templatevalidation.TemplateAnnotation: `[{"name":"secret-rule","path":"jsonpath::.spec.domain.memory.guest","rule":"integer","message":"the other tenant's secret rule","min":999999999999}]`}
+	if err := c.Create(ctx, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	tenant := userClient(t, f, mine, "e2e-tenant")
+	vm := framework.GuestVM(mine, "borrower", framework.GuestImage, v1.RunStrategyHalted)
+	vm.Spec.Template.Spec.Domain.Resources = v1.ResourceRequirements{}
+	vm.Spec.Template.Spec.Domain.Memory = &v1.Memory{Guest: ptr(resource.MustParse("256Mi"))}
+	vm.Labels = map[string]string{templatevalidation.TemplateLabel: tmpl.Name, templatevalidation.TemplateNamespaceLabel: theirs}
+	if err := tenant.Create(ctx, vm, client.DryRunAll); err != nil {
+		t.Errorf("a VM naming another namespace's template: %v (want admitted with a warning, the template unread)", err)
+	}
+	// The same VM by someone who may read the template meets its rule.
+	vm.ResourceVersion = ""
+	if err := c.Create(ctx, vm, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "the other tenant's secret rule") {
+		t.Errorf("the template's reader: %v, want its rule applied", err)
 	}
 }
