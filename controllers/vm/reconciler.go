@@ -74,7 +74,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	case actDelete:
-		failure = r.replace(ctx, vm, rs, vmi, now)
+		if noteFailure(vm, rs, vmi, now) {
+			// Stored before the VMI goes: a RerunOnFailure VM with neither
+			// its VMI nor the start request never starts again, and a lost
+			// count would shorten the backoff.
+			if failure = r.patchStatus(ctx, base, vm, vmi); failure != nil {
+				break
+			}
+			base = vm.DeepCopy()
+		}
+		failure = r.delete(ctx, vm, vmi)
 	case actHalt:
 		halted := v1.RunStrategyHalted
 		patch := client.MergeFrom(vm.DeepCopy())
@@ -123,18 +132,19 @@ func (r *Reconciler) start(ctx context.Context, vm *v1.VirtualMachine, now metav
 	return vmi, "", 0, err
 }
 
-// replace deletes a finished (or stopped by request) VMI so that a new one
-// can start, counting a failed one for the crash-loop backoff; a failed
-// VMI of a RerunOnFailure VM is followed by a start request, as KubeVirt
-// restarts only those.
-func (r *Reconciler) replace(ctx context.Context, vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance, now metav1.Time) error {
-	if vmi.Status.Phase == v1.Failed {
-		recordStartFailure(&vm.Status, vmi, now)
-		if rs == v1.RunStrategyRerunOnFailure && !startRequested(vm.Status.StateChangeRequests) {
-			vm.Status.StateChangeRequests = append(vm.Status.StateChangeRequests, v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})
-		}
+// noteFailure counts a failed VMI, about to be deleted so that a new one can
+// start, for the crash-loop backoff; a failed VMI of a RerunOnFailure VM is
+// followed by a start request, as KubeVirt restarts only those. It reports
+// whether vmi failed (and vm's status changed).
+func noteFailure(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance, now metav1.Time) bool {
+	if vmi.Status.Phase != v1.Failed {
+		return false
 	}
-	return r.delete(ctx, vm, vmi)
+	recordStartFailure(&vm.Status, vmi, now)
+	if rs == v1.RunStrategyRerunOnFailure && !startRequested(vm.Status.StateChangeRequests) {
+		vm.Status.StateChangeRequests = append(vm.Status.StateChangeRequests, v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})
+	}
+	return true
 }
 
 // vmiOf returns the VMI of vm, or nil. A VMI of that name that another

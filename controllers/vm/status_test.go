@@ -231,3 +231,38 @@ func TestPausedConditionMirrorsTheVMI(t *testing.T) {
 		}
 	}
 }
+
+func TestNoteFailure(t *testing.T) {
+	start := v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest}
+	tests := []struct {
+		rs        v1.VirtualMachineRunStrategy
+		phase     v1.VirtualMachineInstancePhase
+		reqs      []v1.VirtualMachineStateChangeRequest
+		changed   bool
+		wantStart int // start requests after
+	}{
+		{v1.RunStrategyRerunOnFailure, v1.Failed, nil, true, 1},
+		{v1.RunStrategyRerunOnFailure, v1.Failed, []v1.VirtualMachineStateChangeRequest{start}, true, 1},
+		{v1.RunStrategyRerunOnFailure, v1.Succeeded, nil, false, 0},
+		{v1.RunStrategyAlways, v1.Failed, nil, true, 0},
+		{v1.RunStrategyAlways, v1.Running, nil, false, 0},
+	}
+	for _, tt := range tests {
+		vm := &v1.VirtualMachine{Status: v1.VirtualMachineStatus{StateChangeRequests: tt.reqs}}
+		vmi := vmiIn(tt.phase)
+		vmi.UID = "vmi-1"
+		changed := noteFailure(vm, tt.rs, vmi, metav1.Now())
+		starts := 0
+		for _, r := range vm.Status.StateChangeRequests {
+			if r.Action == v1.StartRequest {
+				starts++
+			}
+		}
+		if changed != tt.changed || starts != tt.wantStart {
+			t.Errorf("%s, VMI %s: changed %v with %d start requests, want %v with %d", tt.rs, tt.phase, changed, starts, tt.changed, tt.wantStart)
+		}
+		if counted := vm.Status.StartFailure != nil; counted != (tt.phase == v1.Failed) {
+			t.Errorf("%s, VMI %s: failure counted %v", tt.rs, tt.phase, counted)
+		}
+	}
+}
