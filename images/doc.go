@@ -5,6 +5,7 @@
 // (qcow2 and the formats go-qcow2reader reads in pure Go, others with
 // qemu-img) into a sparse raw disk.img, reporting progress, in bounded
 // memory. A failed import never touches an existing disk: it writes beside
-// it and renames on success. It knows nothing of Kubernetes (a guard test
-// keeps it so).
+// it and renames on success. PushContainerDisk goes the other way: a disk
+// file to a registry as a containerDisk image, streamed. It knows nothing of
+// Kubernetes (a guard test keeps it so).
 package images

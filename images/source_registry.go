@@ -17,9 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
-// RegistrySource reads the disk of a containerDisk image: the first regular
-// file under /disk/, as KubeVirt and CDI lay them out.
-type RegistrySource struct {
+// Registry is an image reference and how to reach its registry.
+type Registry struct {
 	Ref string
 	// Auth for the registry; anonymous when nil.
 	Auth authn.Authenticator
@@ -27,9 +26,18 @@ type RegistrySource struct {
 	Insecure bool
 	// CA holds extra PEM certificates to trust for the registry's TLS.
 	CA []byte
+}
+
+// RegistrySource reads the disk of a containerDisk image: the first regular
+// file under /disk/, as KubeVirt and CDI lay them out.
+type RegistrySource struct {
+	Registry
 	// Digest is set by Open to the manifest digest it read.
 	Digest string
 }
+
+// sourceAuthHint is what a reader the registry refuses should do.
+const sourceAuthHint = "give a secretRef to a Secret with accessKeyId and secretKey"
 
 func (s *RegistrySource) String() string { return s.Ref }
 
@@ -41,7 +49,7 @@ func (s *RegistrySource) Open(ctx context.Context) (io.ReadCloser, int64, error)
 	}
 	img, err := remote.Image(ref, ropts...)
 	if err != nil {
-		return nil, 0, s.fail("pulling", err)
+		return nil, 0, s.fail("pulling", sourceAuthHint, err)
 	}
 	d, err := img.Digest()
 	if err != nil {
@@ -75,13 +83,13 @@ func (s *RegistrySource) Head(ctx context.Context) (string, error) {
 	}
 	desc, err := remote.Head(ref, ropts...)
 	if err != nil {
-		return "", s.fail("reading the digest of", err)
+		return "", s.fail("reading the digest of", sourceAuthHint, err)
 	}
 	return desc.Digest.String(), nil
 }
 
 // remote is the parsed reference and the options to reach it with.
-func (s *RegistrySource) remote(ctx context.Context) (name.Reference, []remote.Option, error) {
+func (s *Registry) remote(ctx context.Context) (name.Reference, []remote.Option, error) {
 	var opts []name.Option
 	if s.Insecure {
 		opts = append(opts, name.Insecure)
@@ -106,16 +114,15 @@ func (s *RegistrySource) remote(ctx context.Context) (name.Reference, []remote.O
 }
 
 // fail names what went wrong talking to the registry: a missing image, or
-// credentials it does not accept.
-func (s *RegistrySource) fail(doing string, err error) error {
+// credentials it does not accept (hint: what to do about them).
+func (s *Registry) fail(doing, hint string, err error) error {
 	var terr *transport.Error
 	if errors.As(err, &terr) {
 		switch terr.StatusCode {
 		case http.StatusNotFound:
 			return fmt.Errorf("%w: image %s: %w", ErrNotFound, s.Ref, err)
 		case http.StatusUnauthorized, http.StatusForbidden:
-			return fmt.Errorf("%w: %s %s: the registry wants credentials it accepts (%d); give a secretRef "+
-				"to a Secret with accessKeyId and secretKey: %w", ErrUnauthorized, doing, s.Ref, terr.StatusCode, err)
+			return fmt.Errorf("%w: %s %s: the registry wants credentials it accepts (%d); %s: %w", ErrUnauthorized, doing, s.Ref, terr.StatusCode, hint, err)
 		}
 	}
 	return fmt.Errorf("%s %s: %w", doing, s.Ref, err)

@@ -39,7 +39,7 @@ func TestRegistrySourceImports(t *testing.T) {
 	good := pushFiles(t, host, "disk", map[string][]byte{"disk/image.img.gz": gz(t, raw), "etc/motd": []byte("hi")})
 	empty := pushFiles(t, host, "nodisk", map[string][]byte{"etc/motd": []byte("hi")})
 
-	src := &RegistrySource{Ref: good}
+	src := &RegistrySource{Registry: Registry{Ref: good}}
 	rc, size, err := src.Open(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -52,10 +52,10 @@ func TestRegistrySourceImports(t *testing.T) {
 	}
 	checkDisk(t, disk, raw)
 
-	if _, _, err := (&RegistrySource{Ref: empty}).Open(context.Background()); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no disk file under /disk/") {
+	if _, _, err := (&RegistrySource{Registry: Registry{Ref: empty}}).Open(context.Background()); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no disk file under /disk/") {
 		t.Errorf("image without /disk/: err = %v", err)
 	}
-	if _, _, err := (&RegistrySource{Ref: host + "/missing:v1"}).Open(context.Background()); !errors.Is(err, ErrNotFound) {
+	if _, _, err := (&RegistrySource{Registry: Registry{Ref: host + "/missing:v1"}}).Open(context.Background()); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing image: err = %v", err)
 	}
 
@@ -66,11 +66,11 @@ func TestRegistrySourceCustomCA(t *testing.T) {
 	defer srv.Close()
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	ref := pushFiles(t, strings.TrimPrefix(srv.URL, "https://"), "disk", map[string][]byte{"disk/d.img": []byte("disk")}, crane.WithTransport(srv.Client().Transport))
-	if _, _, err := (&RegistrySource{Ref: ref}).Open(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
+	if _, _, err := (&RegistrySource{Registry: Registry{Ref: ref}}).Open(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("without the CA: err = %v, want a certificate error", err)
 	}
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	rc, size, err := (&RegistrySource{Ref: ref, CA: ca}).Open(context.Background())
+	rc, size, err := (&RegistrySource{Registry: Registry{Ref: ref, CA: ca}}).Open(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestRegistrySourceHeadLogsIn(t *testing.T) {
 		"wrong password": {"private/os:1", &authn.Basic{Username: "user", Password: "nope"}, "(401)", ErrUnauthorized},
 		"no such image":  {"public/none:1", nil, "public/none:1", ErrNotFound},
 	} {
-		got, err := (&RegistrySource{Ref: host + "/" + tc.ref, Auth: tc.auth}).Head(context.Background())
+		got, err := (&RegistrySource{Registry: Registry{Ref: host + "/" + tc.ref, Auth: tc.auth}}).Head(context.Background())
 		switch {
 		case tc.is == nil:
 			if err != nil || got != tc.want {

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tekvirt/tekvirt/contracts/datastep"
 	"github.com/tekvirt/tekvirt/images"
+	"github.com/tekvirt/tekvirt/tasks/credentials"
 	"github.com/tekvirt/tekvirt/tasks/result"
 )
 
@@ -82,7 +82,7 @@ func Source(ctx context.Context, c client.Client, p Params) (images.Source, erro
 	if (p.URL == "") == (p.Registry == "") {
 		return nil, errors.New("give exactly one of params url and registry")
 	}
-	user, pass, err := credentials(ctx, c, p)
+	user, pass, err := basicAuth(ctx, c, p)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func Source(ctx context.Context, c client.Client, p Params) (images.Source, erro
 		return nil, err
 	}
 	if p.Registry != "" {
-		s := &images.RegistrySource{Ref: strings.TrimPrefix(p.Registry, "docker://"), Insecure: p.InsecureRegistry, CA: ca}
+		s := &images.RegistrySource{Registry: images.Registry{Ref: strings.TrimPrefix(p.Registry, "docker://"), Insecure: p.InsecureRegistry, CA: ca}}
 		if user != "" {
 			s.Auth = &authn.Basic{Username: user, Password: pass}
 		}
@@ -136,25 +136,11 @@ func Digest(ctx context.Context, src images.Source) (string, error) {
 	return d, nil
 }
 
-func credentials(ctx context.Context, c client.Client, p Params) (string, string, error) {
+func basicAuth(ctx context.Context, c client.Client, p Params) (string, string, error) {
 	if p.SecretName == "" {
 		return os.Getenv(datastep.AccessKeyEnv), os.Getenv(datastep.SecretKeyEnv), nil
 	}
-	return SecretCredentials(ctx, c, p.Namespace, p.SecretName)
-}
-
-// SecretCredentials reads the user and password of a credentials Secret
-// (datastep.AccessKeyIDKey, datastep.SecretKeyKey), as CDI's secretRef has them.
-func SecretCredentials(ctx context.Context, r client.Reader, namespace, name string) (string, string, error) {
-	s := &corev1.Secret{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
-		return "", "", fmt.Errorf("credentials secret %s/%s: %w", namespace, name, err)
-	}
-	user, pass := string(s.Data[datastep.AccessKeyIDKey]), string(s.Data[datastep.SecretKeyKey])
-	if user == "" || pass == "" {
-		return "", "", fmt.Errorf("credentials secret %s/%s needs %s and %s", namespace, name, datastep.AccessKeyIDKey, datastep.SecretKeyKey)
-	}
-	return user, pass, nil
+	return credentials.Basic(ctx, c, p.Namespace, p.SecretName)
 }
 
 func caBundle(ctx context.Context, c client.Client, p Params) ([]byte, error) {
@@ -164,16 +150,7 @@ func caBundle(ctx context.Context, c client.Client, p Params) ([]byte, error) {
 	if p.CertConfigMap == "" {
 		return nil, nil
 	}
-	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.CertConfigMap}, cm); err != nil {
-		return nil, fmt.Errorf("certificate ConfigMap %s/%s: %w", p.Namespace, p.CertConfigMap, err)
-	}
-	var pem []byte
-	for _, v := range cm.Data {
-		pem = append(pem, v...)
-		pem = append(pem, '\n')
-	}
-	return pem, nil
+	return credentials.CABundle(ctx, c, p.Namespace, p.CertConfigMap)
 }
 
 // readCerts concatenates the files of a mounted certificate ConfigMap.
