@@ -7,8 +7,11 @@ import (
 	"testing"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/tekvirt/tekvirt/catalog"
 	"github.com/tekvirt/tekvirt/tasks/step"
@@ -39,6 +42,16 @@ func typedTasks(t *testing.T) map[string]*pipelinev1.Task {
 	return out
 }
 
+// restricted is the step security context of the restricted Pod Security
+// Standard, which every catalog step runs under (the step image's user is
+// not root).
+var restricted = &corev1.SecurityContext{
+	AllowPrivilegeEscalation: ptr.To(false),
+	Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	RunAsNonRoot:             ptr.To(true),
+	SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+}
+
 // TestTasksPassTektonValidation runs Tekton's own validation on every task,
 // as its admission webhook would.
 func TestTasksPassTektonValidation(t *testing.T) {
@@ -56,6 +69,9 @@ func TestTasksPassTektonValidation(t *testing.T) {
 			}
 			if s.Script != "" {
 				t.Errorf("task %s step %s: params must reach Go as args, not a script", name, s.Name)
+			}
+			if !equality.Semantic.DeepEqual(s.SecurityContext, restricted) {
+				t.Errorf("task %s step %s: securityContext %+v, want the restricted profile's", name, s.Name, s.SecurityContext)
 			}
 		}
 		for _, k := range []string{"tekton.dev/pipelines.minVersion", "tekton.dev/categories", "tekton.dev/tags", "tekton.dev/displayName", "tekton.dev/platforms"} {

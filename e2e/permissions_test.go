@@ -182,6 +182,14 @@ func TestAttackControllerRights(t *testing.T) {
 	if err := ctrl.Create(ctx, run(func(*pipelinev1.TaskRun) {}), dry); err != nil {
 		t.Errorf("an inline run as the default ServiceAccount (what the controller creates): %v", err)
 	}
+	restricted := func() *corev1.SecurityContext {
+		return &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false), RunAsNonRoot: ptr(true),
+			Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	}
+	if err := ctrl.Create(ctx, run(func(tr *pipelinev1.TaskRun) { tr.Spec.TaskSpec.Steps[0].SecurityContext = restricted() }), dry); err != nil {
+		t.Errorf("an inline run whose step has the restricted security context (the catalog's): %v", err)
+	}
 	for what, change := range map[string]func(*pipelinev1.TaskRun){
 		"run as another ServiceAccount": func(tr *pipelinev1.TaskRun) { tr.Spec.ServiceAccountName = "admin" },
 		"run with a pod template":       func(tr *pipelinev1.TaskRun) { tr.Spec.PodTemplate = &pod.PodTemplate{HostNetwork: true} },
@@ -198,6 +206,16 @@ func TestAttackControllerRights(t *testing.T) {
 		"privileged step": func(tr *pipelinev1.TaskRun) {
 			privileged := true
 			tr.Spec.TaskSpec.Steps[0].SecurityContext = &corev1.SecurityContext{Privileged: &privileged}
+		},
+		"step restricted but adding a capability": func(tr *pipelinev1.TaskRun) {
+			sc := restricted()
+			sc.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+			tr.Spec.TaskSpec.Steps[0].SecurityContext = sc
+		},
+		"step restricted but running as root": func(tr *pipelinev1.TaskRun) {
+			sc := restricted()
+			sc.RunAsUser = ptr(int64(0))
+			tr.Spec.TaskSpec.Steps[0].SecurityContext = sc
 		},
 		"run with a sidecar": func(tr *pipelinev1.TaskRun) {
 			tr.Spec.TaskSpec.Sidecars = []pipelinev1.Sidecar{{Name: "side", Image: framework.GuestImage}}

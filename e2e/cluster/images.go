@@ -41,6 +41,15 @@ func goBinaryImage(binary string, args ...string) ocibuild.Spec {
 	}
 }
 
+// stepUser is the user of the step image: catalog steps run as non-root
+// (runAsNonRoot), which the kubelet checks against a numeric image user.
+const stepUser = "65532:65532"
+
+func nonRoot(spec ocibuild.Spec) ocibuild.Spec {
+	spec.User = stepUser
+	return spec
+}
+
 // busyboxImage is Debian's static busybox with every applet linked in /bin.
 func busyboxImage() (ocibuild.Spec, error) {
 	out, err := exec.Command("/bin/busybox", "--list").Output()
@@ -83,7 +92,7 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 		tekvirtModule + "/cmd/tekvirt-pause":      goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-pause")),
 		tekvirtModule + "/cmd/tekvirt-controller": goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-controller")),
 		tekvirtModule + "/cmd/tekvirt-operator":   goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-operator")),
-		tekvirtModule + "/cmd/tekvirt-step":       goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-step")),
+		tekvirtModule + "/cmd/tekvirt-step":       nonRoot(goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-step"))),
 	}
 	for _, p := range toolBuilds[1].pkgs {
 		specs[tektonModule+"/cmd/"+p] = goBinaryImage(filepath.Join(b.tekton, p))
