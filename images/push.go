@@ -102,7 +102,7 @@ func pushOnce(ref name.Reference, ropts []remote.Option, path string, size int64
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeDiskTar(pw, in, size)) }()
-	defer pr.Close()
+	defer func() { _ = pr.Close() }()
 	base, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{OS: "linux", Architecture: runtime.GOARCH})
 	if err != nil {
 		return "", err

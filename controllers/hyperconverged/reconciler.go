@@ -64,7 +64,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",namespace=tekvirt-system,resources=services;secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=tekvirt-node,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=tekvirt-node,resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=generate-ssh-keys-task;create-vm-from-manifest-task;create-vm-from-template-task;copy-template-task;modify-vm-template-task;wait-for-vmi-status-task;execute-in-vm-task;cleanup-vm-task;import-disk-task;clone-disk-task;modify-data-object-task;prune-data-volumes-task;hosted-cluster-pki-task;hosted-cluster-etcd-task;hosted-cluster-control-plane-task;hosted-cluster-access-task;hosted-cluster-wait-task;hosted-cluster-bootstrap-task
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=generate-ssh-keys-task;create-vm-from-manifest-task;create-vm-from-template-task;copy-template-task;modify-vm-template-task;wait-for-vmi-status-task;execute-in-vm-task;cleanup-vm-task;import-disk-task;clone-disk-task;disk-uploader-task;modify-data-object-task;prune-data-volumes-task;hosted-cluster-pki-task;hosted-cluster-etcd-task;hosted-cluster-control-plane-task;hosted-cluster-access-task;hosted-cluster-wait-task;hosted-cluster-bootstrap-task
 
 // Reconcile installs or removes the catalog and reports it in status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {

@@ -8,6 +8,7 @@ import (
 	copytemplate "github.com/tekvirt/tekvirt/tasks/copy-template"
 	createvm "github.com/tekvirt/tekvirt/tasks/create-vm-from-manifest"
 	vmfromtemplate "github.com/tekvirt/tekvirt/tasks/create-vm-from-template"
+	diskuploader "github.com/tekvirt/tekvirt/tasks/disk-uploader"
 	executeinvm "github.com/tekvirt/tekvirt/tasks/execute-in-vm"
 	generatesshkeys "github.com/tekvirt/tekvirt/tasks/generate-ssh-keys"
 	hostedclusteraccess "github.com/tekvirt/tekvirt/tasks/hosted-cluster-access"
@@ -31,7 +32,7 @@ func Root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(generatesshkeys.Command(), createvm.Command(), vmfromtemplate.Command(), copytemplate.Command(), modifytemplate.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command(), modifydataobject.Command(),
+	root.AddCommand(generatesshkeys.Command(), createvm.Command(), vmfromtemplate.Command(), copytemplate.Command(), modifytemplate.Command(), waitforvmi.Command(), executeinvm.Command(), cleanupvm.Command(), importdisk.Command(), clonedisk.Command(), diskuploader.Command(), modifydataobject.Command(),
 		prunedatavolumes.Command(), hostedclusterpki.Command(), hostedclusteretcd.Command(), hostedclustercontrolplane.Command(), hostedclusteraccess.Command(), hostedclusterwait.Command(), hostedclusterbootstrap.Command(), copySelf())
 	return root
 }
