@@ -162,7 +162,8 @@ func deleteSecrets(f *framework.Framework, ns string, names ...string) {
 
 // TestSamplesRun runs every task sample as written, in the catalog
 // namespace, with what the samples name made first: the running guest VMs
-// sample-vm and sample-vm-to-clean, three DataVolumes for the pruning.
+// sample-vm and sample-vm-to-clean, three DataVolumes for the pruning, the
+// disk sample-disk to clone; import-disk's url is the test guest's.
 func TestSamplesRun(t *testing.T) {
 	f := framework.New(t)
 	samples, err := filepath.Glob("../tasks/*/samples/*.yaml")
@@ -179,6 +180,8 @@ func TestSamplesRun(t *testing.T) {
 		t.Cleanup(func() { _ = c.Delete(context.Background(), vm) })
 	}
 	pruned := sampleDataVolumes(t, c, 3)
+	sampleDisk(t, c, "sample-disk")
+	guestURL := serveGuest(t, f) + "/guest.qcow2"
 	for _, s := range samples {
 		t.Run(strings.TrimPrefix(s, "../tasks/"), func(t *testing.T) {
 			data, err := os.ReadFile(s)
@@ -190,8 +193,11 @@ func TestSamplesRun(t *testing.T) {
 				t.Fatalf("%s: %v", s, err)
 			}
 			tr.Namespace = framework.CatalogNamespace
-			if tr.Spec.TaskRef.Name == "modify-vm-template" {
+			switch tr.Spec.TaskRef.Name {
+			case "modify-vm-template":
 				sampleTemplate(t, f, tr.Spec.Params)
+			case "import-disk":
+				setParam(tr.Spec.Params, "url", guestURL)
 			}
 			r := framework.NewTaskRunRunner(t, f, &tr).CreateTaskRun().ExpectSuccess()
 			res := r.Results()
@@ -208,6 +214,10 @@ func TestSamplesRun(t *testing.T) {
 				made = &cdiv1.DataVolume{}
 			case tr.Spec.TaskRef.Name == "prune-data-volumes":
 				checkPruned(t, c, pruned, 2)
+			case tr.Spec.TaskRef.Name == "import-disk" && res["format"] != "qcow2":
+				t.Errorf("import-disk sample: results %v, want format qcow2", res)
+			case tr.Spec.TaskRef.Name == "clone-disk" && res["method"] == "":
+				t.Errorf("clone-disk sample: results %v, want a method", res)
 			}
 			if made != nil {
 				made.SetNamespace(res["namespace"])
@@ -241,6 +251,29 @@ func sampleDataVolumes(t *testing.T, c client.Client, n int) []string {
 		names = append(names, dv.Name)
 	}
 	return names
+}
+
+// sampleDisk makes the blank DataVolume name in the catalog namespace (its
+// claim holds a disk.img) and waits for it; it is deleted after the test.
+func sampleDisk(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: framework.CatalogNamespace, Name: name},
+		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}},
+			Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}}}}}
+	if err := c.Create(context.Background(), dv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), dv) })
+	waitDVPhase(t, c, dv, cdiv1.Succeeded)
+}
+
+// setParam sets the string value of the param name.
+func setParam(params pipelinev1.Params, name, value string) {
+	for i := range params {
+		if params[i].Name == name {
+			params[i].Value = *pipelinev1.NewStructuredValues(value)
+		}
+	}
 }
 
 // checkPruned fails unless only the newest keep of names are left.
