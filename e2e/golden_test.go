@@ -138,6 +138,7 @@ func userClient(t *testing.T, f *framework.Framework, ns, user string) client.Cl
 // a Ready DataSource, leaving no VM; with a failing check it publishes
 // nothing and deletes its import.
 func TestGoldenImagePipeline(t *testing.T) {
+	t.Parallel() // long and mostly waiting: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ctx := context.Background()

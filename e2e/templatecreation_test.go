@@ -32,6 +32,7 @@ var pipelineRunStarted = regexp.MustCompile(`PipelineRun started: (\S+)`)
 // wrote). No VM is left. The log gives the run's wall time and each
 // task's share of it.
 func TestTemplateCreationPipeline(t *testing.T) {
+	t.Parallel() // long and mostly waiting: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ctx := context.Background()
