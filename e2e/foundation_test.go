@@ -180,7 +180,7 @@ func TestSamplesRun(t *testing.T) {
 		t.Cleanup(func() { _ = c.Delete(context.Background(), vm) })
 	}
 	pruned := sampleDataVolumes(t, c, 3)
-	sampleDisk(t, c, "sample-disk")
+	sampleDisk(t, f, c, "sample-disk")
 	guestURL := serveGuest(t, f) + "/guest.qcow2"
 	for _, s := range samples {
 		t.Run(strings.TrimPrefix(s, "../tasks/"), func(t *testing.T) {
@@ -199,7 +199,12 @@ func TestSamplesRun(t *testing.T) {
 			case "import-disk":
 				setParam(tr.Spec.Params, "url", guestURL)
 			}
-			r := framework.NewTaskRunRunner(t, f, &tr).CreateTaskRun().ExpectSuccess()
+			r := framework.NewTaskRunRunner(t, f, &tr).CreateTaskRun()
+			t.Cleanup(func() { // its Pod would hold the claims it mounted
+				bg := metav1.DeletePropagationBackground
+				_ = f.Tekton.TektonV1().TaskRuns(tr.Namespace).Delete(context.Background(), r.TaskRun().Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+			})
+			r.ExpectSuccess()
 			res := r.Results()
 			deleteSecrets(f, res["publicKeySecretNamespace"], res["publicKeySecretName"])
 			deleteSecrets(f, res["privateKeySecretNamespace"], res["privateKeySecretName"])
@@ -255,8 +260,11 @@ func sampleDataVolumes(t *testing.T, c client.Client, n int) []string {
 
 // sampleDisk makes the blank DataVolume name in the catalog namespace (its
 // claim holds a disk.img) and waits for it; it is deleted after the test.
-func sampleDisk(t *testing.T, c client.Client, name string) {
+// The claim of an earlier run is released first: the finished TaskRun Pods
+// that mounted it keep it Terminating (PVC protection) while they exist.
+func sampleDisk(t *testing.T, f *framework.Framework, c client.Client, name string) {
 	t.Helper()
+	releaseClaim(t, f, framework.CatalogNamespace, name)
 	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: framework.CatalogNamespace, Name: name},
 		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}},
 			Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}}}}}
@@ -265,6 +273,39 @@ func sampleDisk(t *testing.T, c client.Client, name string) {
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), dv) })
 	waitDVPhase(t, c, dv, cdiv1.Succeeded)
+}
+
+// releaseClaim deletes the Pods that mount claim ns/name and waits until a
+// Terminating claim of that name is gone.
+func releaseClaim(t *testing.T, f *framework.Framework, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	pvc, err := f.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if pvc.DeletionTimestamp == nil {
+		t.Fatalf("claim %s/%s of an earlier run is still in use", ns, name)
+	}
+	pods, err := f.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == name {
+				_ = f.Kube.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{})
+			}
+		}
+	}
+	framework.Eventually(t, time.Minute, "claim "+name+" of an earlier run gone", func() error {
+		if _, err := f.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
 }
 
 // setParam sets the string value of the param name.
