@@ -64,8 +64,10 @@ func (r *Reconciler) now() metav1.Time {
 // Reconcile provisions one HostedCluster and reports its state.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &hyperv1.HostedCluster{}
-	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := r.Get(ctx, req.NamespacedName, cluster); apierrors.IsNotFound(err) {
+		return ctrl.Result{}, r.deleteOrphan(ctx, req.NamespacedName)
+	} else if err != nil {
+		return ctrl.Result{}, err
 	}
 	if cluster.Spec.Platform.Type != hyperv1.KubevirtPlatform {
 		return ctrl.Result{}, nil // admission refuses other platforms; one stored before is left alone
@@ -285,6 +287,28 @@ func (r *Reconciler) teardown(ctx context.Context, cluster *hyperv1.HostedCluste
 		return ctrl.Result{}, fmt.Errorf("removing the finalizer: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// deleteOrphan deletes the control-plane namespace of a HostedCluster that
+// is gone, should one be left: a reconcile that began before the cluster's
+// deletion may have made it after the teardown looked.
+func (r *Reconciler) deleteOrphan(ctx context.Context, key client.ObjectKey) error {
+	if err := r.Reader.Get(ctx, key, &hyperv1.HostedCluster{}); !apierrors.IsNotFound(err) {
+		return err // there after all (the cache lags), or unknown: nothing to collect
+	}
+	cpNS := hc.ControlPlaneNamespace(key.Namespace, key.Name)
+	ns := &corev1.Namespace{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Name: cpNS}, ns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if ns.Annotations[hc.ClusterAnnotation] != key.String() || !ns.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if err := r.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting namespace %s of the deleted HostedCluster %s: %w", cpNS, key, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("deleting the control plane of a HostedCluster that is gone", "namespace", cpNS)
+	return nil
 }
 
 // deleteNodePools deletes the cluster's NodePools, as HyperShift does; their
