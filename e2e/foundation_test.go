@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -301,10 +302,13 @@ func releaseClaim(t *testing.T, f *framework.Framework, ns, name string) {
 		}
 	}
 	framework.Eventually(t, time.Minute, "claim "+name+" of an earlier run gone", func() error {
-		if _, err := f.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
+		_, err := f.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
 		}
-		return nil
+		return errors.New("still there")
 	})
 }
 

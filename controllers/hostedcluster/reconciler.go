@@ -63,10 +63,8 @@ func (r *Reconciler) now() metav1.Time {
 
 // Reconcile provisions one HostedCluster and reports its state.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	cluster := &hyperv1.HostedCluster{}
-	if err := r.Get(ctx, req.NamespacedName, cluster); apierrors.IsNotFound(err) {
-		return ctrl.Result{}, r.deleteOrphan(ctx, req.NamespacedName)
-	} else if err != nil {
+	cluster, err := r.cluster(ctx, req.NamespacedName)
+	if cluster == nil { // gone, or unreadable (err)
 		return ctrl.Result{}, err
 	}
 	if cluster.Spec.Platform.Type != hyperv1.KubevirtPlatform {
@@ -82,7 +80,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	obs := Observed{}
-	var err error
 	if obs.Conflict, err = r.ensureNamespace(ctx, cluster, cpNS); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -287,6 +284,20 @@ func (r *Reconciler) teardown(ctx context.Context, cluster *hyperv1.HostedCluste
 		return ctrl.Result{}, fmt.Errorf("removing the finalizer: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// cluster reads the HostedCluster; when it is gone, nil, after collecting
+// what it may have left. It is nil whenever the error is not.
+func (r *Reconciler) cluster(ctx context.Context, key client.ObjectKey) (*hyperv1.HostedCluster, error) {
+	cluster := &hyperv1.HostedCluster{}
+	err := r.Get(ctx, key, cluster)
+	if apierrors.IsNotFound(err) {
+		return nil, r.deleteOrphan(ctx, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cluster, nil
 }
 
 // deleteOrphan deletes the control-plane namespace of a HostedCluster that
