@@ -210,6 +210,10 @@ func nodePull(src *cdiv1.DataVolumeSource) bool {
 // stepBin is where a node-pulled import finds tekvirt-step.
 const stepBin = "/tekvirt-bin"
 
+// containerDiskUser is the user a node-pulled import runs as (KubeVirt's
+// qemu user; images.ContainerDiskOwner).
+const containerDiskUser = 107
+
 // pullByNode makes the import step of spec run in image itself, so that
 // the kubelet pulls it as any Pod's image (with the node's registry
 // configuration and credentials): a first step copies tekvirt-step into a shared emptyDir,
@@ -225,6 +229,15 @@ func pullByNode(spec *pipelinev1.TaskSpec, image string) {
 	// each time, so an image another namespace pulled with its own pull
 	// secret is never used from the node's cache.
 	imp.ImagePullPolicy = corev1.PullAlways
+	// The image's user is the image author's, often root, which the
+	// restricted context refuses: run as KubeVirt's qemu user, who owns
+	// the files of containerDisks built as KubeVirt documents.
+	sc := imp.SecurityContext.DeepCopy()
+	if sc == nil {
+		sc = &corev1.SecurityContext{}
+	}
+	sc.RunAsUser = ptr.To(int64(containerDiskUser))
+	imp.SecurityContext = sc
 	imp.Command = append([]string{stepBin + "/tekvirt-step"}, imp.Command[1:]...)
 	imp.Args = append(imp.Args, "--container-disk-dir=/disk")
 	imp.VolumeMounts = append(imp.VolumeMounts, mount)

@@ -50,6 +50,9 @@ func TestImportRunPullMethod(t *testing.T) {
 	if imp.Image != "127.0.0.1:5000/tekvirt/hosted-worker@sha256:1" || imp.Command[0] != "/tekvirt-bin/tekvirt-step" || imp.Command[1] != "import-disk" {
 		t.Errorf("import step runs %v in %s, want tekvirt-step from the shared volume in the containerDisk image", imp.Command, imp.Image)
 	}
+	if sc := imp.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 107 {
+		t.Errorf("import step security context %+v, want it run as 107 (the image's own user may be root)", sc)
+	}
 	if imp.ImagePullPolicy != corev1.PullAlways {
 		t.Errorf("import step imagePullPolicy %q, want Always (never another namespace's cached pull)", imp.ImagePullPolicy)
 	}
