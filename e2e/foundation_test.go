@@ -27,6 +27,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/tasks/templates"
 )
@@ -164,7 +165,8 @@ func deleteSecrets(f *framework.Framework, ns string, names ...string) {
 // TestSamplesRun runs every task sample as written, in the catalog
 // namespace, with what the samples name made first: the running guest VMs
 // sample-vm and sample-vm-to-clean, three DataVolumes for the pruning, the
-// disk sample-disk to clone; import-disk's url is the test guest's.
+// disk sample-disk to clone and the claim sample-disk-copy to clone it to;
+// import-disk's url is the test guest's.
 func TestSamplesRun(t *testing.T) {
 	f := framework.New(t)
 	samples, err := filepath.Glob("../tasks/*/samples/*.yaml")
@@ -181,7 +183,7 @@ func TestSamplesRun(t *testing.T) {
 		t.Cleanup(func() { _ = c.Delete(context.Background(), vm) })
 	}
 	pruned := sampleDataVolumes(t, c, 3)
-	sampleDisk(t, f, c, "sample-disk")
+	sampleDisk(t, f, c, "sample-disk", "sample-disk-copy")
 	guestURL := serveGuest(t, f) + "/guest.qcow2"
 	for _, s := range samples {
 		t.Run(strings.TrimPrefix(s, "../tasks/"), func(t *testing.T) {
@@ -260,24 +262,49 @@ func sampleDataVolumes(t *testing.T, c client.Client, n int) []string {
 }
 
 // sampleDisk makes the blank DataVolume name in the catalog namespace (its
-// claim holds a disk.img) and waits for it; it is deleted after the test.
-// The claim of an earlier run is released first: the finished TaskRun Pods
-// that mounted it keep it Terminating (PVC protection) while they exist.
-func sampleDisk(t *testing.T, f *framework.Framework, c client.Client, name string) {
+// claim holds a disk.img) and waits for it, and the empty claim target on
+// the same node (the hostpath class binds at once, to node-local volumes,
+// and clone-disk's Pod mounts both); both are deleted after the test. The
+// claims of an earlier run are released first: the finished TaskRun Pods
+// that mounted them keep them Terminating (PVC protection) while they exist.
+func sampleDisk(t *testing.T, f *framework.Framework, c client.Client, name, target string) {
 	t.Helper()
-	releaseClaim(t, f, framework.CatalogNamespace, name)
+	ctx := context.Background()
 	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: framework.CatalogNamespace, Name: name},
 		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}},
 			Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}}}}}
-	if err := c.Create(context.Background(), dv); err != nil {
+	if err := c.Delete(ctx, dv.DeepCopy()); err == nil { // an earlier run ended before its cleanup
+		framework.WaitGone(t, c, dv.DeepCopy(), time.Minute)
+	} else if !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	releaseClaim(t, f, framework.CatalogNamespace, name)
+	releaseClaim(t, f, framework.CatalogNamespace, target)
+	if err := c.Create(ctx, dv); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), dv) })
 	waitDVPhase(t, c, dv, cdiv1.Succeeded)
+	src := &corev1.PersistentVolumeClaim{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: framework.CatalogNamespace, Name: name}, src); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := c.Get(ctx, client.ObjectKey{Name: src.Spec.VolumeName}, pv); err != nil {
+		t.Fatal(err)
+	}
+	copyClaim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: framework.CatalogNamespace, Name: target,
+		Annotations: map[string]string{hostpath.AnnProvisionOnNode: hostpath.VolumeNode(pv)}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}}}}
+	if err := c.Create(ctx, copyClaim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), copyClaim) })
 }
 
-// releaseClaim deletes the Pods that mount claim ns/name and waits until a
-// Terminating claim of that name is gone.
+// releaseClaim deletes claim ns/name and the Pods that mount it, and waits
+// until it is gone.
 func releaseClaim(t *testing.T, f *framework.Framework, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -287,8 +314,10 @@ func releaseClaim(t *testing.T, f *framework.Framework, ns, name string) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	if pvc.DeletionTimestamp == nil {
-		t.Fatalf("claim %s/%s of an earlier run is still in use", ns, name)
+	if pvc.DeletionTimestamp == nil { // an earlier run ended before its cleanup
+		if err := f.Kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
 	}
 	pods, err := f.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
