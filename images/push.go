@@ -58,34 +58,22 @@ func PushContainerDisk(ctx context.Context, path string, reg *Registry, o PushOp
 	if err != nil {
 		return "", err
 	}
-	backoff := orDefaultDuration(o.Backoff, 2*time.Second)
-	attempts := max(1, orDefault(o.Attempts, 3))
-	for i := 1; ; i++ {
-		digest, err := pushOnce(ref, ropts, path, st.Size(), o)
-		if err == nil {
-			if o.Progress != nil {
-				o.Progress(Progress{Done: st.Size(), Total: st.Size(), Phase: "done"})
-			}
-			return digest, nil
+	var digest string
+	err = retry(ctx, max(1, orDefault(o.Attempts, 3)), orDefault(o.Backoff, 2*time.Second), func() (bool, error) {
+		var err error
+		if digest, err = pushOnce(ref, ropts, path, st.Size(), o); err != nil {
+			err = reg.fail("pushing to", "give credentials the registry accepts for this repository", err)
+			return !errors.Is(err, ErrUnauthorized) && !errors.Is(err, ErrNotFound) && ctx.Err() == nil, err
 		}
-		err = reg.fail("pushing to", "give credentials the registry accepts for this repository", err)
-		if i >= attempts || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNotFound) || ctx.Err() != nil {
-			return "", err
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("%w (after: %w)", ctx.Err(), err)
-		case <-time.After(backoff):
-		}
-		backoff *= 2
+		return false, nil
+	})
+	if err != nil {
+		return "", err
 	}
-}
-
-func orDefaultDuration(v, def time.Duration) time.Duration {
-	if v <= 0 {
-		return def
+	if o.Progress != nil {
+		o.Progress(Progress{Done: st.Size(), Total: st.Size(), Phase: "done"})
 	}
-	return v
+	return digest, nil
 }
 
 // pushOnce streams the disk into a new image and writes it.
@@ -97,7 +85,7 @@ func pushOnce(ref name.Reference, ropts []remote.Option, path string, size int64
 	defer f.Close()
 	in := io.Reader(f)
 	if o.Progress != nil {
-		in = &progressReader{r: f, total: size, interval: orDefaultDuration(o.Interval, 5*time.Second),
+		in = &progressReader{r: f, total: size, interval: orDefault(o.Interval, 5*time.Second),
 			report: func(p Progress) { p.Phase = "uploading"; o.Progress(p) }}
 	}
 	pr, pw := io.Pipe()

@@ -84,7 +84,7 @@ type httpReader struct {
 
 func (r *httpReader) attempts() int { return max(1, orDefault(r.s.Attempts, 5)) }
 
-func orDefault(v, def int) int {
+func orDefault[T int | time.Duration](v, def T) T {
 	if v == 0 {
 		return def
 	}
@@ -93,29 +93,12 @@ func orDefault(v, def int) int {
 
 // request GETs from off, retrying transient failures.
 func (r *httpReader) request(off int64) error {
-	backoff := r.s.Backoff
-	if backoff == 0 {
-		backoff = time.Second
+	err := retry(r.ctx, r.attempts(), orDefault(r.s.Backoff, time.Second), func() (bool, error) { return r.get(off) })
+	var gaveUp *exhaustedError
+	if errors.As(err, &gaveUp) {
+		return fmt.Errorf("GET %s: %w", r.s.URL, err)
 	}
-	var last error
-	for attempt := 1; attempt <= r.attempts(); attempt++ {
-		if attempt > 1 {
-			select {
-			case <-r.ctx.Done():
-				return r.ctx.Err()
-			case <-time.After(backoff << (attempt - 2)):
-			}
-		}
-		retry, err := r.get(off)
-		if err == nil {
-			return nil
-		}
-		last = err
-		if !retry {
-			return err
-		}
-	}
-	return fmt.Errorf("GET %s: giving up after %d attempts: %w", r.s.URL, r.attempts(), last)
+	return err
 }
 
 // get makes one request; it says whether a failure is worth retrying.
