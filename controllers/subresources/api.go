@@ -3,6 +3,7 @@ package subresources
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -178,22 +179,7 @@ func (a *API) vmChange(sub string, plan planFunc) http.HandlerFunc {
 			frontproxy.WriteStatus(w, apierrors.NewBadRequest("reading the request: "+err.Error()))
 			return
 		}
-		vm := &v1.VirtualMachine{}
-		if err := a.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err != nil {
-			frontproxy.WriteStatus(w, err)
-			return
-		}
-		vmi := &v1.VirtualMachineInstance{}
-		if err := a.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); apierrors.IsNotFound(err) {
-			vmi = nil
-		} else if err != nil {
-			frontproxy.WriteStatus(w, err)
-			return
-		}
-		c, dryRun, err := plan(vm, vmi, body)
-		if err == nil {
-			err = a.apply(ctx, vm, vmi, c, dryRun)
-		}
+		dryRun, err := a.change(ctx, ns, name, plan, body)
 		if err != nil {
 			frontproxy.WriteStatus(w, err)
 			return
@@ -201,6 +187,42 @@ func (a *API) vmChange(sub string, plan planFunc) http.HandlerFunc {
 		u, _ := frontproxy.User(ctx)
 		a.Log.Info("VM state change", "change", sub, "namespace", ns, "name", name, "user", u.Username, "dryRun", len(dryRun) > 0)
 		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+// raceAttempts bounds how often change reads, plans and writes again after
+// a write lost a race: the VM controller writes a new VM's status (and a
+// VMI's) right as clients start it, which is no reason to refuse the start.
+const raceAttempts = 5
+
+// change reads the VM and its VMI, plans the change and applies it; a write
+// that lost a race to another writer is planned again from what that
+// writer left, so a concurrent start still answers "already running".
+func (a *API) change(ctx context.Context, ns, name string, plan planFunc, body []byte) ([]string, error) {
+	for attempt := 1; ; attempt++ {
+		vm := &v1.VirtualMachine{}
+		if err := a.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err != nil {
+			return nil, err
+		}
+		vmi := &v1.VirtualMachineInstance{}
+		if err := a.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); apierrors.IsNotFound(err) {
+			vmi = nil
+		} else if err != nil {
+			return nil, err
+		}
+		c, dryRun, err := plan(vm, vmi, body)
+		if err != nil {
+			return nil, err
+		}
+		err = a.apply(ctx, vm, vmi, c, dryRun)
+		var lost lostRace
+		if !errors.As(err, &lost) {
+			return dryRun, err
+		}
+		if attempt == raceAttempts {
+			return nil, apierrors.NewConflict(vmResource, name, lost.err)
+		}
+		a.Log.V(1).Info("VM state change lost a race, planning again", "namespace", ns, "name", name, "attempt", attempt)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -162,5 +163,70 @@ func TestStreamRefusals(t *testing.T) {
 		if w := serve(t, a, http.MethodGet, tc.path, tc.user, ""); w.Code != tc.code || !strings.Contains(w.Body.String(), tc.want) {
 			t.Errorf("GET %s as %s: %d %s, want %d naming %q", tc.path, tc.user, w.Code, w.Body, tc.code, tc.want)
 		}
+	}
+}
+
+// TestStateChangeRaces: a start whose write finds the VM changed since it
+// was read (the VM controller writes a new VM's status as clients start it)
+// is planned again from the VM as it is now: an unrelated change lets the
+// start through, another writer's start answers its Conflict, and a VM that
+// changes under every attempt is a Conflict in the end, not a loop.
+func TestStateChangeRaces(t *testing.T) {
+	start := "/apis/" + groupVersion + "/namespaces/ns/virtualmachines/halted/start"
+	for _, tc := range []struct {
+		name string
+		// meddle changes the VM between the handler's read and its write,
+		// on the write numbered n.
+		meddle func(vm *v1.VirtualMachine, n int) bool
+		code   int
+		want   string
+		writes int
+	}{
+		{"status written once", func(vm *v1.VirtualMachine, n int) bool {
+			vm.Status.Created = true
+			return n == 1
+		}, http.StatusAccepted, "", 2},
+		{"started by another", func(vm *v1.VirtualMachine, n int) bool {
+			always := v1.RunStrategyAlways
+			vm.Spec.RunStrategy = &always
+			return n == 1
+		}, http.StatusConflict, "Always does not support manual start requests", 1},
+		{"changed every time", func(vm *v1.VirtualMachine, n int) bool {
+			vm.Status.PrintableStatus = v1.VirtualMachinePrintableStatus(fmt.Sprint("s", n))
+			return true
+		}, http.StatusConflict, "modified", raceAttempts},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, c := testAPI(t)
+			writes := 0
+			a.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					writes++
+					vm := &v1.VirtualMachine{}
+					if err := c.Get(ctx, client.ObjectKeyFromObject(obj), vm); err != nil {
+						return err
+					}
+					if tc.meddle(vm, writes) {
+						if err := c.Update(ctx, vm); err != nil {
+							return err
+						}
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				}})
+			w := serve(t, a, "PUT", start, "alice", "")
+			if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.want) {
+				t.Errorf("start: %d %s, want %d naming %q", w.Code, w.Body, tc.code, tc.want)
+			}
+			if writes != tc.writes {
+				t.Errorf("%d writes, want %d", writes, tc.writes)
+			}
+			vm := &v1.VirtualMachine{}
+			if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "halted"}, vm); err != nil {
+				t.Fatal(err)
+			}
+			if started := *vm.Spec.RunStrategy == v1.RunStrategyAlways; started != (tc.name != "changed every time") {
+				t.Errorf("runStrategy %s after the start", *vm.Spec.RunStrategy)
+			}
+		})
 	}
 }

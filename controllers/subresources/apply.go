@@ -12,7 +12,7 @@ import (
 )
 
 // apply makes change c to vm and its VMI: each write is conditional on the
-// object being as read (a concurrent change is a Conflict, never lost), and
+// object being as read (a concurrent change is a lostRace, never lost), and
 // only a dry run with dryRun ["All"].
 func (a *API) apply(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, c change, dryRun []string) error {
 	var opts []client.PatchOption
@@ -29,7 +29,7 @@ func (a *API) apply(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualM
 		base := vmi.DeepCopy()
 		vmi.Spec.TerminationGracePeriodSeconds = c.grace
 		if err := a.Client.Patch(ctx, vmi, client.MergeFromWithOptions(base, locked), opts...); err != nil {
-			return conflictIf(vm.Name, err)
+			return raced(err)
 		}
 	}
 	if c.runStrategy != nil {
@@ -41,24 +41,29 @@ func (a *API) apply(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualM
 			vm.Spec.RunStrategy = c.runStrategy
 		}
 		if err := a.Client.Patch(ctx, vm, client.MergeFromWithOptions(base, locked), opts...); err != nil {
-			return conflictIf(vm.Name, err)
+			return raced(err)
 		}
 	}
 	if c.requests != nil {
 		base := vm.DeepCopy()
 		vm.Status.StateChangeRequests = c.requests
 		if err := a.Client.Status().Patch(ctx, vm, client.MergeFromWithOptions(base, locked), statusOpts...); err != nil {
-			return conflictIf(vm.Name, err)
+			return raced(err)
 		}
 	}
 	return nil
 }
 
-// conflictIf answers a write that lost a race as a Conflict on the VM, as
-// KubeVirt does, and passes any other error on.
-func conflictIf(name string, err error) error {
+// lostRace is a write refused because its object changed since it was read.
+type lostRace struct{ err error }
+
+func (l lostRace) Error() string { return l.err.Error() }
+
+// raced marks a write that lost a race, for change to plan again, and
+// passes any other error on.
+func raced(err error) error {
 	if apierrors.IsConflict(err) {
-		return apierrors.NewConflict(vmResource, name, err)
+		return lostRace{err}
 	}
 	return err
 }
