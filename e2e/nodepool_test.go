@@ -99,9 +99,7 @@ func readyNodes(ctx context.Context, hosted kubernetes.Interface) ([]string, err
 // infrastructure node drained (see evacuation). A NodePool naming no
 // HostedCluster says so.
 func TestNodePool(t *testing.T) {
-	if os.Getenv("TEKVIRT_E2E_HOSTED") != "1" {
-		t.Skip("10 minutes on 2 cores, over CI's budget: set TEKVIRT_E2E_HOSTED=1 (make e2e-hosted)")
-	}
+	heavy(t, "10 minutes on 2 cores")
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)

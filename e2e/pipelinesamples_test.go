@@ -26,9 +26,7 @@ var pipelineSampleOrder = []string{"vm-test", "golden-image", "template-creation
 // catalog namespace (golden-image's url is the test guest's): each
 // PipelineRun succeeds, and what they publish is deleted after.
 func TestPipelineSamplesRun(t *testing.T) {
-	if os.Getenv("TEKVIRT_E2E_HOSTED") != "1" {
-		t.Skip("4-6 minutes, over CI's budget (the same pipelines run in TestGoldenImagePipeline and TestTemplateCreationPipeline): set TEKVIRT_E2E_HOSTED=1 (make e2e-hosted)")
-	}
+	heavy(t, "4-6 minutes (the same pipelines run in TestGoldenImagePipeline and TestTemplateCreationPipeline)")
 	t.Parallel() // long and mostly waiting: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
