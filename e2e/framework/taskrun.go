@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	tektonclient "github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
@@ -21,6 +22,8 @@ type TaskRunRunner struct {
 	f       *Framework
 	tr      *pipelinev1.TaskRun
 	timeout time.Duration
+	// creator creates the TaskRun; the framework's admin client unless As.
+	creator tektonclient.Interface
 	// Elapsed is create -> completion, set by the Expect calls that wait.
 	Elapsed time.Duration
 	created time.Time
@@ -28,7 +31,14 @@ type TaskRunRunner struct {
 
 // NewTaskRunRunner prepares tr for creation.
 func NewTaskRunRunner(t testing.TB, f *Framework, tr *pipelinev1.TaskRun) *TaskRunRunner {
-	return &TaskRunRunner{t: t, f: f, tr: tr, timeout: 3 * time.Minute}
+	return &TaskRunRunner{t: t, f: f, tr: tr, timeout: 3 * time.Minute, creator: f.Tekton}
+}
+
+// As creates the TaskRun with c (another user's client); the runner still
+// watches it as admin.
+func (r *TaskRunRunner) As(c tektonclient.Interface) *TaskRunRunner {
+	r.creator = c
+	return r
 }
 
 // WithTimeout bounds the wait for completion.
@@ -41,7 +51,7 @@ func (r *TaskRunRunner) WithTimeout(d time.Duration) *TaskRunRunner {
 func (r *TaskRunRunner) CreateTaskRun() *TaskRunRunner {
 	r.t.Helper()
 	r.created = time.Now()
-	tr, err := r.f.Tekton.TektonV1().TaskRuns(r.tr.Namespace).Create(context.Background(), r.tr, metav1.CreateOptions{})
+	tr, err := r.creator.TektonV1().TaskRuns(r.tr.Namespace).Create(context.Background(), r.tr, metav1.CreateOptions{})
 	if err != nil {
 		r.t.Fatalf("creating TaskRun: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	v1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -102,6 +103,11 @@ func (p *Params) check() (time.Duration, error) {
 	for param, v := range map[string]string{"EXPORT_SOURCE_NAME": p.Name, "VOLUME_NAME": p.Volume, "IMAGE_DESTINATION": p.Destination} {
 		if v == "" {
 			return 0, fmt.Errorf("param %s is required", param)
+		}
+	}
+	for _, n := range []struct{ param, v string }{{"EXPORT_SOURCE_NAME", p.Name}, {"VOLUME_NAME", p.Volume}, {"SECRET_NAME", p.SecretName}, {"CERT_CONFIGMAP", p.CertConfigMap}} {
+		if errs := validation.IsDNS1123Subdomain(n.v); n.v != "" && len(errs) > 0 {
+			return 0, fmt.Errorf("%s %q is not the name of an object in the TaskRun's namespace %s (no other namespace can be named): %s", n.param, n.v, p.Namespace, strings.Join(errs, "; "))
 		}
 	}
 	p.Destination = strings.TrimPrefix(p.Destination, "docker://")

@@ -62,19 +62,22 @@ func TestRunRefusesBadParamsAndBusySources(t *testing.T) {
 		change func(*Params)
 		want   string
 	}{
-		"unknown kind":          {func(p *Params) { p.Kind = "snapshot" }, `EXPORT_SOURCE_KIND "snapshot" is not vm or pvc`},
-		"no destination":        {func(p *Params) { p.Destination = "" }, "param IMAGE_DESTINATION is required"},
-		"no volume":             {func(p *Params) { p.Volume = "" }, "param VOLUME_NAME is required"},
-		"timeout not a number":  {func(p *Params) { p.PushTimeout = "2h" }, `PUSH_TIMEOUT "2h" is not a positive number of minutes`},
-		"zero timeout":          {func(p *Params) { p.PushTimeout = "0" }, `PUSH_TIMEOUT "0"`},
-		"missing VM":            {func(p *Params) { p.Name = "gone" }, "EXPORT_SOURCE_NAME: VM ns/gone"},
-		"claim not the VM's":    {func(p *Params) { p.Volume = "free" }, `VOLUME_NAME: VM ns/stopped has no volume on claim "free" (its claims: stopped-root)`},
-		"running VM":            {func(p *Params) { p.Name, p.Volume = "running", "running-root" }, "claim running-root is in use by VMI ns/running (phase Running): stop its VM"},
-		"PVC of a running VMI":  {func(p *Params) { p.Kind, p.Name, p.Volume = "pvc", "running-root", "running-root" }, "in use by VMI ns/running"},
-		"missing PVC":           {func(p *Params) { p.Kind, p.Name, p.Volume = "pvc", "nope", "nope" }, "EXPORT_SOURCE_NAME: PVC ns/nope"},
-		"PVC and another claim": {func(p *Params) { p.Kind, p.Name, p.Volume = "pvc", "free", "stopped-root" }, `VOLUME_NAME "stopped-root" is not the PVC EXPORT_SOURCE_NAME "free" names`},
-		"no disk on the claim":  {func(p *Params) {}, "claim ns/stopped-root holds no disk.img"},
-		"missing secret":        {func(p *Params) { p.Kind, p.Name, p.Volume, p.SecretName = "pvc", "done-disk", "done-disk", "creds" }, "SECRET_NAME: credentials secret ns/creds"},
+		"unknown kind":                {func(p *Params) { p.Kind = "snapshot" }, `EXPORT_SOURCE_KIND "snapshot" is not vm or pvc`},
+		"no destination":              {func(p *Params) { p.Destination = "" }, "param IMAGE_DESTINATION is required"},
+		"no volume":                   {func(p *Params) { p.Volume = "" }, "param VOLUME_NAME is required"},
+		"secret of another namespace": {func(p *Params) { p.SecretName = "victim/login" }, `SECRET_NAME "victim/login" is not the name of an object in the TaskRun's namespace ns`},
+		"CA of another namespace":     {func(p *Params) { p.CertConfigMap = "../victim/ca" }, `CERT_CONFIGMAP "../victim/ca" is not the name`},
+		"claim of another namespace":  {func(p *Params) { p.Volume = "victim/disk" }, `VOLUME_NAME "victim/disk" is not the name`},
+		"timeout not a number":        {func(p *Params) { p.PushTimeout = "2h" }, `PUSH_TIMEOUT "2h" is not a positive number of minutes`},
+		"zero timeout":                {func(p *Params) { p.PushTimeout = "0" }, `PUSH_TIMEOUT "0"`},
+		"missing VM":                  {func(p *Params) { p.Name = "gone" }, "EXPORT_SOURCE_NAME: VM ns/gone"},
+		"claim not the VM's":          {func(p *Params) { p.Volume = "free" }, `VOLUME_NAME: VM ns/stopped has no volume on claim "free" (its claims: stopped-root)`},
+		"running VM":                  {func(p *Params) { p.Name, p.Volume = "running", "running-root" }, "claim running-root is in use by VMI ns/running (phase Running): stop its VM"},
+		"PVC of a running VMI":        {func(p *Params) { p.Kind, p.Name, p.Volume = "pvc", "running-root", "running-root" }, "in use by VMI ns/running"},
+		"missing PVC":                 {func(p *Params) { p.Kind, p.Name, p.Volume = "pvc", "nope", "nope" }, "EXPORT_SOURCE_NAME: PVC ns/nope"},
+		"PVC and another claim":       {func(p *Params) { p.Kind, p.Name, p.Volume = "pvc", "free", "stopped-root" }, `VOLUME_NAME "stopped-root" is not the PVC EXPORT_SOURCE_NAME "free" names`},
+		"no disk on the claim":        {func(p *Params) {}, "claim ns/stopped-root holds no disk.img"},
+		"missing secret":              {func(p *Params) { p.Kind, p.Name, p.Volume, p.SecretName = "pvc", "done-disk", "done-disk", "creds" }, "SECRET_NAME: credentials secret ns/creds"},
 	} {
 		p := good
 		tc.change(&p)
