@@ -52,7 +52,7 @@ e2e: up $(TOOLS)/virtctl ## bring the cluster up (2 nodes) and run the e2e scena
 
 e2e-hosted: NODES = 2
 e2e-hosted: up ## the heavy scenarios: hosted-cluster NodePools and isolation, the pipeline samples (about 18 minutes; not in `make test`, CI's budget)
-	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 $(GO) test -count=1 -timeout 40m -v -run 'TestNodePool$$|TestPipelineSamplesRun$$|TestHostedClustersIsolated$$' ./e2e/
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 $(GO) test -count=1 -timeout 40m -v -run 'TestNodePool$$|TestPipelineSamplesRun$$|TestHostedClustersIsolated$$|TestHostedSamplesRun$$' ./e2e/
 
 bench: up $(TOOLS)/virtctl ## measurements (printed as ratios); slow, not part of `make test`
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_BENCH=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 60m -v ./e2e/bench/

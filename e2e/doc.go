@@ -8,7 +8,8 @@
 // Scenarios run one after the other, except the few long ones that mostly
 // wait on pods and pipelines (the hosted control plane, the golden-image
 // and template-creation pipelines, and under `make e2e-hosted` the two
-// isolated hosted clusters and the pipeline samples): they call t.Parallel, so Go runs them after
+// isolated hosted clusters, the pipeline samples and the hosted-cluster
+// samples): they call t.Parallel, so Go runs them after
 // all others, two at a time (-parallel defaults to the 2 cores), to keep
 // CI within its budget. Such a scenario must work in its own namespaces or
 // names only and must not restart or reconfigure anything shared.

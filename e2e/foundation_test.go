@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	templatev1 "github.com/openshift/api/template/v1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"golang.org/x/crypto/ssh"
@@ -22,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -165,14 +167,17 @@ func deleteSecrets(f *framework.Framework, ns string, names ...string) {
 // TestSamplesRun runs every task sample as written, in the catalog
 // namespace, with what the samples name made first: the running guest VMs
 // sample-vm and sample-vm-to-clean, three DataVolumes for the pruning, the
-// disk sample-disk to clone and the claim sample-disk-copy to clone it to;
-// import-disk's url is the test guest's.
+// disk sample-disk to clone (and push) and the claim sample-disk-copy to
+// clone it to; import-disk's url is the test guest's, disk-uploader's
+// destination a TLS registry of the test's (its CA in CERT_CONFIGMAP). The
+// hosted-cluster tasks' samples run in TestHostedSamplesRun.
 func TestSamplesRun(t *testing.T) {
 	f := framework.New(t)
 	samples, err := filepath.Glob("../tasks/*/samples/*.yaml")
 	if err != nil || len(samples) == 0 {
 		t.Fatalf("no samples found: %v", err)
 	}
+	samples = slices.DeleteFunc(samples, func(s string) bool { return strings.HasPrefix(s, "../tasks/hosted-cluster-") })
 	c := f.VMClient(t)
 	ctx := context.Background()
 	for _, name := range []string{"sample-vm", "sample-vm-to-clean"} {
@@ -185,22 +190,27 @@ func TestSamplesRun(t *testing.T) {
 	pruned := sampleDataVolumes(t, c, 3)
 	sampleDisk(t, f, c, "sample-disk", "sample-disk-copy")
 	guestURL := serveGuest(t, f) + "/guest.qcow2"
+	reg := startTLSRegistry(t, f)
+	regCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: framework.CatalogNamespace, Name: "sample-registry-ca-" + rand.String(5)},
+		Data: map[string]string{"ca.crt": string(reg.ca)}}
+	if err := c.Create(ctx, regCA); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), regCA) })
+	pushed := reg.host + "/tekvirt/sample-disk:" + rand.String(5)
 	for _, s := range samples {
 		t.Run(strings.TrimPrefix(s, "../tasks/"), func(t *testing.T) {
-			data, err := os.ReadFile(s)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var tr pipelinev1.TaskRun
-			if err := yaml.UnmarshalStrict(data, &tr); err != nil {
-				t.Fatalf("%s: %v", s, err)
-			}
+			readSample(t, s, &tr)
 			tr.Namespace = framework.CatalogNamespace
 			switch tr.Spec.TaskRef.Name {
 			case "modify-vm-template":
 				sampleTemplate(t, f, tr.Spec.Params)
 			case "import-disk":
 				setParam(tr.Spec.Params, "url", guestURL)
+			case "disk-uploader":
+				setParam(tr.Spec.Params, "IMAGE_DESTINATION", pushed)
+				tr.Spec.Params = append(tr.Spec.Params, pipelinev1.Param{Name: "CERT_CONFIGMAP", Value: *pipelinev1.NewStructuredValues(regCA.Name)})
 			}
 			r := framework.NewTaskRunRunner(t, f, &tr).CreateTaskRun()
 			t.Cleanup(func() { // its Pod would hold the claims it mounted
@@ -226,6 +236,14 @@ func TestSamplesRun(t *testing.T) {
 				t.Errorf("import-disk sample: results %v, want format qcow2", res)
 			case tr.Spec.TaskRef.Name == "clone-disk" && res["method"] == "":
 				t.Errorf("clone-disk sample: results %v, want a method", res)
+			case tr.Spec.TaskRef.Name == "disk-uploader":
+				ref, err := name.ParseReference(pushed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if desc, err := remote.Head(ref, remote.WithTransport(reg.tr)); err != nil || desc.Digest.String() != res["digest"] {
+					t.Errorf("disk-uploader sample: digest result %q, the registry has %v (%v)", res["digest"], desc, err)
+				}
 			}
 			if made != nil {
 				made.SetNamespace(res["namespace"])
