@@ -51,8 +51,8 @@ e2e: up $(TOOLS)/virtctl ## bring the cluster up (2 nodes) and run the e2e scena
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
 
 e2e-hosted: NODES = 2
-e2e-hosted: up ## the heavy scenarios: hosted-cluster NodePools and isolation, the pipeline samples (about 18 minutes; not in `make test`, CI's budget)
-	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 $(GO) test -count=1 -timeout 40m -v -run 'TestNodePool$$|TestPipelineSamplesRun$$|TestHostedClustersIsolated$$|TestHostedSamplesRun$$' ./e2e/
+e2e-hosted: up ## the heavy scenarios: hosted clusters (control plane, NodePools, isolation, samples) and the pipeline samples (about 20 minutes; not in `make test`, CI's budget)
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 $(GO) test -count=1 -timeout 40m -v -run 'TestNodePool$$|TestPipelineSamplesRun$$|TestHostedClusterControlPlane$$|TestHostedClustersIsolated$$|TestHostedSamplesRun$$' ./e2e/
 
 bench: up $(TOOLS)/virtctl ## measurements (printed as ratios); slow, not part of `make test`
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_BENCH=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 60m -v ./e2e/bench/

@@ -118,6 +118,7 @@ func (r *tlsRegistry) push(t *testing.T, repo string, files map[string]ocibuild.
 // boots from a clone of the DataSource. An image without /disk/ fails its
 // DataVolume naming the cause.
 func TestDataImportCron(t *testing.T) {
+	t.Parallel() // mostly waiting on Pods and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)

@@ -28,6 +28,7 @@ import (
 // from a DataVolume imported from the pushed image. Wrong credentials fail
 // naming the 401 and push nothing; a running VM's disk is refused.
 func TestDiskUploaderTask(t *testing.T) {
+	t.Parallel() // mostly waiting on Pods and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ctx := context.Background()

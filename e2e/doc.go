@@ -5,12 +5,13 @@
 //
 // # Parallel
 //
-// Scenarios run one after the other, except the few long ones that mostly
-// wait on pods and pipelines (the hosted control plane, the golden-image
-// and template-creation pipelines, and under `make e2e-hosted` the two
-// isolated hosted clusters, the pipeline samples and the hosted-cluster
-// samples): they call t.Parallel, so Go runs them after
-// all others, two at a time (-parallel defaults to the 2 cores), to keep
-// CI within its budget. Such a scenario must work in its own namespaces or
-// names only and must not restart or reconfigure anything shared.
+// Scenarios run one after the other, except those that mostly wait on
+// Pods and pipelines (the golden-image and template-creation pipelines, the
+// catalog through the resolvers, the HTTP import, the DataImportCron, the
+// disk uploader and its attack, and under `make e2e-hosted` the hosted
+// clusters and the pipeline and hosted-cluster samples): they call
+// t.Parallel, so Go runs them after all others, two at a time (-parallel
+// defaults to the 2 cores), to keep CI within its budget. Such a scenario
+// must work in its own namespaces or names only and must not restart or
+// reconfigure anything shared.
 package e2e

@@ -40,6 +40,7 @@ func run(f *framework.Framework, name string, args ...string) (string, error) {
 // Pod; a namespace editor cannot read the control plane; destroy leaves
 // nothing.
 func TestHostedClusterControlPlane(t *testing.T) {
+	heavy(t, "2-3 minutes of a hosted control plane")
 	t.Parallel() // long and mostly waiting: see "Parallel" in doc.go
 	f := framework.New(t)
 	ns := f.Namespace(t)

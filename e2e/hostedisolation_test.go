@@ -25,7 +25,7 @@ import (
 // VMs, exec), while it may read its own; neither one's admin kubeconfig
 // nor kubeadmin password is accepted by the other's API server.
 func TestHostedClustersIsolated(t *testing.T) {
-	heavy(t, "2-3 minutes of two control planes (TestHostedClusterControlPlane runs one)")
+	heavy(t, "2-3 minutes of two hosted control planes")
 	t.Parallel() // long and mostly waiting: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)

@@ -35,7 +35,7 @@ var hostedSampleOrder = []string{"pki", "etcd", "control-plane", "access", "wait
 // namespaces; provision-hosted-cluster's sample then runs over it and
 // succeeds, keeping the identities it found (the cluster CA is the same).
 func TestHostedSamplesRun(t *testing.T) {
-	heavy(t, "2-3 minutes of a hosted control plane (TestHostedClusterControlPlane runs one)")
+	heavy(t, "1.5 minutes of a hosted control plane")
 	t.Parallel() // long and mostly waiting: see "Parallel" in doc.go
 	f := framework.New(t)
 	ctx := context.Background()

@@ -36,11 +36,18 @@ import (
 // serveGuest serves the guest's disk files over HTTP on the node address.
 func serveGuest(t *testing.T, f *framework.Framework) string {
 	t.Helper()
+	return serveDir(t, f, f.GuestDir())
+}
+
+// serveDir serves the files of dir over HTTP on the node's address, which
+// Pods reach, and returns its base URL.
+func serveDir(t *testing.T, f *framework.Framework, dir string) string {
+	t.Helper()
 	l, err := net.Listen("tcp", net.JoinHostPort(nodeIP(t, f), "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.FileServer(http.Dir(f.GuestDir())), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return "http://" + l.Addr().String()
@@ -67,6 +74,7 @@ func importTaskRun(pvc string, params map[string]string) *pipelinev1.TaskRun {
 // and leaves the disk, clones the PVC with clone-disk and boots a VM from
 // the clone.
 func TestImportDiskThenBoot(t *testing.T) {
+	t.Parallel() // mostly waiting on Pods and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ctx := context.Background()

@@ -40,6 +40,7 @@ import (
 //
 // Nothing reaches the registry, and the victim's volume stays its own.
 func TestAttackDiskUploaderAcrossNamespaces(t *testing.T) {
+	t.Parallel() // mostly waiting on Pods and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ctx := context.Background()
