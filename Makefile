@@ -11,7 +11,7 @@ E2E_TIMEOUT ?= 40m
 NODES ?= 1
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e$$|/e2e/bench$$')
 
-.PHONY: help build test test-unit e2e e2e-hosted up down demo generate verify-gen lint bench fmt release virtctl
+.PHONY: help build test test-unit e2e e2e-hosted up down demo generate verify-gen lint bench fmt release catalog virtctl
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -33,6 +33,12 @@ up: ## bring the local cluster up with $(NODES) nodes (idempotent)
 	$(TEKVIRT) up --nodes $(NODES)
 
 REGISTRY ?= 127.0.0.1:5000
+CATALOG_VERSION ?= 0.1
+# Artifact Hub's maintainer of the rendered catalog: by default the author of the checked-out commit.
+CATALOG_MAINTAINER ?= $(shell git log -1 --format='%an <%ae>')
+
+catalog: ## render the Tekton catalog into _out/catalog (task/<name>/$(CATALOG_VERSION)/, pipeline/...), the step image pushed to $(REGISTRY) and named by digest; push each task and pipeline as a bundle to $(REGISTRY)/tekvirt/bundles/<name>:$(CATALOG_VERSION)
+	$(TEKVIRT) catalog --registry $(REGISTRY) --out _out/catalog --version $(CATALOG_VERSION) --maintainer "$(CATALOG_MAINTAINER)"
 
 release: ## render _out/release/tekvirt-operator.yaml and tekvirt-cr.yaml, images pushed to $(REGISTRY) and named by digest (the default is the local cluster's registry: `make up` first)
 	$(TEKVIRT) release --registry $(REGISTRY) --out _out/release

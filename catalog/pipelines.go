@@ -134,21 +134,36 @@ func pipelineObjects(p Pipeline, ns string) []*unstructured.Unstructured {
 	return append(out, pl)
 }
 
+// serviceAccount is ServiceAccount ns/name; with ns "" it names no
+// namespace and goes where it is applied.
 func serviceAccount(name, ns string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ServiceAccount",
-		"metadata": map[string]any{"name": name, "namespace": ns},
+		"metadata": named(name, ns),
 	}}
 }
 
-// roleBinding binds clusterRole in ns to the ServiceAccount saNS/sa.
+// roleBinding binds clusterRole in ns to the ServiceAccount saNS/sa; with
+// both "" it names no namespace, and RBAC takes the subject to be in the
+// binding's, wherever it is applied.
 func roleBinding(name, ns, clusterRole, sa, saNS string) *unstructured.Unstructured {
+	subject := named(sa, saNS)
+	subject["kind"] = "ServiceAccount"
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-		"metadata": map[string]any{"name": name, "namespace": ns},
+		"metadata": named(name, ns),
 		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": clusterRole},
-		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": saNS}},
+		"subjects": []any{subject},
 	}}
+}
+
+// named is a name and, unless "", a namespace (metadata, or a subject).
+func named(name, ns string) map[string]any {
+	meta := map[string]any{"name": name}
+	if ns != "" {
+		meta["namespace"] = ns
+	}
+	return meta
 }
 
 // InlinePipeline is the catalog pipeline name with every taskRef replaced

@@ -29,6 +29,7 @@ var testbedCommands = []struct {
 	{"down", "Stop what `tekvirt up` started (--wipe: remove its state too)", false},
 	{"status", "Show which components of the local cluster run", false},
 	{"release", "Build every image, push it to --registry and write the release into --out", false},
+	{"catalog", "Build the step image, push it to --registry and render the Tekton catalog into --out", false},
 	{"guest-url", "Print the URL pods download the test guest's disk image from", false},
 	{"console-log", "Print the serial console log of a VMI running on this machine's testbed (-f follows)", false},
 	{"registry", "Serve the local OCI registry (started by up)", true},

@@ -39,6 +39,34 @@ func (c *Cluster) Release(ctx context.Context, registry, dir string) error {
 	return renderRelease(images, dir)
 }
 
+// Catalog builds the step image, pushes every image to registry, renders
+// the catalog into dir (catalog.Render), its step image by digest, and
+// pushes each task and pipeline as a Tekton bundle to
+// <registry>/tekvirt/bundles/<name>:<version>.
+func (c *Cluster) Catalog(ctx context.Context, registry, dir string, p catalog.Publication) error {
+	bins, err := c.buildAll(ctx)
+	if err != nil {
+		return err
+	}
+	images, err := c.pushImages(ctx, bins, registry)
+	if err != nil {
+		return err
+	}
+	p.StepImage = images[tekvirtModule+"/cmd/tekvirt-step"]
+	if err := os.RemoveAll(dir); err != nil { // a task removed since must not linger
+		return err
+	}
+	if err := catalog.Render(dir, p); err != nil {
+		return err
+	}
+	bundles, err := catalog.PushBundles(registry, p)
+	if err != nil {
+		return err
+	}
+	c.progress("%-24s rendered into %s; %d bundles pushed to %s/%s", "catalog "+p.Version, dir, len(bundles), registry, catalog.BundleRepository)
+	return nil
+}
+
 // renderRelease writes the release's files for images into dir.
 func renderRelease(images Images, dir string) error {
 	var docs []string

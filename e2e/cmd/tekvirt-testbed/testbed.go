@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/mail"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tekvirt/tekvirt/catalog"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/registry"
 )
@@ -39,7 +41,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", defHome, "state directory ($TEKVIRT_HOME)")
 	root.PersistentFlags().StringVar(&g.source, "source", "", "tekvirt source tree (default: found from the working directory)")
-	root.AddCommand(upCmd(g), releaseCmd(g), downCmd(g), statusCmd(g), registryCmd(), nodeLinkCmd(), guestURLCmd(g), consoleCmd(g))
+	root.AddCommand(upCmd(g), releaseCmd(g), catalogCmd(g), downCmd(g), statusCmd(g), registryCmd(), nodeLinkCmd(), guestURLCmd(g), consoleCmd(g))
 	return root
 }
 
@@ -142,6 +144,40 @@ func releaseCmd(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&registry, "registry", cluster.RegistryAddr, "registry (host:port[/path]) the images are pushed to and named from")
 	cmd.Flags().StringVar(&out, "out", "_out/release", "directory the release's files are written to")
+	return cmd
+}
+
+func catalogCmd(g *globalFlags) *cobra.Command {
+	var registry, out, maintainer string
+	p := catalog.Publication{Provider: "tekvirt", HubRepository: "tekvirt"}
+	cmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "Build the step image, push it to --registry and render the Tekton catalog (task/<name>/<version>/, pipeline/...) into --out",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := mail.ParseAddress(maintainer)
+			if err != nil {
+				return fmt.Errorf("--maintainer %q is not \"Name <email>\": %w", maintainer, err)
+			}
+			p.Maintainers = []catalog.Maintainer{{Name: m.Name, Email: m.Address}}
+			c, err := g.cluster(cmd)
+			if err != nil {
+				return err
+			}
+			if err := c.Catalog(cmd.Context(), registry, out, p); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "catalog %s in %s (e.g. kubectl apply -n NAMESPACE -f %s -f %s)\n", p.Version, out,
+				filepath.Join(out, "task", "import-disk", p.Version, "import-disk-rbac.yaml"), filepath.Join(out, "task", "import-disk", p.Version, "import-disk.yaml"))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&registry, "registry", cluster.RegistryAddr, "registry (host:port[/path]) the step image is pushed to and named from")
+	cmd.Flags().StringVar(&out, "out", "_out/catalog", "directory the catalog is written to (replaced)")
+	cmd.Flags().StringVar(&p.Version, "version", "0.1", "the catalog's version (MAJOR.MINOR[.PATCH]): each task's folder and version label")
+	cmd.Flags().StringVar(&maintainer, "maintainer", "", "the catalog's maintainer on Artifact Hub, \"Name <email>\"")
+	cmd.Flags().StringVar(&p.Provider, "provider", p.Provider, "the catalog's provider on Artifact Hub")
+	cmd.Flags().StringVar(&p.HubRepository, "hub-repository", p.HubRepository, "the catalog's repository name on Artifact Hub (recommendations link to it)")
 	return cmd
 }
 
