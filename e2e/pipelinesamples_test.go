@@ -71,10 +71,43 @@ func TestPipelineSamplesRun(t *testing.T) {
 func runPipelineSample(t *testing.T, f *framework.Framework, pr *pipelinev1.PipelineRun, timeout time.Duration) {
 	t.Helper()
 	ctx := context.Background()
+	cond := finishPipelineRun(t, f, pr, timeout)
+	if cond.IsTrue() {
+		return
+	}
+	var b strings.Builder
+	for _, ref := range pr.Status.ChildReferences {
+		tr, err := f.Tekton.TektonV1().TaskRuns(pr.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		if c := tr.Status.GetCondition(apis.ConditionSucceeded); c != nil && c.IsFalse() {
+			fmt.Fprintf(&b, "task %s (TaskRun %s): %s: %s\n", ref.PipelineTaskName, tr.Name, c.Reason, c.Message)
+		}
+	}
+	t.Fatalf("PipelineRun %s/%s: %s: %s\n%s", pr.Namespace, pr.Name, cond.Reason, cond.Message, b.String())
+}
+
+// expectPipelineFailure creates pr and returns the message it failed with,
+// failing the test if it succeeds.
+func expectPipelineFailure(t *testing.T, f *framework.Framework, pr *pipelinev1.PipelineRun, timeout time.Duration) string {
+	t.Helper()
+	cond := finishPipelineRun(t, f, pr, timeout)
+	if cond.IsTrue() {
+		t.Fatalf("PipelineRun %s/%s succeeded, want a failure", pr.Namespace, pr.Name)
+	}
+	return cond.Message
+}
+
+// finishPipelineRun creates pr, waits up to timeout until it ends, leaves
+// its last state in pr and returns its Succeeded condition.
+func finishPipelineRun(t *testing.T, f *framework.Framework, pr *pipelinev1.PipelineRun, timeout time.Duration) *apis.Condition {
+	t.Helper()
+	ctx := context.Background()
 	runs := f.Tekton.TektonV1().PipelineRuns(pr.Namespace)
 	created, err := runs.Create(ctx, pr, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("creating the %s sample: %v", pr.Spec.PipelineRef.Name, err)
+		t.Fatalf("creating a PipelineRun of %v: %v", pr.Spec.PipelineRef, err)
 	}
 	var cond *apis.Condition
 	framework.Eventually(t, timeout, "PipelineRun "+created.Name+" done", func() error {
@@ -88,18 +121,6 @@ func runPipelineSample(t *testing.T, f *framework.Framework, pr *pipelinev1.Pipe
 		}
 		return nil
 	})
-	if cond.IsTrue() {
-		return
-	}
-	var b strings.Builder
-	for _, ref := range created.Status.ChildReferences {
-		tr, err := f.Tekton.TektonV1().TaskRuns(pr.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			continue
-		}
-		if c := tr.Status.GetCondition(apis.ConditionSucceeded); c != nil && c.IsFalse() {
-			fmt.Fprintf(&b, "task %s (TaskRun %s): %s: %s\n", ref.PipelineTaskName, tr.Name, c.Reason, c.Message)
-		}
-	}
-	t.Fatalf("PipelineRun %s/%s: %s: %s\n%s", pr.Namespace, created.Name, cond.Reason, cond.Message, b.String())
+	*pr = *created
+	return cond
 }

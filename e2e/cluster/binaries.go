@@ -53,7 +53,7 @@ var toolBuilds = []toolBuild{
 	{
 		name:     "tekton",
 		module:   "github.com/tektoncd/pipeline",
-		pkgs:     []string{"controller", "webhook", "entrypoint", "nop", "workingdirinit", "sidecarlogresults"},
+		pkgs:     []string{"controller", "webhook", "entrypoint", "nop", "workingdirinit", "sidecarlogresults", "resolvers"},
 		ldflags:  func(string) string { return "-s -w" },
 		coldHint: "~10 min on 2 cores the first time",
 	},
@@ -121,6 +121,9 @@ func (c *Cluster) buildTool(ctx context.Context, t toolBuild) (string, error) {
 	}
 	label := fmt.Sprintf("building %s %s (%s)", t.name, v, t.coldHint)
 	if err := c.goBuild(ctx, label, filepath.Join(c.Source, "e2e", "tools", t.name), "build-"+t.name, false, args); err != nil {
+		return "", err
+	}
+	if err := os.RemoveAll(dir); err != nil { // a build of fewer packages
 		return "", err
 	}
 	if err := os.Rename(tmp, dir); err != nil {

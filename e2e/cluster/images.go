@@ -75,7 +75,11 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 	if err != nil {
 		return nil, err
 	}
-	base, err := c.launcherBase()
+	base, err := c.layer(launcherDebian)
+	if err != nil {
+		return nil, err
+	}
+	gitBase, err := c.layer(gitDebian)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +99,11 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 		tekvirtModule + "/cmd/tekvirt-step":       nonRoot(goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-step"))),
 	}
 	for _, p := range toolBuilds[1].pkgs {
-		specs[tektonModule+"/cmd/"+p] = goBinaryImage(filepath.Join(b.tekton, p))
+		spec := goBinaryImage(filepath.Join(b.tekton, p))
+		if p == "resolvers" { // the git resolver runs git
+			spec = launcherImage(gitBase, filepath.Join(b.tekton, p))
+		}
+		specs[tektonModule+"/cmd/"+p] = spec
 	}
 	images := Images{}
 	var mu sync.Mutex

@@ -155,23 +155,44 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 	return false
 }
 
-// launcherAccounts are the image's users: root runs libvirtd and QEMU in
-// the Pod; libvirt resolves its default QEMU user, libvirt-qemu, before it
-// reads qemu.conf, so that user must exist.
-const (
-	launcherPasswd = "root:x:0:0:root:/root:/bin/sh\nlibvirt-qemu:x:64055:107:Libvirt Qemu:/var/lib/libvirt:/usr/sbin/nologin\n"
-	launcherGroup  = "root:x:0:\nkvm:x:107:\nlibvirt-qemu:x:64055:\n"
-)
+// debianBase is a base layer of Debian packages (installed by
+// .ci/setup-host) with everything they depend on, as installed on this
+// machine, plus accounts and empty directories.
+type debianBase struct {
+	name          string // the cache file's prefix
+	packages      []string
+	passwd, group string
+	dirs          []string // made 0755
+}
 
-// launcherBase writes (once per set of package versions) the base layer of
-// the launcher image: the files of launcherPackages and their dependencies
-// as installed on this machine, the accounts and libvirt's directories.
-func (c *Cluster) launcherBase() (string, error) {
+// launcherDebian is the launcher image's base. Root runs libvirtd and QEMU
+// in the Pod; libvirt resolves its default QEMU user, libvirt-qemu, before
+// it reads qemu.conf, so that user must exist.
+var launcherDebian = debianBase{
+	name:     "launcher",
+	packages: launcherPackages,
+	passwd:   "root:x:0:0:root:/root:/bin/sh\nlibvirt-qemu:x:64055:107:Libvirt Qemu:/var/lib/libvirt:/usr/sbin/nologin\n",
+	group:    "root:x:0:\nkvm:x:107:\nlibvirt-qemu:x:64055:\n",
+	dirs:     []string{"/run/libvirt", "/var/lib/libvirt/qemu", "/var/cache/libvirt/qemu", "/var/log/libvirt/qemu", "/etc/libvirt"},
+}
+
+// gitDebian is the base of Tekton's resolvers image: the git resolver runs
+// the git command, as the user the resolvers' Deployment names.
+var gitDebian = debianBase{
+	name:     "git",
+	packages: []string{"git"},
+	passwd:   "root:x:0:0:root:/root:/bin/sh\nnonroot:x:65532:65532:nonroot:/tmp:/usr/sbin/nologin\n",
+	group:    "root:x:0:\nnonroot:x:65532:\n",
+}
+
+// layer writes (once per set of package versions) the base layer and
+// returns its path.
+func (c *Cluster) layer(d debianBase) (string, error) {
 	out, err := exec.Command("dpkg-query", "-W", "-f=${Package}\t${Version}\t${Status}\t${Depends}\t${Pre-Depends}\n").Output()
 	if err != nil {
 		return "", fmt.Errorf("listing Debian packages: %w", err)
 	}
-	pkgs, err := closure(parseInstalled(string(out)), launcherPackages)
+	pkgs, err := closure(parseInstalled(string(out)), d.packages)
 	if err != nil {
 		return "", err
 	}
@@ -181,10 +202,10 @@ func (c *Cluster) launcherBase() (string, error) {
 		key.WriteString(p.Name + "=" + p.Version + "\n")
 		names = append(names, p.Name)
 	}
-	key.WriteString(launcherPasswd + launcherGroup)
+	key.WriteString(d.passwd + d.group + strings.Join(d.dirs, "\n"))
 	h := sha256.Sum256([]byte(key.String()))
 	dir := c.path("cache", "images")
-	path := filepath.Join(dir, "launcher-base-"+hex.EncodeToString(h[:])[:16]+".tar.gz")
+	path := filepath.Join(dir, d.name+"-base-"+hex.EncodeToString(h[:])[:16]+".tar.gz")
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
@@ -199,28 +220,29 @@ func (c *Cluster) launcherBase() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	for name, content := range map[string]string{"passwd": launcherPasswd, "group": launcherGroup} {
-		src := filepath.Join(dir, "launcher-"+name)
+	for name, content := range map[string]string{"passwd": d.passwd, "group": d.group} {
+		src := filepath.Join(dir, d.name+"-"+name)
 		if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
 			return "", err
 		}
 		files["/etc/"+name] = ocibuild.File{Source: src, Mode: 0o644}
 	}
-	for _, d := range []string{"/run/libvirt", "/var/lib/libvirt/qemu", "/var/cache/libvirt/qemu", "/var/log/libvirt/qemu", "/etc/libvirt"} {
-		files[d] = ocibuild.File{Dir: true, Mode: 0o755}
+	for _, dir := range d.dirs {
+		files[dir] = ocibuild.File{Dir: true, Mode: 0o755}
 	}
 	files["/tmp"] = ocibuild.File{Dir: true, Mode: 0o1777}
 	files["/var/run"] = ocibuild.File{Link: "/run"}
-	c.progress("%-24s packing %d files of %d Debian packages", "launcher image", len(files), len(pkgs))
+	c.progress("%-24s packing %d files of %d Debian packages", d.name+" image", len(files), len(pkgs))
 	if err := ocibuild.WriteLayer(path, files); err != nil {
-		return "", fmt.Errorf("packing the launcher base layer: %w", err)
+		return "", fmt.Errorf("packing the %s base layer: %w", d.name, err)
 	}
 	return path, nil
 }
 
-// launcherImage runs binary over the base layer: tekvirt-launcher, and
+// launcherImage runs binary over a base layer: tekvirt-launcher, and
 // tekvirt-handler, which links libvirt's client library and runs qemu-img
-// (the layer is shared, so the handler's image adds only its binary).
+// (the layer is shared, so the handler's image adds only its binary); and
+// Tekton's resolvers over git's.
 func launcherImage(base, binary string) ocibuild.Spec {
 	spec := goBinaryImage(binary)
 	spec.Base = base

@@ -2,26 +2,32 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 )
 
 // tektonConfigFiles are the parts of Tekton's release config (config/ in its
 // module) that the cluster installs: the pipelines controller and webhook
-// with their CRDs, RBAC and config maps; not the events controller, the
-// resolvers or the HPA.
+// with their CRDs, RBAC and config maps, and the resolvers; not the events
+// controller or the HPA.
 var tektonConfigFiles = []string{
 	"100-namespace/*.yaml", "200-*.yaml", "201-*.yaml", "300-crds/*.yaml", "500-webhooks.yaml",
-	"clusterrole-aggregate-*.yaml", "config-*.yaml", "controller.yaml", "webhook.yaml",
+	"clusterrole-aggregate-*.yaml", "config-*.yaml", "controller.yaml", "webhook.yaml", "resolvers/*.yaml",
 }
 
-// TektonNamespace is where Tekton Pipelines runs.
-const TektonNamespace = "tekton-pipelines"
+// Where Tekton Pipelines and its resolvers run.
+const (
+	TektonNamespace    = "tekton-pipelines"
+	ResolversNamespace = "tekton-pipelines-resolvers"
+	resolversName      = "tekton-pipelines-remote-resolvers"
+)
 
 // tektonManifests reads Tekton's release config from the pinned module and
 // points its images at the local registry.
@@ -58,45 +64,78 @@ func (c *Cluster) tektonManifests(images Images) ([]*unstructured.Unstructured, 
 
 // customize sets our shell image on the controller and turns off
 // coschedule: clone-disk binds two PVCs to one TaskRun, which the affinity
-// assistant forbids; on one node it places nothing anyway.
+// assistant forbids; on one node it places nothing anyway. The resolvers'
+// image has no tini (Tekton's entrypoint there); the hub resolver, which
+// asks a public hub, is off; the cluster resolver serves only the catalog
+// namespace, as it reads with its own rights, not the asking user's: any
+// other namespace's Tasks and Pipelines stay its tenants'.
 func customize(objs []*unstructured.Unstructured, shellImage string) error {
+	catalogNS := hcov1beta1.DefaultTektonPipelinesNamespace
 	for _, o := range objs {
+		var err error
 		switch {
 		case o.GetKind() == "Deployment" && o.GetName() == "tekton-pipelines-controller":
-			if err := setShellImage(o, shellImage); err != nil {
-				return err
-			}
+			err = setShellImage(o, shellImage)
 		case o.GetKind() == "ConfigMap" && o.GetName() == "feature-flags":
-			if err := unstructured.SetNestedField(o.Object, "disabled", "data", "coschedule"); err != nil {
-				return err
-			}
+			err = unstructured.SetNestedField(o.Object, "disabled", "data", "coschedule")
+		case o.GetKind() == "Deployment" && o.GetName() == resolversName:
+			err = setCommand(o, "/ko-app/resolvers")
+		case o.GetKind() == "ConfigMap" && o.GetName() == "resolvers-feature-flags":
+			err = unstructured.SetNestedField(o.Object, "false", "data", "enable-hub-resolver")
+		case o.GetKind() == "ConfigMap" && o.GetName() == "cluster-resolver-config":
+			err = unstructured.SetNestedStringMap(o.Object, map[string]string{"default-kind": "task",
+				"default-namespace": catalogNS, "allowed-namespaces": catalogNS, "blocked-namespaces": ""}, "data")
+		}
+		if err != nil {
+			return fmt.Errorf("customizing %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
 	return nil
 }
 
+// setCommand sets the command of deploy's first container.
+func setCommand(deploy *unstructured.Unstructured, command ...string) error {
+	return editContainer(deploy, func(ctr map[string]any) error {
+		cmd := make([]any, len(command))
+		for i, c := range command {
+			cmd[i] = c
+		}
+		ctr["command"] = cmd
+		return nil
+	})
+}
+
 // setShellImage points the controller's -shell-image flag at our busybox.
 func setShellImage(deploy *unstructured.Unstructured, image string) error {
+	return editContainer(deploy, func(ctr map[string]any) error {
+		args, _ := ctr["args"].([]any)
+		found := false
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "-shell-image" {
+				args[i+1] = image
+				found = true
+			}
+		}
+		if !found {
+			return errors.New("no -shell-image argument")
+		}
+		ctr["args"] = args
+		return nil
+	})
+}
+
+// editContainer changes the first container of deploy with edit.
+func editContainer(deploy *unstructured.Unstructured, edit func(map[string]any) error) error {
 	containers, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
 	if err != nil {
-		return fmt.Errorf("reading the tekton controller's containers: %w", err)
+		return fmt.Errorf("reading containers: %w", err)
 	}
 	if len(containers) == 0 {
-		return fmt.Errorf("tekton controller deployment has no containers")
+		return errors.New("no containers")
 	}
-	ctr := containers[0].(map[string]any)
-	args, _ := ctr["args"].([]any)
-	found := false
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "-shell-image" {
-			args[i+1] = image
-			found = true
-		}
+	if err := edit(containers[0].(map[string]any)); err != nil {
+		return err
 	}
-	if !found {
-		return fmt.Errorf("tekton controller deployment has no -shell-image argument")
-	}
-	ctr["args"] = args
 	return unstructured.SetNestedSlice(deploy.Object, containers, "spec", "template", "spec", "containers")
 }
 
@@ -114,5 +153,5 @@ func (c *Cluster) installTekton(ctx context.Context, a *applier, k *kube, images
 			return err
 		}
 	}
-	return nil
+	return k.waitDeployment(ctx, ResolversNamespace, resolversName)
 }
