@@ -28,14 +28,7 @@ func TestBundlesReadByTekton(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := catalog.Tasks()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := catalog.Pipelines()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts, ps := contents(t)
 	if len(refs) != len(ts)+len(ps) {
 		t.Errorf("%d bundles, want one per task and pipeline (%d)", len(refs), len(ts)+len(ps))
 	}

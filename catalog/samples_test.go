@@ -8,8 +8,6 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
-
-	"github.com/tekvirt/tekvirt/catalog"
 )
 
 // TestEveryTaskAndPipelineHasSamples: each task has samples/ of TaskRuns
@@ -17,10 +15,7 @@ import (
 // ServiceAccount, set only params it declares (Tekton would ignore any
 // other, silently) and every param it requires. e2e runs them.
 func TestEveryTaskAndPipelineHasSamples(t *testing.T) {
-	ts, err := catalog.Tasks()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts, ps := contents(t)
 	for _, task := range ts {
 		var typed pipelinev1.Task
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(task.Manifest.Object, &typed); err != nil {
@@ -34,10 +29,6 @@ func TestEveryTaskAndPipelineHasSamples(t *testing.T) {
 			}
 			checkParams(t, path, typed.Spec.Params, tr.Spec.Params)
 		}
-	}
-	ps, err := catalog.Pipelines()
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, p := range ps {
 		var typed pipelinev1.Pipeline

@@ -28,15 +28,21 @@ const (
 // HyperConverged). `kubectl apply --server-side -f` of both installs
 // tekvirt on a cluster with Tekton Pipelines.
 func (c *Cluster) Release(ctx context.Context, registry, dir string) error {
-	bins, err := c.buildAll(ctx)
-	if err != nil {
-		return err
-	}
-	images, err := c.pushImages(ctx, bins, registry)
+	images, err := c.buildAndPush(ctx, registry)
 	if err != nil {
 		return err
 	}
 	return renderRelease(images, dir)
+}
+
+// buildAndPush builds every binary and image and pushes the images to
+// registry.
+func (c *Cluster) buildAndPush(ctx context.Context, registry string) (Images, error) {
+	bins, err := c.buildAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.pushImages(ctx, bins, registry)
 }
 
 // Catalog builds the step image, pushes every image to registry, renders
@@ -44,11 +50,7 @@ func (c *Cluster) Release(ctx context.Context, registry, dir string) error {
 // pushes each task and pipeline as a Tekton bundle to
 // <registry>/tekvirt/bundles/<name>:<version>.
 func (c *Cluster) Catalog(ctx context.Context, registry, dir string, p catalog.Publication) error {
-	bins, err := c.buildAll(ctx)
-	if err != nil {
-		return err
-	}
-	images, err := c.pushImages(ctx, bins, registry)
+	images, err := c.buildAndPush(ctx, registry)
 	if err != nil {
 		return err
 	}
