@@ -69,15 +69,18 @@ func newVM(name string, rs v1.VirtualMachineRunStrategy) *v1.VirtualMachine {
 // setPhase plays the node handler's part, through the status subresource.
 func setPhase(t *testing.T, c client.Client, key types.NamespacedName, phase v1.VirtualMachineInstancePhase, ready bool) {
 	t.Helper()
-	vmi := &v1.VirtualMachineInstance{}
-	if err := c.Get(context.Background(), key, vmi); err != nil {
-		t.Fatal(err)
-	}
-	vmi.Status.Phase = phase
-	if ready {
-		vmi.Status.Conditions = []v1.VirtualMachineInstanceCondition{{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, Reason: "AgentConnected"}}
-	}
-	if err := c.Status().Update(context.Background(), vmi); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vmi := &v1.VirtualMachineInstance{}
+		if err := c.Get(context.Background(), key, vmi); err != nil {
+			return err
+		}
+		vmi.Status.Phase = phase
+		if ready {
+			vmi.Status.Conditions = []v1.VirtualMachineInstanceCondition{{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, Reason: "AgentConnected"}}
+		}
+		return c.Status().Update(context.Background(), vmi)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
@@ -138,13 +141,18 @@ func TestAlwaysRestartsAndHaltedStops(t *testing.T) {
 		}
 		return nil
 	})
-	got := &v1.VirtualMachine{}
-	if err := c.Get(ctx, key, got); err != nil {
-		t.Fatal(err)
-	}
-	halted := v1.RunStrategyHalted
-	got.Spec.RunStrategy = &halted
-	if err := c.Update(ctx, got); err != nil {
+	// The controller writes the VM's status meanwhile: a user's edit that
+	// meets a Conflict is made again, as kubectl edit would be.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := &v1.VirtualMachine{}
+		if err := c.Get(ctx, key, got); err != nil {
+			return err
+		}
+		halted := v1.RunStrategyHalted
+		got.Spec.RunStrategy = &halted
+		return c.Update(ctx, got)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, "Halted VM Stopped without VMI", func() error {
