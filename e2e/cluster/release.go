@@ -55,7 +55,7 @@ func (c *Cluster) Catalog(ctx context.Context, registry, dir string, p catalog.P
 		return err
 	}
 	p.StepImage = images[tekvirtModule+"/cmd/tekvirt-step"]
-	if err := os.RemoveAll(dir); err != nil { // a task removed since must not linger
+	if err := clearRendered(dir); err != nil { // a task removed since must not linger
 		return err
 	}
 	if err := catalog.Render(dir, p); err != nil {
@@ -67,6 +67,22 @@ func (c *Cluster) Catalog(ctx context.Context, registry, dir string, p catalog.P
 	}
 	c.progress("%-24s rendered into %s; %d bundles pushed to %s/%s", "catalog "+p.Version, dir, len(bundles), registry, catalog.BundleRepository)
 	return nil
+}
+
+// clearRendered removes dir if it is missing, empty or an earlier
+// rendered catalog, and refuses any other: --out . must not delete a tree.
+func clearRendered(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "artifacthub-repo.yml")); len(entries) > 0 && err != nil {
+		return fmt.Errorf("refusing to replace %s: it holds files and no rendered catalog (artifacthub-repo.yml)", dir)
+	}
+	return os.RemoveAll(dir)
 }
 
 // renderRelease writes the release's files for images into dir.
