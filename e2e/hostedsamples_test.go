@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -42,13 +40,7 @@ func TestHostedSamplesRun(t *testing.T) {
 	ns := hostedSampleNamespace
 	namespaces := f.Kube.CoreV1().Namespaces()
 	if err := namespaces.Delete(ctx, ns, metav1.DeleteOptions{}); err == nil { // an earlier run's
-		framework.Eventually(t, 3*time.Minute, "namespace "+ns+" of an earlier run gone", func() error {
-			_, err := namespaces.Get(ctx, ns, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("still there (%w)", err)
-		})
+		framework.WaitGone(t, f.VMClient(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, 3*time.Minute)
 	}
 	if _, err := namespaces.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"tekvirt.io/e2e": "true"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
