@@ -89,8 +89,8 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 	}
 	specs := map[string]ocibuild.Spec{
 		HostedReleaseKey:                          release,
-		tekvirtModule + "/cmd/tekvirt-launcher":   launcherImage(base, filepath.Join(b.tekvirt, "tekvirt-launcher")),
-		tekvirtModule + "/cmd/tekvirt-handler":    launcherImage(base, filepath.Join(b.tekvirt, "tekvirt-handler")),
+		tekvirtModule + "/cmd/tekvirt-launcher":   overBase(base, filepath.Join(b.tekvirt, "tekvirt-launcher")),
+		tekvirtModule + "/cmd/tekvirt-handler":    overBase(base, filepath.Join(b.tekvirt, "tekvirt-handler")),
 		tekvirtModule + "/cmd/tekvirt-hostpath":   goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-hostpath")),
 		ShellImageKey:                             bb,
 		tekvirtModule + "/cmd/tekvirt-pause":      goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-pause")),
@@ -101,7 +101,7 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 	for _, p := range toolBuilds[1].pkgs {
 		spec := goBinaryImage(filepath.Join(b.tekton, p))
 		if p == "resolvers" { // the git resolver runs git
-			spec = launcherImage(gitBase, filepath.Join(b.tekton, p))
+			spec = overBase(gitBase, filepath.Join(b.tekton, p))
 		}
 		specs[tektonModule+"/cmd/"+p] = spec
 	}

@@ -239,11 +239,11 @@ func (c *Cluster) layer(d debianBase) (string, error) {
 	return path, nil
 }
 
-// launcherImage runs binary over a base layer: tekvirt-launcher, and
+// overBase runs binary over a Debian base layer: tekvirt-launcher, and
 // tekvirt-handler, which links libvirt's client library and runs qemu-img
 // (the layer is shared, so the handler's image adds only its binary); and
 // Tekton's resolvers over git's.
-func launcherImage(base, binary string) ocibuild.Spec {
+func overBase(base, binary string) ocibuild.Spec {
 	spec := goBinaryImage(binary)
 	spec.Base = base
 	delete(spec.Files, "/tmp") // in the base, with the rest of the system
