@@ -7,8 +7,9 @@
 //
 // Scenarios run one after the other, except those that mostly wait on
 // Pods and pipelines (the golden-image and template-creation pipelines, the
-// catalog through the resolvers, the HTTP import, the DataImportCron, the
-// disk uploader and its attack, and under `make e2e-hosted` the hosted
+// catalog through the resolvers and through bundles, the HTTP import, the
+// DataImportCron, the disk uploader and its attack, and under `make
+// e2e-hosted` the hosted
 // clusters and the pipeline and hosted-cluster samples): they call
 // t.Parallel, so Go runs them after all others, two at a time (-parallel
 // defaults to the 2 cores), to keep CI within its budget. Such a scenario

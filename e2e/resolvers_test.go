@@ -2,15 +2,27 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -21,8 +33,12 @@ import (
 )
 
 // resolvedTasks are the catalog tasks a user's pipeline reaches through
-// Tekton's resolvers in TestCatalogThroughResolvers.
+// Tekton's resolvers in TestCatalogThroughResolvers and
+// TestCatalogThroughBundles.
 var resolvedTasks = []string{"import-disk", "create-vm-from-manifest", "execute-in-vm", "cleanup-vm"}
+
+// resolvedVersion is the version the resolver scenarios render the catalog as.
+const resolvedVersion = "0.1"
 
 func str(s string) pipelinev1.ParamValue { return *pipelinev1.NewStructuredValues(s) }
 
@@ -35,6 +51,158 @@ func clusterRef(ns, name string) *pipelinev1.TaskRef {
 // httpRef is the task at url through the http resolver.
 func httpRef(url string) *pipelinev1.TaskRef {
 	return &pipelinev1.TaskRef{ResolverRef: pipelinev1.ResolverRef{Resolver: "http", Params: pipelinev1.Params{{Name: "url", Value: str(url)}}}}
+}
+
+// bundleRef is task name in the bundle image ref through the bundles resolver.
+func bundleRef(ref, name string) *pipelinev1.TaskRef {
+	return &pipelinev1.TaskRef{ResolverRef: pipelinev1.ResolverRef{Resolver: "bundles", Params: pipelinev1.Params{
+		{Name: "bundle", Value: str(ref)}, {Name: "name", Value: str(name)}, {Name: "kind", Value: str("task")}}}}
+}
+
+// resolverTenant is a user's namespace set up to run the catalog's tasks
+// from outside the catalog namespace: the rendered catalog (in dir), the
+// RBAC files of resolvedTasks applied there, each alone, a claim for the
+// disk and the manifest of a VM booting from it.
+type resolverTenant struct {
+	ns, dir  string
+	vm       *v1.VirtualMachine
+	manifest string
+	guest    string // base URL of the test guest
+}
+
+func newResolverTenant(t *testing.T, f *framework.Framework, vmName string) *resolverTenant {
+	t.Helper()
+	ctx := context.Background()
+	installed, err := f.Tekton.TektonV1().Tasks(framework.CatalogNamespace).Get(ctx, "import-disk", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &resolverTenant{ns: f.Namespace(t), dir: t.TempDir(), guest: serveGuest(t, f)}
+	if err := catalog.Render(r.dir, resolverPublication(installed.Spec.Steps[0].Image)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range resolvedTasks {
+		file := r.file(name, "-rbac.yaml")
+		if out, err := run(f, f.Bin("kubectl"), "apply", "-n", r.ns, "-f", file); err != nil {
+			t.Fatalf("kubectl apply -n %s -f %s: %v\n%s", r.ns, file, err, out)
+		}
+	}
+	disk := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "disk"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}}}}
+	if err := f.VMClient(t).Create(ctx, disk); err != nil {
+		t.Fatal(err)
+	}
+	r.vm = framework.GuestVM(r.ns, vmName, framework.GuestImage, v1.RunStrategyAlways)
+	r.vm.Spec.Template.Spec.Volumes[0].VolumeSource = v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: disk.Name}}}
+	r.vm.TypeMeta = metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"}
+	manifest, err := yaml.Marshal(r.vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.manifest = string(manifest)
+	return r
+}
+
+func resolverPublication(stepImage string) catalog.Publication {
+	return catalog.Publication{StepImage: stepImage, Version: resolvedVersion, Provider: "tekvirt",
+		HubRepository: "tekvirt", Maintainers: []catalog.Maintainer{{Name: "e2e", Email: "e2e@tekvirt.test"}}}
+}
+
+// file is a rendered file of task: suffix ".yaml" or "-rbac.yaml".
+func (r *resolverTenant) file(task, suffix string) string {
+	return filepath.Join(r.dir, "task", task, resolvedVersion, task+suffix)
+}
+
+// run runs, as each task's own ServiceAccount, a pipeline that imports the
+// guest into the claim, creates the VM, executes a command in it and deletes
+// it, each catalog task through taskRefs[task], and checks that each TaskRun
+// records the source it was resolved from (wantSource[task], a substring of
+// its provenance URI; "" for a Task by name) and that the guest answered.
+// It returns the TaskRuns.
+func (r *resolverTenant) run(t *testing.T, f *framework.Framework, what string, taskRefs map[string]*pipelinev1.TaskRef, wantSource map[string]string) []pipelinev1.TaskRun {
+	t.Helper()
+	ctx := context.Background()
+	vmName := pipelinev1.Param{Name: "vmName", Value: str("$(tasks.create.results.name)")}
+	spec := &pipelinev1.PipelineSpec{
+		Workspaces: []pipelinev1.PipelineWorkspaceDeclaration{{Name: "disk"}},
+		Tasks: []pipelinev1.PipelineTask{
+			{Name: "import", TaskRef: taskRefs["import-disk"], Workspaces: []pipelinev1.WorkspacePipelineTaskBinding{{Name: "data", Workspace: "disk"}},
+				Params: pipelinev1.Params{{Name: "url", Value: str(r.guest + "/guest.qcow2")}, {Name: "capacity", Value: str("256Mi")}}},
+			{Name: "create", RunAfter: []string{"import"}, TaskRef: taskRefs["create-vm-from-manifest"],
+				Params: pipelinev1.Params{{Name: "manifest", Value: str(r.manifest)}}},
+			{Name: "execute", RunAfter: []string{"create"}, TaskRef: taskRefs["execute-in-vm"],
+				Params: pipelinev1.Params{vmName, {Name: "script", Value: str("echo resolved-`hostname`")}}},
+		},
+		Finally: []pipelinev1.PipelineTask{{Name: "cleanup", TaskRef: taskRefs["cleanup-vm"],
+			Params: pipelinev1.Params{vmName, {Name: "delete", Value: str("true")}, {Name: "timeout", Value: str("5m")}}}},
+	}
+	pr := &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, GenerateName: "resolved-"}, Spec: pipelinev1.PipelineRunSpec{
+		PipelineSpec: spec,
+		TaskRunSpecs: []pipelinev1.PipelineTaskRunSpec{{PipelineTaskName: "import", ServiceAccountName: "import-disk-task"},
+			{PipelineTaskName: "create", ServiceAccountName: "create-vm-from-manifest-task"},
+			{PipelineTaskName: "execute", ServiceAccountName: "execute-in-vm-task"}, {PipelineTaskName: "cleanup", ServiceAccountName: "cleanup-vm-task"}},
+		Workspaces: []pipelinev1.WorkspaceBinding{{Name: "disk", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "disk"}}},
+	}}
+	start := time.Now()
+	runPipelineSample(t, f, pr, 8*time.Minute)
+	t.Logf("the pipeline %s: %s", what, time.Since(start).Round(100*time.Millisecond))
+
+	runs, err := f.Tekton.TektonV1().TaskRuns(r.ns).List(ctx, metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + pr.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := maps.Clone(pipelineTasks)
+	for _, tr := range runs.Items {
+		task := tr.Labels["tekton.dev/pipelineTask"]
+		var uri string
+		if p := tr.Status.Provenance; p != nil && p.RefSource != nil {
+			uri = p.RefSource.URI
+		}
+		source, ok := wantSource[pipelineTasks[task]]
+		if !ok || !strings.Contains(uri, source) || (source == "") != (uri == "") {
+			t.Errorf("TaskRun %s (task %s) came from %q, want %q", tr.Name, task, uri, source)
+		}
+		delete(missing, task)
+		if task == "execute" {
+			logs := framework.NewTaskRunRunner(t, f, &tr).Logs()
+			if !strings.Contains(logs, "resolved-"+r.vm.Name) {
+				t.Errorf("execute-in-vm's output lacks the guest's hostname:\n%s", logs)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("no TaskRuns of %v", missing)
+	}
+	if err := f.VMClient(t).Get(ctx, client.ObjectKeyFromObject(r.vm), &v1.VirtualMachine{}); err == nil {
+		t.Errorf("cleanup-vm left VM %s/%s", r.vm.Namespace, r.vm.Name)
+	}
+	return runs.Items
+}
+
+// pipelineTasks maps the pipeline's task names to the catalog tasks they run.
+var pipelineTasks = map[string]string{"import": "import-disk", "create": "create-vm-from-manifest", "execute": "execute-in-vm", "cleanup": "cleanup-vm"}
+
+// refused runs a one-task pipeline with ref and checks that it fails with
+// a message holding each of want before any TaskRun exists.
+func (r *resolverTenant) refused(t *testing.T, f *framework.Framework, what string, ref *pipelinev1.TaskRef, want ...string) {
+	t.Helper()
+	pr := &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, GenerateName: "refused-"}, Spec: pipelinev1.PipelineRunSpec{
+		PipelineSpec:    &pipelinev1.PipelineSpec{Tasks: []pipelinev1.PipelineTask{{Name: "only", TaskRef: ref}}},
+		TaskRunTemplate: pipelinev1.PipelineTaskRunTemplate{ServiceAccountName: "import-disk-task"},
+	}}
+	msg := expectPipelineFailure(t, f, pr, 2*time.Minute)
+	t.Logf("%s: %s", what, msg)
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%s: the PipelineRun failed with %q, want it naming %q", what, msg, w)
+		}
+	}
+	trs, err := f.Tekton.TektonV1().TaskRuns(r.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + pr.Name})
+	if err != nil || len(trs.Items) != 0 {
+		t.Errorf("%s: TaskRuns %d (%v), want none", what, len(trs.Items), err)
+	}
 }
 
 // TestCatalogThroughResolvers: in a namespace of their own, a user applies
@@ -52,131 +220,135 @@ func httpRef(url string) *pipelinev1.TaskRef {
 func TestCatalogThroughResolvers(t *testing.T) {
 	t.Parallel() // mostly waiting on a pipeline: see "Parallel" in doc.go
 	f := framework.New(t)
-	c := f.VMClient(t)
 	ctx := context.Background()
-	ns, other := f.Namespace(t), f.Namespace(t)
-	installed, err := f.Tekton.TektonV1().Tasks(framework.CatalogNamespace).Get(ctx, "import-disk", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	const version = "0.1"
-	if err := catalog.Render(dir, catalog.Publication{StepImage: installed.Spec.Steps[0].Image, Version: version, Provider: "tekvirt",
-		HubRepository: "tekvirt", Maintainers: []catalog.Maintainer{{Name: "e2e", Email: "e2e@tekvirt.test"}}}); err != nil {
-		t.Fatal(err)
-	}
-	file := func(task, suffix string) string { return filepath.Join(dir, "task", task, version, task+suffix) }
-	files := []string{file("execute-in-vm", ".yaml")}
-	for _, name := range resolvedTasks {
-		files = append(files, file(name, "-rbac.yaml"))
-	}
-	for _, file := range files {
-		if out, err := run(f, f.Bin("kubectl"), "apply", "-n", ns, "-f", file); err != nil {
-			t.Fatalf("kubectl apply -n %s -f %s: %v\n%s", ns, file, err, out)
-		}
-	}
-	tasks := serveDir(t, f, dir)
-	guest := serveGuest(t, f)
-	disk := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "disk"}, Spec: corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}}}}
-	if err := c.Create(ctx, disk); err != nil {
-		t.Fatal(err)
+	r := newResolverTenant(t, f, "resolved")
+	other := f.Namespace(t)
+	if out, err := run(f, f.Bin("kubectl"), "apply", "-n", r.ns, "-f", r.file("execute-in-vm", ".yaml")); err != nil {
+		t.Fatalf("kubectl apply -n %s -f execute-in-vm.yaml: %v\n%s", r.ns, err, out)
 	}
 	theirs := &pipelinev1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "theirs"}, Spec: pipelinev1.TaskSpec{
 		Steps: []pipelinev1.Step{{Name: "s", Image: "busybox", Script: "echo the other tenant's"}}}}
 	if _, err := f.Tekton.TektonV1().Tasks(other).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	vm := framework.GuestVM(ns, "resolved", framework.GuestImage, v1.RunStrategyAlways)
-	vm.Spec.Template.Spec.Volumes[0].VolumeSource = v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
-		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: disk.Name}}}
-	vm.TypeMeta = metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"}
-	manifest, err := yaml.Marshal(vm)
-	if err != nil {
-		t.Fatal(err)
+	tasks := serveDir(t, f, r.dir)
+	url := func(task string) string {
+		return tasks + "/task/" + task + "/" + resolvedVersion + "/" + task + ".yaml"
 	}
-	url := func(task string) string { return tasks + "/task/" + task + "/" + version + "/" + task + ".yaml" }
-	refs := map[string]*pipelinev1.TaskRef{
+	r.run(t, f, "through the cluster and http resolvers and an applied Task", map[string]*pipelinev1.TaskRef{
 		"import-disk":             clusterRef(framework.CatalogNamespace, "import-disk"),
 		"create-vm-from-manifest": httpRef(url("create-vm-from-manifest")),
 		"execute-in-vm":           {Name: "execute-in-vm"},
 		"cleanup-vm":              httpRef(url("cleanup-vm")),
-	}
-	vmName := pipelinev1.Param{Name: "vmName", Value: str("$(tasks.create.results.name)")}
-	spec := &pipelinev1.PipelineSpec{
-		Workspaces: []pipelinev1.PipelineWorkspaceDeclaration{{Name: "disk"}},
-		Tasks: []pipelinev1.PipelineTask{
-			{Name: "import", TaskRef: refs["import-disk"], Workspaces: []pipelinev1.WorkspacePipelineTaskBinding{{Name: "data", Workspace: "disk"}},
-				Params: pipelinev1.Params{{Name: "url", Value: str(guest + "/guest.qcow2")}, {Name: "capacity", Value: str("256Mi")}}},
-			{Name: "create", RunAfter: []string{"import"}, TaskRef: refs["create-vm-from-manifest"],
-				Params: pipelinev1.Params{{Name: "manifest", Value: str(string(manifest))}}},
-			{Name: "execute", RunAfter: []string{"create"}, TaskRef: refs["execute-in-vm"],
-				Params: pipelinev1.Params{vmName, {Name: "script", Value: str("echo resolved-`hostname`")}}},
-		},
-		Finally: []pipelinev1.PipelineTask{{Name: "cleanup", TaskRef: refs["cleanup-vm"],
-			Params: pipelinev1.Params{vmName, {Name: "delete", Value: str("true")}, {Name: "timeout", Value: str("5m")}}}},
-	}
-	pr := &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "resolved-"}, Spec: pipelinev1.PipelineRunSpec{
-		PipelineSpec: spec,
-		TaskRunSpecs: []pipelinev1.PipelineTaskRunSpec{{PipelineTaskName: "import", ServiceAccountName: "import-disk-task"},
-			{PipelineTaskName: "create", ServiceAccountName: "create-vm-from-manifest-task"},
-			{PipelineTaskName: "execute", ServiceAccountName: "execute-in-vm-task"}, {PipelineTaskName: "cleanup", ServiceAccountName: "cleanup-vm-task"}},
-		Workspaces: []pipelinev1.WorkspaceBinding{{Name: "disk", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: disk.Name}}},
-	}}
-	start := time.Now()
-	runPipelineSample(t, f, pr, 8*time.Minute)
-	t.Logf("the pipeline through the cluster and http resolvers and an applied Task: %s", time.Since(start).Round(100*time.Millisecond))
+	}, map[string]string{"import-disk": "import-disk", "create-vm-from-manifest": url("create-vm-from-manifest"),
+		"execute-in-vm": "", "cleanup-vm": url("cleanup-vm")})
 
-	runs, err := f.Tekton.TektonV1().TaskRuns(ns).List(ctx, metav1.ListOptions{})
+	r.refused(t, f, "another tenant's Task through the cluster resolver", clusterRef(other, "theirs"), other)
+	r.refused(t, f, "an http reference that does not exist", httpRef(url("no-such-task")), "no-such-task.yaml")
+}
+
+// TestCatalogThroughBundles: the catalog pushed as Tekton bundles
+// (catalog.PushBundles, as `make catalog` does) to a registry Pods reach
+// runs the same pipeline with every task through the bundles resolver, the
+// TaskRuns naming the bundle they came from. A bundle that does not exist
+// and a bundle whose layer claims to be a Task but is not a Tekton object
+// fail naming the reference; neither runs anything.
+func TestCatalogThroughBundles(t *testing.T) {
+	t.Parallel() // mostly waiting on a pipeline: see "Parallel" in doc.go
+	f := framework.New(t)
+	ctx := context.Background()
+	r := newResolverTenant(t, f, "bundled")
+	host := serveBundleRegistry(t, f, r.ns)
+	installed, err := f.Tekton.TektonV1().Tasks(framework.CatalogNamespace).Get(ctx, "import-disk", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSource := map[string]string{"import": "import-disk", "create": url("create-vm-from-manifest"), "execute": "", "cleanup": url("cleanup-vm")}
-	for _, tr := range runs.Items {
-		task := tr.Labels["tekton.dev/pipelineTask"]
-		var uri string
+	refs, err := catalog.PushBundles(host, resolverPublication(installed.Spec.Steps[0].Image))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskRefs, repos, digests := map[string]*pipelinev1.TaskRef{}, map[string]string{}, map[string]string{}
+	for _, task := range resolvedTasks {
+		ref, err := name.NewDigest(refs[task])
+		if err != nil {
+			t.Fatalf("PushBundles' reference of %s: %v (%v)", task, err, refs)
+		}
+		taskRefs[task], repos[task], digests[task] = bundleRef(ref.String(), task), ref.Context().String(), ref.DigestStr()
+	}
+	for _, tr := range r.run(t, f, "through the bundles resolver", taskRefs, repos) {
+		task := pipelineTasks[tr.Labels["tekton.dev/pipelineTask"]]
+		var got string
 		if p := tr.Status.Provenance; p != nil && p.RefSource != nil {
-			uri = p.RefSource.URI
+			got = "sha256:" + p.RefSource.Digest["sha256"]
 		}
-		if want, ok := wantSource[task]; !ok || !strings.Contains(uri, want) || (want == "") != (uri == "") {
-			t.Errorf("TaskRun %s (task %s) came from %q, want %q", tr.Name, task, uri, want)
+		if got != digests[task] {
+			t.Errorf("TaskRun %s ran the bundle of %s with digest %s, want %s (pushed)", tr.Name, task, got, digests[task])
 		}
-		delete(wantSource, task)
-		if task == "execute" {
-			logs := framework.NewTaskRunRunner(t, f, &tr).Logs()
-			if !strings.Contains(logs, "resolved-resolved") {
-				t.Errorf("execute-in-vm's output lacks the guest's hostname:\n%s", logs)
-			}
-		}
-	}
-	if len(wantSource) > 0 {
-		t.Errorf("no TaskRuns of %v", wantSource)
-	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(vm), &v1.VirtualMachine{}); err == nil {
-		t.Errorf("cleanup-vm left VM %s/%s", vm.Namespace, vm.Name)
 	}
 
-	for _, bad := range []struct {
-		what string
-		ref  *pipelinev1.TaskRef
-		want string
-	}{
-		{"another tenant's Task through the cluster resolver", clusterRef(other, "theirs"), other},
-		{"an http reference that does not exist", httpRef(url("no-such-task")), "no-such-task.yaml"},
-	} {
-		pr := &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "refused-"}, Spec: pipelinev1.PipelineRunSpec{
-			PipelineSpec:    &pipelinev1.PipelineSpec{Tasks: []pipelinev1.PipelineTask{{Name: "only", TaskRef: bad.ref}}},
-			TaskRunTemplate: pipelinev1.PipelineTaskRunTemplate{ServiceAccountName: "import-disk-task"},
-		}}
-		msg := expectPipelineFailure(t, f, pr, 2*time.Minute)
-		t.Logf("%s: %s", bad.what, msg)
-		if !strings.Contains(msg, bad.want) {
-			t.Errorf("%s: the PipelineRun failed with %q, want it naming %q", bad.what, msg, bad.want)
-		}
-		trs, err := f.Tekton.TektonV1().TaskRuns(ns).List(ctx, metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + pr.Name})
-		if err != nil || len(trs.Items) != 0 {
-			t.Errorf("%s: TaskRuns %d (%v), want none", bad.what, len(trs.Items), err)
-		}
+	missing := host + "/" + catalog.BundleRepository + "/no-such-task:" + resolvedVersion
+	r.refused(t, f, "a bundle that does not exist", bundleRef(missing, "no-such-task"), catalog.BundleRepository+"/no-such-task", "NAME_UNKNOWN")
+	notTekton := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Task",
+		"metadata": map[string]any{"name": "not-tekton"}, "data": map[string]any{"script": "echo"}}}
+	img, err := catalog.Bundle(notTekton)
+	if err != nil {
+		t.Fatal(err)
 	}
+	bogus := host + "/" + catalog.BundleRepository + "/not-tekton:" + resolvedVersion
+	ref, err := name.ParseReference(bogus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	r.refused(t, f, "a bundle whose layer is not a Tekton object", bundleRef(bogus, "not-tekton"), "name = not-tekton", "not of a supported type")
+}
+
+// serveBundleRegistry runs an OCI registry for the test on the node's
+// address behind a selectorless Service in ns, and returns the Service's
+// ClusterIP and port: Pods (the bundles resolver) and this process reach it
+// there, and a private address is one go-containerregistry speaks plain
+// HTTP to, as Tekton's resolver has no option for an insecure registry.
+func serveBundleRegistry(t *testing.T, f *framework.Framework, ns string) string {
+	t.Helper()
+	ctx := context.Background()
+	ip := nodeIP(t, f)
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	port := int32(l.Addr().(*net.TCPAddr).Port)
+	svc, err := f.Kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bundles"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 5000, TargetPort: intstr.FromInt32(port)}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "bundles", Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}},
+		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ip}}},
+		Ports: []discoveryv1.EndpointPort{{Port: &port}}}
+	if _, err := f.Kube.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	host := net.JoinHostPort(svc.Spec.ClusterIP, "5000")
+	// A new connection each time: one kept alive from before kube-proxy
+	// had the Service stays with whoever answered then.
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	framework.Eventually(t, time.Minute, "the bundle registry at "+host, func() error {
+		resp, err := fresh.Get("http://" + host + "/v2/")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		// Until kube-proxy has the Service, whatever answers unrouted
+		// addresses on this machine may: only the registry says this.
+		if v := resp.Header.Get("Docker-Distribution-API-Version"); resp.StatusCode != http.StatusOK || v != "registry/2.0" {
+			return fmt.Errorf("GET /v2/: %s, API version %q", resp.Status, v)
+		}
+		return nil
+	})
+	return host
 }
