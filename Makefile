@@ -11,7 +11,7 @@ E2E_TIMEOUT ?= 40m
 NODES ?= 1
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e$$|/e2e/bench$$')
 
-.PHONY: help build test test-unit e2e e2e-hosted up down demo generate verify-gen lint bench fmt release catalog virtctl
+.PHONY: help build test test-unit e2e e2e-hosted e2e-forge up down demo generate verify-gen lint bench fmt release catalog virtctl
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -29,8 +29,8 @@ test-unit: ## unit tests (no cluster needed; API-server tests skip until `up` ha
 	$(GO) vet ./...
 	$(GO) test -count=1 $(UNIT_PKGS)
 
-up: ## bring the local cluster up with $(NODES) nodes (idempotent)
-	$(TEKVIRT) up --nodes $(NODES)
+up: ## bring the local cluster up with $(NODES) nodes (idempotent; UP_FLAGS=--forge adds the git forge and Pipelines-as-Code)
+	$(TEKVIRT) up --nodes $(NODES) $(UP_FLAGS)
 
 REGISTRY ?= 127.0.0.1:5000
 CATALOG_VERSION ?= 0.1
@@ -59,6 +59,11 @@ e2e: up $(TOOLS)/virtctl ## bring the cluster up (2 nodes) and run the e2e scena
 e2e-hosted: NODES = 2
 e2e-hosted: up ## the heavy scenarios: hosted clusters (control plane, NodePools, isolation, samples) and the pipeline samples (about 20 minutes; not in `make test`, CI's budget)
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 $(GO) test -count=1 -timeout 40m -v -run 'TestNodePool$$|TestPipelineSamplesRun$$|TestHostedClusterControlPlane$$|TestHostedClustersIsolated$$|TestHostedSamplesRun$$' ./e2e/
+
+e2e-forge: NODES = 2
+e2e-forge: UP_FLAGS = --forge
+e2e-forge: up ## the forge scenarios: Pipelines-as-Code on the local Gitea, the git resolver, tkn pac resolve (builds Gitea and Pipelines-as-Code the first time, ~16 min; not in `make test`, CI's budget)
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_FORGE=1 $(GO) test -count=1 -timeout 40m -v -run 'TestPaC|TestCatalogThroughGit$$|TestTknPacResolve$$' ./e2e/
 
 bench: up $(TOOLS)/virtctl ## measurements (printed as ratios); slow, not part of `make test`
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_BENCH=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 60m -v ./e2e/bench/

@@ -32,6 +32,13 @@ type toolBuild struct {
 	pkgs     []string
 	ldflags  func(version string) string
 	coldHint string
+	// paths maps a package to its import path where it is not
+	// module/cmd/<package> (the module itself, or a main package of the
+	// tools module).
+	paths map[string]string
+	// cgo and tags are for a tool that links C (Gitea's sqlite).
+	cgo  bool
+	tags string
 }
 
 var toolBuilds = []toolBuild{
@@ -68,6 +75,9 @@ var toolBuilds = []toolBuild{
 
 // importPath maps a tool's short package name to its import path.
 func (t toolBuild) importPath(pkg string) string {
+	if p, ok := t.paths[pkg]; ok {
+		return p
+	}
 	return t.module + "/cmd/" + pkg
 }
 
@@ -116,11 +126,14 @@ func (c *Cluster) buildTool(ctx context.Context, t toolBuild) (string, error) {
 		return "", err
 	}
 	args := []string{"build", "-trimpath", "-ldflags", t.ldflags(v), "-o", tmp + "/"}
+	if t.tags != "" {
+		args = append(args, "-tags", t.tags)
+	}
 	for _, p := range t.pkgs {
 		args = append(args, t.importPath(p))
 	}
 	label := fmt.Sprintf("building %s %s (%s)", t.name, v, t.coldHint)
-	if err := c.goBuild(ctx, label, filepath.Join(c.Source, "e2e", "tools", t.name), "build-"+t.name, false, args); err != nil {
+	if err := c.goBuild(ctx, label, filepath.Join(c.Source, "e2e", "tools", t.name), "build-"+t.name, t.cgo, args); err != nil {
 		return "", err
 	}
 	if err := os.RemoveAll(dir); err != nil { // a build of fewer packages
@@ -213,11 +226,16 @@ func (c *Cluster) knownBinaries() binaries {
 	b := binaries{tekvirt: c.path("cache", "tekvirt")}
 	dirs := make([]string, len(toolBuilds))
 	for i, t := range toolBuilds {
-		m, _ := c.toolModule(t)
-		dirs[i] = c.toolDir(t, m.version)
+		dirs[i] = c.knownToolDir(t)
 	}
 	b.kube, b.tekton, b.tkn = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn")
 	return b
+}
+
+// knownToolDir is where t's binaries are once built.
+func (c *Cluster) knownToolDir(t toolBuild) string {
+	m, _ := c.toolModule(t)
+	return c.toolDir(t, m.version)
 }
 
 // hostTools are the Debian executables the cluster needs, with their packages.

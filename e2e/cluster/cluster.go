@@ -39,6 +39,8 @@ type Cluster struct {
 	// Nodes is how many nodes Up makes (the machine itself and Nodes-1
 	// extra ones); 0 keeps those a previous Up made.
 	Nodes int
+	// Forge makes Up run the local git forge and Pipelines-as-Code too.
+	Forge bool
 	// Out receives progress lines.
 	Out   io.Writer
 	start time.Time
@@ -148,6 +150,11 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.install(ctx, bins); err != nil {
 		return err
 	}
+	if c.Forge {
+		if err := c.upForge(ctx); err != nil {
+			return fmt.Errorf("the forge: %w", err)
+		}
+	}
 	c.progress("cluster is up")
 	fmt.Fprintf(c.Out, "\nexport KUBECONFIG=%s\nexport PATH=%s:$PATH\n", c.Kubeconfig(), c.BinDir())
 	return nil
@@ -163,6 +170,7 @@ func (c *Cluster) Down(wipe bool) error {
 		errs = append(errs, c.downExtraNode(c.extraNode(made[i])))
 	}
 	errs = append(errs, removeNodeBridge())
+	errs = append(errs, c.stop(c.giteaProcess()))
 	procs := c.processes(c.knownBinaries())
 	for i := len(procs) - 1; i >= 0; i-- {
 		switch procs[i].name {
@@ -196,6 +204,9 @@ func (c *Cluster) Status() []ComponentStatus {
 	procs := c.processes(c.knownBinaries())
 	for _, i := range c.madeIndexes() {
 		procs = append(procs, c.nodeProcesses(c.knownBinaries(), c.extraNode(i))...)
+	}
+	if _, err := os.Stat(c.ForgeEnv()); err == nil {
+		procs = append(procs, c.giteaProcess())
 	}
 	for _, p := range procs {
 		out = append(out, ComponentStatus{Name: p.name, PID: c.pid(p), LogFile: c.LogFile(p.name)})

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +35,10 @@ type process struct {
 	readyTimeout time.Duration
 	// ns, when set, are the namespaces of the extra node the process runs in.
 	ns *namespaces
+	// configs are configuration files outside etc/ whose change restarts it.
+	configs []string
+	// user, when set, is who it runs as (root otherwise).
+	user *syscall.Credential
 }
 
 // namespaces are an extra node's network and mount namespace files.
@@ -105,17 +110,17 @@ func binarySum(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// configSum sums the contents of the files under etcDir that args name
-// (kubeconfigs, which embed the client certificate, and config files), so
+// configSum sums the contents of the files under etcDir, or in also, that
+// args name (kubeconfigs, which embed the client certificate, and config files), so
 // that a component whose identity or configuration changed restarts: a
 // running one keeps the certificate it read at start.
-func configSum(args []string, etcDir string) (string, error) {
+func configSum(args []string, etcDir string, also ...string) (string, error) {
 	h := sha256.New()
 	for _, a := range args {
 		if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
 			a = v
 		}
-		if !strings.HasPrefix(a, etcDir+string(filepath.Separator)) {
+		if !strings.HasPrefix(a, etcDir+string(filepath.Separator)) && !slices.Contains(also, a) {
 			continue
 		}
 		data, err := os.ReadFile(a)
@@ -141,7 +146,7 @@ func (c *Cluster) ensure(ctx context.Context, p *process) error {
 	if err != nil {
 		return fmt.Errorf("%s: reading %s: %w", p.name, p.binary, err)
 	}
-	conf, err := configSum(p.args, c.path("etc"))
+	conf, err := configSum(slices.Concat(p.args, p.configs), c.path("etc"), p.configs...)
 	if err != nil {
 		return fmt.Errorf("%s: reading its configuration: %w", p.name, err)
 	}
@@ -173,7 +178,7 @@ func (c *Cluster) ensure(ctx context.Context, p *process) error {
 	cmd := p.command()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), p.env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: p.user}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%s: starting %s: %w (log: %s)", p.name, p.binary, err, logPath)
 	}

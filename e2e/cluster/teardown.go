@@ -53,7 +53,7 @@ func (c *Cluster) wipe() error {
 	if err := c.unmountAll(); err != nil {
 		return err
 	}
-	for _, d := range []string{"pki", "run", "logs", "etc", "data", "kubeconfig"} {
+	for _, d := range []string{"pki", "run", "logs", "etc", "data", "forge", "kubeconfig"} {
 		if err := os.RemoveAll(c.path(d)); err != nil {
 			return fmt.Errorf("removing %s: %w", c.path(d), err)
 		}

@@ -76,7 +76,7 @@ func findSource() (string, error) {
 }
 
 func upCmd(g *globalFlags) *cobra.Command {
-	nodes := 1
+	nodes, forge := 1, false
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Bring the local cluster up (idempotent: starts only what is not running)",
@@ -88,10 +88,11 @@ func upCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c.Nodes = nodes
+			c.Nodes, c.Forge = nodes, forge
 			return c.Up(cmd.Context())
 		},
 	}
+	cmd.Flags().BoolVar(&forge, "forge", false, "also run the local git forge (Gitea) and Pipelines-as-Code, and write their addresses and the forge admin's API token to $TEKVIRT_HOME/"+cluster.ForgeEnvFile+" (builds both the first time: ~16 min on 2 cores)")
 	cmd.Flags().IntVar(&nodes, "nodes", nodes, "number of nodes: this machine, and each other one a kubelet, containerd and kube-proxy in network and mount namespaces of their own (nodes beyond it that a previous up made are removed)")
 	return cmd
 }
