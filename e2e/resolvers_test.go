@@ -73,20 +73,8 @@ type resolverTenant struct {
 func newResolverTenant(t *testing.T, f *framework.Framework, vmName string) *resolverTenant {
 	t.Helper()
 	ctx := context.Background()
-	installed, err := f.Tekton.TektonV1().Tasks(framework.CatalogNamespace).Get(ctx, "import-disk", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &resolverTenant{ns: f.Namespace(t), dir: t.TempDir(), guest: serveGuest(t, f)}
-	if err := catalog.Render(r.dir, resolverPublication(installed.Spec.Steps[0].Image)); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range resolvedTasks {
-		file := r.file(name, "-rbac.yaml")
-		if out, err := run(f, f.Bin("kubectl"), "apply", "-n", r.ns, "-f", file); err != nil {
-			t.Fatalf("kubectl apply -n %s -f %s: %v\n%s", r.ns, file, err, out)
-		}
-	}
+	r := &resolverTenant{ns: f.Namespace(t), dir: renderCatalog(t, f), guest: serveGuest(t, f)}
+	applyTaskRBAC(t, f, r.ns, r.dir, resolvedTasks...)
 	disk := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "disk"}, Spec: corev1.PersistentVolumeClaimSpec{
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}}}}
@@ -103,6 +91,33 @@ func newResolverTenant(t *testing.T, f *framework.Framework, vmName string) *res
 	}
 	r.manifest = string(manifest)
 	return r
+}
+
+// renderCatalog renders the catalog, with the step image installed, into a
+// folder of the test and returns it.
+func renderCatalog(t *testing.T, f *framework.Framework) string {
+	t.Helper()
+	installed, err := f.Tekton.TektonV1().Tasks(framework.CatalogNamespace).Get(context.Background(), "import-disk", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := catalog.Render(dir, resolverPublication(installed.Spec.Steps[0].Image)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// applyTaskRBAC applies the rendered RBAC file of each task into ns, each
+// alone, as `kubectl apply -n NS -f <task>-rbac.yaml`.
+func applyTaskRBAC(t *testing.T, f *framework.Framework, ns, dir string, tasks ...string) {
+	t.Helper()
+	for _, name := range tasks {
+		file := filepath.Join(dir, "task", name, resolvedVersion, name+"-rbac.yaml")
+		if out, err := run(f, f.Bin("kubectl"), "apply", "-n", ns, "-f", file); err != nil {
+			t.Fatalf("kubectl apply -n %s -f %s: %v\n%s", ns, file, err, out)
+		}
+	}
 }
 
 func resolverPublication(stepImage string) catalog.Publication {
