@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"knative.dev/pkg/apis"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
@@ -261,4 +263,41 @@ func pipelineRunLogs(t *testing.T, f *framework.Framework, ns, name, task string
 		t.Fatalf("the TaskRun of %s in %s/%s: %d (%v)", task, ns, name, len(trs.Items), err)
 	}
 	return framework.NewTaskRunRunner(t, f, &trs.Items[0]).Logs()
+}
+
+// TestTknPacResolve: `tkn pac resolve` (tkn-pac, built from the pinned
+// Pipelines-as-Code module) turns the pull-request sample, with the
+// parameters PaC would give it, into a PipelineRun that `kubectl create`
+// runs as-is in a namespace holding the tasks' RBAC files.
+func TestTknPacResolve(t *testing.T) {
+	forgeOnly(t)
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	applyTaskRBAC(t, f, ns, renderCatalog(t, f), pacTasks...)
+	out, err := run(f, f.Bin("tkn-pac"), "resolve", "-f", pacPullRequest, "-p", "revision=resolved123", "-p", "repo_owner=someone", "-p", "repo_name=demo")
+	if err != nil {
+		t.Fatalf("tkn-pac resolve -f %s: %v\n%s", pacPullRequest, err, out)
+	}
+	var pr pipelinev1.PipelineRun
+	if err := yaml.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatalf("tkn-pac resolve printed no PipelineRun: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "{{") {
+		t.Errorf("tkn-pac resolve left a PaC variable:\n%s", out)
+	}
+	file := filepath.Join(t.TempDir(), "resolved.yaml")
+	if err := os.WriteFile(file, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	created, err := run(f, f.Bin("kubectl"), "create", "-n", ns, "-f", file, "-o", "name")
+	if err != nil {
+		t.Fatalf("kubectl create -f (the resolved PipelineRun): %v\n%s", err, created)
+	}
+	name := strings.TrimPrefix(strings.TrimSpace(created), "pipelinerun.tekton.dev/")
+	if c := waitPipelineRunDone(t, f, ns, name, 10*time.Minute); !c.IsTrue() {
+		t.Fatalf("the resolved PipelineRun %s/%s: %s: %s", ns, name, c.Reason, c.Message)
+	}
+	if logs := pipelineRunLogs(t, f, ns, name, "check"); !strings.Contains(logs, "checking resolved123 of someone/demo") || !strings.Contains(logs, "check passed") {
+		t.Errorf("the check's output lacks the resolved parameters or its verdict:\n%s", logs)
+	}
 }
