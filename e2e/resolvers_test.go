@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -366,4 +367,64 @@ func serveBundleRegistry(t *testing.T, f *framework.Framework, ns string) string
 		return nil
 	})
 	return host
+}
+
+// gitCloneRef is the file path of repo on the local forge through the git
+// resolver's clone mode, authenticated with the token in Secret "forge" of
+// the run's namespace.
+func gitCloneRef(g *forge, repo, path string) *pipelinev1.TaskRef {
+	return &pipelinev1.TaskRef{ResolverRef: pipelinev1.ResolverRef{Resolver: "git", Params: pipelinev1.Params{
+		{Name: "url", Value: str(g.URL + "/" + g.User + "/" + repo + ".git")}, {Name: "revision", Value: str("main")},
+		{Name: "pathInRepo", Value: str(path)}, {Name: "gitToken", Value: str("forge")}, {Name: "gitTokenKey", Value: str("token")}}}}
+}
+
+// gitRef is the file path of repo on the local forge through the git
+// resolver's API mode (the forge's contents API), authenticated likewise.
+func gitRef(g *forge, repo, path string) *pipelinev1.TaskRef {
+	return &pipelinev1.TaskRef{ResolverRef: pipelinev1.ResolverRef{Resolver: "git", Params: pipelinev1.Params{
+		{Name: "scmType", Value: str("gitea")}, {Name: "serverURL", Value: str(g.URL)},
+		{Name: "org", Value: str(g.User)}, {Name: "repo", Value: str(repo)}, {Name: "revision", Value: str("main")},
+		{Name: "pathInRepo", Value: str(path)}, {Name: "token", Value: str("forge")}, {Name: "tokenKey", Value: str("token")}}}}
+}
+
+// TestCatalogThroughGit: the rendered task files committed to a private
+// repository on the local forge run the same pipeline through the git
+// resolver, with the user's token in their namespace: import-disk and
+// execute-in-vm cloned, create-vm-from-manifest and cleanup-vm through the
+// forge's API; the TaskRuns record the commit. A path that does not exist
+// in the repository fails naming it.
+func TestCatalogThroughGit(t *testing.T) {
+	forgeOnly(t)
+	f := framework.New(t)
+	g := newForge(t, f)
+	r := newResolverTenant(t, f, "gitted")
+	repo := "catalog-" + r.ns
+	g.repo(t, repo)
+	files := map[string]string{}
+	path := func(task string) string { return "task/" + task + "/" + resolvedVersion + "/" + task + ".yaml" }
+	for _, task := range resolvedTasks {
+		data, err := os.ReadFile(r.file(task, ".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[path(task)] = string(data)
+	}
+	sha := g.commit(t, repo, "main", "", "the rendered catalog", files)
+	if _, err := f.Kube.CoreV1().Secrets(r.ns).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "forge"},
+		StringData: map[string]string{"token": g.Token}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refs, want := map[string]*pipelinev1.TaskRef{}, map[string]string{}
+	for _, task := range resolvedTasks {
+		refs[task], want[task] = gitRef(g, repo, path(task)), repo
+		if task == "import-disk" || task == "execute-in-vm" {
+			refs[task] = gitCloneRef(g, repo, path(task))
+		}
+	}
+	for _, tr := range r.run(t, f, "through the git resolver", refs, want) {
+		if p := tr.Status.Provenance; p == nil || p.RefSource == nil || p.RefSource.Digest["sha1"] != sha {
+			t.Errorf("TaskRun %s: provenance %+v, want commit %s", tr.Name, p, sha)
+		}
+	}
+	r.refused(t, f, "a path that does not exist in the repository", gitCloneRef(g, repo, path("no-such-task")), path("no-such-task"))
 }
