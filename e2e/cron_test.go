@@ -47,7 +47,7 @@ type tlsRegistry struct {
 
 func startTLSRegistry(t *testing.T, f *framework.Framework) *tlsRegistry {
 	t.Helper()
-	ip := nodeIP(t, f)
+	ip := f.NodeIP(t)
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e registry CA"}, NotBefore: time.Now().Add(-time.Hour),
 		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}

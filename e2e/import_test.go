@@ -36,21 +36,7 @@ import (
 // serveGuest serves the guest's disk files over HTTP on the node address.
 func serveGuest(t *testing.T, f *framework.Framework) string {
 	t.Helper()
-	return serveDir(t, f, f.GuestDir())
-}
-
-// serveDir serves the files of dir over HTTP on the node's address, which
-// Pods reach, and returns its base URL.
-func serveDir(t *testing.T, f *framework.Framework, dir string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(nodeIP(t, f), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return "http://" + l.Addr().String()
+	return f.ServeDir(t, f.GuestDir())
 }
 
 func importTaskRun(pvc string, params map[string]string) *pipelinev1.TaskRun {
@@ -294,7 +280,7 @@ func denyClone(t *testing.T, f *framework.Framework, dv *cdiv1.DataVolume) {
 // answering 502 from then on (/reset.qcow2.xz).
 func serveBroken(t *testing.T, f *framework.Framework, data []byte) string {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(nodeIP(t, f), "0"))
+	l, err := net.Listen("tcp", net.JoinHostPort(f.NodeIP(t), "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +326,7 @@ func serveBroken(t *testing.T, f *framework.Framework, data []byte) string {
 // takes several seconds.
 func serveSlowly(t *testing.T, f *framework.Framework) string {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(nodeIP(t, f), "0"))
+	l, err := net.Listen("tcp", net.JoinHostPort(f.NodeIP(t), "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

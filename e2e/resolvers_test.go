@@ -2,12 +2,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"log"
 	"maps"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,15 +10,12 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -247,7 +239,7 @@ func TestCatalogThroughResolvers(t *testing.T) {
 	if _, err := f.Tekton.TektonV1().Tasks(other).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tasks := serveDir(t, f, r.dir)
+	tasks := f.ServeDir(t, r.dir)
 	url := func(task string) string {
 		return tasks + "/task/" + task + "/" + resolvedVersion + "/" + task + ".yaml"
 	}
@@ -274,7 +266,7 @@ func TestCatalogThroughBundles(t *testing.T) {
 	f := framework.New(t)
 	ctx := context.Background()
 	r := newResolverTenant(t, f, "bundled")
-	host := serveBundleRegistry(t, f, r.ns)
+	host := f.ServeRegistry(t, r.ns)
 	installed, err := f.Tekton.TektonV1().Tasks(framework.CatalogNamespace).Get(ctx, "import-disk", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -319,54 +311,6 @@ func TestCatalogThroughBundles(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.refused(t, f, "a bundle whose layer is not a Tekton object", bundleRef(bogus, "not-tekton"), "name = not-tekton", "not of a supported type")
-}
-
-// serveBundleRegistry runs an OCI registry for the test on the node's
-// address behind a selectorless Service in ns, and returns the Service's
-// ClusterIP and port: Pods (the bundles resolver) and this process reach it
-// there, and a private address is one go-containerregistry speaks plain
-// HTTP to, as Tekton's resolver has no option for an insecure registry.
-func serveBundleRegistry(t *testing.T, f *framework.Framework, ns string) string {
-	t.Helper()
-	ctx := context.Background()
-	ip := nodeIP(t, f)
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	port := int32(l.Addr().(*net.TCPAddr).Port)
-	svc, err := f.Kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bundles"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 5000, TargetPort: intstr.FromInt32(port)}}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "bundles", Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}},
-		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ip}}},
-		Ports: []discoveryv1.EndpointPort{{Port: &port}}}
-	if _, err := f.Kube.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	host := net.JoinHostPort(svc.Spec.ClusterIP, "5000")
-	// A new connection each time: one kept alive from before kube-proxy
-	// had the Service stays with whoever answered then.
-	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
-	framework.Eventually(t, time.Minute, "the bundle registry at "+host, func() error {
-		resp, err := fresh.Get("http://" + host + "/v2/")
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		// Until kube-proxy has the Service, whatever answers unrouted
-		// addresses on this machine may: only the registry says this.
-		if v := resp.Header.Get("Docker-Distribution-API-Version"); resp.StatusCode != http.StatusOK || v != "registry/2.0" {
-			return fmt.Errorf("GET /v2/: %s, API version %q", resp.Status, v)
-		}
-		return nil
-	})
-	return host
 }
 
 // gitCloneRef is the file path of repo on the local forge through the git

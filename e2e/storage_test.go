@@ -97,19 +97,3 @@ func TestDynamicVolume(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// nodeIP is the node's InternalIP, which pods reach.
-func nodeIP(t *testing.T, f *framework.Framework) string {
-	t.Helper()
-	nodes, err := f.Kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-	if err != nil || len(nodes.Items) == 0 {
-		t.Fatalf("nodes: %v", err)
-	}
-	for _, a := range nodes.Items[0].Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	t.Fatal("node has no InternalIP")
-	return ""
-}
