@@ -39,7 +39,9 @@ func TestResolverOverhead(t *testing.T) {
 	if _, err := f.Tekton.TektonV1().Tasks(ns).Create(ctx, installed, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = f.Tekton.TektonV1().Tasks(ns).Delete(context.Background(), task.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = f.Tekton.TektonV1().Tasks(ns).Delete(context.Background(), task.Name, metav1.DeleteOptions{})
+	})
 
 	dir := t.TempDir()
 	data, err := yaml.Marshal(task)
