@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/e2e/ocibuild"
 )
 
@@ -48,21 +46,9 @@ func (c *Cluster) pacManifests(images Images) ([]*unstructured.Unstructured, err
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no Pipelines-as-Code config in %s", m.dir)
 	}
-	var objs []*unstructured.Unstructured
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		resolved, err := images.Resolve(string(data))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		docs, err := ctrlconfig.Decode([]byte(resolved))
-		if err != nil {
-			return nil, fmt.Errorf("decoding %s: %w", f, err)
-		}
-		objs = append(objs, docs...)
+	objs, err := readManifests(files, images)
+	if err != nil {
+		return nil, err
 	}
 	for _, o := range objs {
 		if o.GetKind() == "ConfigMap" && o.GetName() == "pipelines-as-code" {

@@ -43,23 +43,34 @@ func (c *Cluster) tektonManifests(images Images) ([]*unstructured.Unstructured, 
 		if err != nil || len(files) == 0 {
 			return nil, fmt.Errorf("tekton config %s: no files in %s", pattern, configDir)
 		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				return nil, err
-			}
-			resolved, err := images.Resolve(string(data))
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			docs, err := ctrlconfig.Decode([]byte(resolved))
-			if err != nil {
-				return nil, fmt.Errorf("decoding %s: %w", f, err)
-			}
-			objs = append(objs, docs...)
+		docs, err := readManifests(files, images)
+		if err != nil {
+			return nil, err
 		}
+		objs = append(objs, docs...)
 	}
 	return objs, customize(objs, images[ShellImageKey])
+}
+
+// readManifests decodes the YAML files, their ko:// images resolved.
+func readManifests(files []string, images Images) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		resolved, err := images.Resolve(string(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		docs, err := ctrlconfig.Decode([]byte(resolved))
+		if err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", f, err)
+		}
+		objs = append(objs, docs...)
+	}
+	return objs, nil
 }
 
 // customize sets our shell image on the controller and turns off
