@@ -249,10 +249,14 @@ func (c *Cluster) forgeToken(ctx context.Context, gitea *process) (string, error
 }
 
 // hasUser reports whether the table `gitea admin user list` printed has a
-// row for name (the second column).
+// row (an ID first) for name (the second column).
 func hasUser(list, name string) bool {
 	for _, line := range strings.Split(list, "\n") {
-		if f := strings.Fields(line); len(f) > 1 && f[1] == name {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if _, err := strconv.Atoi(f[0]); err == nil && f[1] == name {
 			return true
 		}
 	}
