@@ -197,8 +197,7 @@ var pipelineTasks = map[string]string{"import": "import-disk", "create": "create
 func (r *resolverTenant) refused(t *testing.T, f *framework.Framework, what string, ref *pipelinev1.TaskRef, want ...string) {
 	t.Helper()
 	pr := &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, GenerateName: "refused-"}, Spec: pipelinev1.PipelineRunSpec{
-		PipelineSpec:    &pipelinev1.PipelineSpec{Tasks: []pipelinev1.PipelineTask{{Name: "only", TaskRef: ref}}},
-		TaskRunTemplate: pipelinev1.PipelineTaskRunTemplate{ServiceAccountName: "import-disk-task"},
+		PipelineSpec: &pipelinev1.PipelineSpec{Tasks: []pipelinev1.PipelineTask{{Name: "only", TaskRef: ref}}},
 	}}
 	msg := expectPipelineFailure(t, f, pr, 2*time.Minute)
 	t.Logf("%s: %s", what, msg)
@@ -336,7 +335,9 @@ func gitRef(g *forge, repo, path string) *pipelinev1.TaskRef {
 // resolver, with the user's token in their namespace: import-disk and
 // execute-in-vm cloned, create-vm-from-manifest and cleanup-vm through the
 // forge's API; the TaskRuns record the commit. A path that does not exist
-// in the repository fails naming it.
+// in the repository fails naming it. A tenant of another namespace naming
+// the same repository and the Secret of the token, or no token, resolves
+// nothing.
 func TestCatalogThroughGit(t *testing.T) {
 	forgeOnly(t)
 	f := framework.New(t)
@@ -371,4 +372,13 @@ func TestCatalogThroughGit(t *testing.T) {
 		}
 	}
 	r.refused(t, f, "a path that does not exist in the repository", gitCloneRef(g, repo, path("no-such-task")), path("no-such-task"))
+
+	// Another tenant names the same private repository: the token Secret
+	// is looked up in their own namespace only, and without a token the
+	// forge refuses the clone; nothing of it resolves for them.
+	other := &resolverTenant{ns: f.Namespace(t)}
+	other.refused(t, f, "another tenant naming the Secret of the token", gitCloneRef(g, repo, path("import-disk")), "forge", other.ns)
+	anonymous := gitCloneRef(g, repo, path("import-disk"))
+	anonymous.Params = anonymous.Params[:3]
+	other.refused(t, f, "another tenant cloning the private repository without a token", anonymous, "authentication required")
 }
