@@ -109,18 +109,11 @@ func finishPipelineRun(t *testing.T, f *framework.Framework, pr *pipelinev1.Pipe
 	if err != nil {
 		t.Fatalf("creating a PipelineRun of %v: %v", pr.Spec.PipelineRef, err)
 	}
-	var cond *apis.Condition
-	framework.Eventually(t, timeout, "PipelineRun "+created.Name+" done", func() error {
-		got, err := runs.Get(ctx, created.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		created = got
-		if cond = got.Status.GetCondition(apis.ConditionSucceeded); cond == nil || cond.IsUnknown() {
-			return fmt.Errorf("condition %v", cond)
-		}
-		return nil
-	})
-	*pr = *created
+	cond := waitPipelineRunDone(t, f, created.Namespace, created.Name, timeout)
+	done, err := runs.Get(ctx, created.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	*pr = *done
 	return cond
 }

@@ -204,7 +204,7 @@ func (c *Cluster) upForge(ctx context.Context) error {
 	if err := os.Symlink(filepath.Join(pacDir, "tkn-pac"), link); err != nil {
 		return err
 	}
-	env := fmt.Sprintf("FORGE_URL=%s\nFORGE_USER=%s\nFORGE_TOKEN=%s\nPAC_URL=%s\n", c.ForgeURL(), ForgeAdmin, token, pacURL)
+	env := ForgeEnv{URL: c.ForgeURL(), User: ForgeAdmin, Token: token, PaCURL: pacURL}.String()
 	if err := os.MkdirAll(filepath.Dir(c.ForgeEnv()), 0o700); err != nil {
 		return err
 	}
@@ -265,6 +265,11 @@ func hasUser(list, name string) bool {
 
 // ForgeEnv is what ForgeEnvFile says.
 type ForgeEnv struct{ URL, User, Token, PaCURL string }
+
+// String is e as the env file's shell assignments.
+func (e ForgeEnv) String() string {
+	return fmt.Sprintf("FORGE_URL=%s\nFORGE_USER=%s\nFORGE_TOKEN=%s\nPAC_URL=%s\n", e.URL, e.User, e.Token, e.PaCURL)
+}
 
 // ReadForgeEnv reads the env file `up --forge` wrote.
 func ReadForgeEnv(path string) (ForgeEnv, error) {

@@ -43,6 +43,14 @@ func TestReadForgeEnv(t *testing.T) {
 			t.Errorf("%s: ReadForgeEnv = %+v, %v; want %+v (error %v)", tc.name, got, err, tc.want, tc.wantErr)
 		}
 	}
+	written := ForgeEnv{URL: "http://192.0.2.2:3000", User: "tekvirt", Token: "t", PaCURL: "http://10.96.0.9:8080"}
+	path := filepath.Join(dir, "written")
+	if err := os.WriteFile(path, []byte(written.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadForgeEnv(path); err != nil || got != written {
+		t.Errorf("ReadForgeEnv of what String wrote = %+v, %v; want %+v", got, err, written)
+	}
 	if _, err := ReadForgeEnv(filepath.Join(dir, "missing")); err == nil {
 		t.Error("ReadForgeEnv of a missing file: no error")
 	}

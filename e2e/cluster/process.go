@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -110,8 +109,9 @@ func binarySum(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// configSum sums the contents of the files under etcDir, or in also, that
-// args name (kubeconfigs, which embed the client certificate, and config files), so
+// configSum sums the contents of the files under etcDir that args name
+// (kubeconfigs, which embed the client certificate, and config files), and
+// of the files also lists wherever they are, so
 // that a component whose identity or configuration changed restarts: a
 // running one keeps the certificate it read at start.
 func configSum(args []string, etcDir string, also ...string) (string, error) {
@@ -120,7 +120,7 @@ func configSum(args []string, etcDir string, also ...string) (string, error) {
 		if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
 			a = v
 		}
-		if !strings.HasPrefix(a, etcDir+string(filepath.Separator)) && !slices.Contains(also, a) {
+		if !strings.HasPrefix(a, etcDir+string(filepath.Separator)) {
 			continue
 		}
 		data, err := os.ReadFile(a)
@@ -131,6 +131,13 @@ func configSum(args []string, etcDir string, also ...string) (string, error) {
 			return "", err
 		}
 		fmt.Fprintf(h, "%s %x\n", a, sha256.Sum256(data))
+	}
+	for _, path := range also {
+		data, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %x\n", path, sha256.Sum256(data))
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
@@ -146,7 +153,7 @@ func (c *Cluster) ensure(ctx context.Context, p *process) error {
 	if err != nil {
 		return fmt.Errorf("%s: reading %s: %w", p.name, p.binary, err)
 	}
-	conf, err := configSum(slices.Concat(p.args, p.configs), c.path("etc"), p.configs...)
+	conf, err := configSum(p.args, c.path("etc"), p.configs...)
 	if err != nil {
 		return fmt.Errorf("%s: reading its configuration: %w", p.name, err)
 	}
