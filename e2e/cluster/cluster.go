@@ -154,6 +154,8 @@ func (c *Cluster) Up(ctx context.Context) error {
 		if err := c.upForge(ctx); err != nil {
 			return fmt.Errorf("the forge: %w", err)
 		}
+	} else if err := c.downForge(); err != nil {
+		return fmt.Errorf("stopping the forge: %w", err)
 	}
 	c.progress("cluster is up")
 	fmt.Fprintf(c.Out, "\nexport KUBECONFIG=%s\nexport PATH=%s:$PATH\n", c.Kubeconfig(), c.BinDir())

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -212,6 +213,25 @@ func (c *Cluster) upForge(ctx context.Context) error {
 		return err
 	}
 	c.progress("%-24s %s (admin %s; %s)", "forge", c.ForgeURL(), ForgeAdmin, c.ForgeEnv())
+	return nil
+}
+
+// downForge stops a forge an earlier `up --forge` started, as `up` without
+// --forge asks, and removes ForgeEnvFile so that nothing takes it for
+// running. Its data stays for the next `up --forge`; Pipelines-as-Code
+// stays installed and idle.
+func (c *Cluster) downForge() error {
+	if _, err := os.Stat(c.ForgeEnv()); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := c.stop(c.giteaProcess()); err != nil {
+		return err
+	}
+	_ = os.Remove(filepath.Join(c.BinDir(), "tkn-pac"))
+	if err := os.Remove(c.ForgeEnv()); err != nil {
+		return err
+	}
+	c.progress("%-24s stopped (up without --forge)", "forge")
 	return nil
 }
 

@@ -75,3 +75,27 @@ func TestGiteaINI(t *testing.T) {
 		t.Errorf("gitea.ini has a formatting error:\n%s", ini)
 	}
 }
+
+// TestDownForgeForgetsTheForge: `up` without --forge after an `up --forge`
+// leaves no forge env file behind for Status or a test to take as running.
+func TestDownForgeForgetsTheForge(t *testing.T) {
+	c, out := testCluster(t)
+	if err := c.downForge(); err != nil || out.Len() != 0 {
+		t.Fatalf("without a forge: err %v, output %q", err, out)
+	}
+	if err := os.MkdirAll(filepath.Dir(c.ForgeEnv()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.ForgeEnv(), []byte(ForgeEnv{URL: "http://192.0.2.2:3000"}.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.downForge(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c.ForgeEnv()); !os.IsNotExist(err) {
+		t.Errorf("%s still there (%v)", c.ForgeEnv(), err)
+	}
+	if !strings.Contains(out.String(), "forge") || !strings.Contains(out.String(), "stopped") {
+		t.Errorf("output does not say the forge stopped: %q", out)
+	}
+}
