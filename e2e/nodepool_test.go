@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -303,6 +304,19 @@ func runPause(t *testing.T, hosted kubernetes.Interface, name, node string) {
 		}
 		return nil
 	})
+	// Its address is of its node's range (containerd's CNI template).
+	p, err := hosted.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := hosted.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cidr, err := net.ParseCIDR(n.Spec.PodCIDR)
+	if ip := net.ParseIP(p.Status.PodIP); err != nil || ip == nil || !cidr.Contains(ip) {
+		t.Errorf("hosted Pod %s has address %q, not of its node %s's podCIDR %q (%v)", name, p.Status.PodIP, node, n.Spec.PodCIDR, err)
+	}
 }
 
 // autoscaling: the docs' patch (replicas removed, autoScaling min 2 max 5)

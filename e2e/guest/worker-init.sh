@@ -15,7 +15,7 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup
 for c in $(cat /sys/fs/cgroup/cgroup.controllers); do echo "+$c" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done
 while read -r m; do insmod "/lib/modules/$m" 2>/dev/null; done < /etc/modules.load
 echo 1 > /proc/sys/net/ipv4/ip_forward
-for d in /var/lib/containerd /var/lib/kubelet /run/containerd /var/log/pods; do mkdir -p "$d"; done
+for d in /var/lib/containerd /var/lib/kubelet /run/containerd /var/log/pods /etc/cni/net.d; do mkdir -p "$d"; done
 mount -t tmpfs -o mode=0711 containerd /var/lib/containerd
 mount -t tmpfs -o mode=0700 kubelet /var/lib/kubelet
 hostname tekvirt-worker

@@ -10,6 +10,23 @@ var workerInit []byte
 // PauseImage is the name the worker's pause image is imported under.
 const PauseImage = "tekvirt.io/pause:latest"
 
+// cniTemplatePath is containerd's template of the CNI configuration: once
+// the kubelet passes it the Node's spec.podCIDR (which the hosted
+// controller manager allocates), containerd writes the configuration into
+// conf_dir, and the node's network is ready. Each worker's Pods so get
+// addresses of its own range, as kubenet gave them.
+const cniTemplatePath = "etc/containerd/cni.conflist.tmpl"
+
+// cniTemplate is read with containerd's cniConfigTemplate: PodCIDRRanges
+// are the node's ranges, Routes their default routes.
+const cniTemplate = `{"cniVersion": "0.4.0", "name": "pods", "plugins": [
+  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local",
+    "ranges": [{{range $i, $r := .PodCIDRRanges}}{{if $i}}, {{end}}[{"subnet": "{{$r}}"}]{{end}}],
+    "routes": [{{range $i, $r := .Routes}}{{if $i}}, {{end}}{"dst": "{{$r}}"}{{end}}]}},
+  {"type": "loopback"}]}
+`
+
 // workerFiles configure containerd (CRI, the native snapshotter on the
 // initramfs's tmpfs, the CNI bridge), the CNI bridge (pods of one node
 // reach each other and, through the guest, the outside) and the kubelet
@@ -37,12 +54,9 @@ var workerFiles = map[string][]byte{
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "/etc/cni/net.d"
+    conf_template = "/` + cniTemplatePath + `"
 `),
-	"etc/cni/net.d/10-bridge.conflist": []byte(`{"cniVersion": "0.4.0", "name": "pods", "plugins": [
-  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.88.0.0/16"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
-  {"type": "loopback"}]}
-`),
+	cniTemplatePath: []byte(cniTemplate),
 	"etc/kubernetes/kubelet.yaml": []byte(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs

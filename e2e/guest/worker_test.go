@@ -2,10 +2,13 @@ package guest
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"text/template"
 	"time"
 )
 
@@ -61,6 +64,57 @@ func TestDiskSize(t *testing.T) {
 	for payload, want := range map[int64]int64{10 << 20: 64, 87 << 20: 103, 200 << 20: 228} {
 		if got := diskSize(payload); got != want {
 			t.Errorf("diskSize(%d MiB) = %d MiB, want %d", payload>>20, got, want)
+		}
+	}
+}
+
+// TestCNITemplate renders the worker's CNI template with the data
+// containerd gives it (its cniConfigTemplate) and checks that the result is
+// the bridge configuration for the node's own ranges.
+func TestCNITemplate(t *testing.T) {
+	if !strings.Contains(string(workerFiles["etc/containerd/config.toml"]), `conf_template = "/`+cniTemplatePath+`"`) {
+		t.Errorf("containerd's configuration does not name the template %s", cniTemplatePath)
+	}
+	tmpl, err := template.New("cni").Parse(string(workerFiles[cniTemplatePath]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ranges, routes, subnets []string
+	}{
+		{[]string{"10.132.1.0/24"}, []string{"0.0.0.0/0"}, []string{"10.132.1.0/24"}},
+		{[]string{"10.132.2.0/24", "fd00:1::/64"}, []string{"0.0.0.0/0", "::/0"}, []string{"10.132.2.0/24", "fd00:1::/64"}},
+	} {
+		var out bytes.Buffer
+		data := struct {
+			PodCIDR       string
+			PodCIDRRanges []string
+			Routes        []string
+		}{tc.ranges[0], tc.ranges, tc.routes}
+		if err := tmpl.Execute(&out, data); err != nil {
+			t.Fatal(err)
+		}
+		var conf struct {
+			Plugins []struct {
+				Type string
+				IPAM struct {
+					Ranges [][]struct{ Subnet string }
+					Routes []struct{ Dst string }
+				}
+			}
+		}
+		if err := json.Unmarshal(out.Bytes(), &conf); err != nil {
+			t.Fatalf("ranges %v: not JSON: %v\n%s", tc.ranges, err, out.String())
+		}
+		var subnets, routes []string
+		for _, r := range conf.Plugins[0].IPAM.Ranges {
+			subnets = append(subnets, r[0].Subnet)
+		}
+		for _, r := range conf.Plugins[0].IPAM.Routes {
+			routes = append(routes, r.Dst)
+		}
+		if conf.Plugins[0].Type != "bridge" || !slices.Equal(subnets, tc.subnets) || !slices.Equal(routes, tc.routes) {
+			t.Errorf("ranges %v: got %s subnets %v routes %v", tc.ranges, conf.Plugins[0].Type, subnets, routes)
 		}
 	}
 }
