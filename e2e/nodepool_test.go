@@ -294,9 +294,10 @@ func runPause(t *testing.T, hosted kubernetes.Interface, name, node string) {
 	if _, err := hosted.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	var p *corev1.Pod
 	framework.Eventually(t, 90*time.Second, "hosted Pod "+name+" Running on "+node, func() error {
-		p, err := hosted.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		var err error
+		if p, err = hosted.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return err
 		}
 		if p.Status.Phase != corev1.PodRunning {
@@ -305,10 +306,6 @@ func runPause(t *testing.T, hosted kubernetes.Interface, name, node string) {
 		return nil
 	})
 	// Its address is of its node's range (containerd's CNI template).
-	p, err := hosted.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	n, err := hosted.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
