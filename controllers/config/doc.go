@@ -5,7 +5,7 @@
 // privileged namespace of the node daemons (node/), the volume
 // provisioner's DaemonSet, RBAC and default StorageClass (hostpath/), the
 // VM handler's DaemonSet and RBAC (handler/), the KubeVirt (instancetypes included), CDI, HyperShift and OpenShift Template CRDs generated from their Go API modules (crd/; the Template CRD only where the API is not served), the
-// validating and the requester-recording mutating webhooks (webhook/; their
+// validating, the requester-recording and the VM-defaulting mutating webhooks (webhook/; their
 // serving certificate Secret and caBundle come from the operator), the upload API's APIService and
 // Services (upload/), the subresources.kubevirt.io APIService (subresources/), the user roles aggregated into admin, edit and view
 // (users/), the golden image namespace and its readers'
@@ -72,6 +72,7 @@ var ComponentFiles = []string{
 	"upload/service.yaml",
 	"manager/manager.yaml",
 	"webhook/mutating.yaml",
+	"webhook/defaults.yaml",
 	"webhook/validating.yaml",
 	"upload/apiservice.yaml",
 	"subresources/apiservice.yaml",

@@ -17,6 +17,7 @@ import (
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 
 	"github.com/tekvirt/tekvirt/controllers/instancetype"
+	"github.com/tekvirt/tekvirt/controllers/vmdefaults"
 )
 
 // +kubebuilder:rbac:groups=instancetype.kubevirt.io,resources=virtualmachineinstancetypes;virtualmachineclusterinstancetypes;virtualmachinepreferences;virtualmachineclusterpreferences,verbs=get
@@ -25,9 +26,13 @@ import (
 // expandedSpec is the VMI spec vm starts with: its template expanded with
 // the instancetype and preference it names, as captured the first time in
 // ControllerRevisions (so later edits of them do not change the VM); the
-// captures are noted in vm's status.
+// captures are noted in vm's status. As KubeVirt's, the VMI gets the VM's
+// stable firmware UUID and a disk for every volume before the preference
+// applies, so that its preferred bus reaches those disks too.
 func (r *Reconciler) expandedSpec(ctx context.Context, vm *v1.VirtualMachine) (*v1.VirtualMachineInstanceSpec, error) {
 	spec := vm.Spec.Template.Spec.DeepCopy()
+	vmdefaults.Firmware(spec, vmdefaults.FirmwareUUID(vm.Name))
+	vmdefaults.VolumeDisks(spec)
 	itKind, prefKind := instancetype.Kinds(vm)
 	var it *instancetypev1beta1.VirtualMachineInstancetypeSpec
 	var pref *instancetypev1beta1.VirtualMachinePreferenceSpec

@@ -56,7 +56,8 @@ type StaticFile struct {
 var Test = Flavor{
 	Name:     "guest",
 	Packages: []string{"qemu-guest-agent", "dropbear-bin", "libtomcrypt1", "libtommath1"},
-	Modules:  []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ext4", "vfat", "nls_cp437", "nls_ascii"},
+	// ahci and sd_mod: disks on the SATA bus, KubeVirt's default.
+	Modules: []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ahci", "sd_mod", "ext4", "vfat", "nls_cp437", "nls_ascii"},
 	Files: map[string][]byte{
 		"etc/passwd":   []byte("root:x:0:0:root:/root:/bin/sh\n"),
 		"etc/group":    []byte("root:x:0:\n"),
