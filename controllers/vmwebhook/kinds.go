@@ -53,8 +53,10 @@ func (v Validator) virtualMachine(ctx context.Context, req admission.Request) er
 	if err := ValidateVMSpec(spec); err != nil {
 		return err
 	}
-	if vm.Spec.Template != nil {
-		if err := joined(checkNames("spec.template.spec", &vm.Spec.Template.Spec)); err != nil {
+	if t := vm.Spec.Template; t != nil {
+		msgs := checkNames("spec.template.spec", &t.Spec)
+		msgs = append(msgs, checkRunnable("spec.template.spec", &t.Spec, vm.Spec.Instancetype == nil)...)
+		if err := joined(msgs); err != nil {
 			return err
 		}
 	}
@@ -112,7 +114,7 @@ func virtualMachineInstance(_ context.Context, req admission.Request) error {
 	if err := ValidateVMISpec(spec); err != nil {
 		return err
 	}
-	return joined(checkNames("spec", &vmi.Spec))
+	return joined(append(checkNames("spec", &vmi.Spec), checkRunnable("spec", &vmi.Spec, true)...))
 }
 
 // dataVolume: a supported source and, for clones, the requester's right to

@@ -45,7 +45,7 @@ func TestHandle(t *testing.T) {
 	if r := v.Handle(ctx, request(t, "VirtualMachineInstance", admissionv1.Create, vmiSpec)); r.Allowed || !strings.Contains(r.Result.Message, "spec.domain.devices.gpus") {
 		t.Errorf("bad VMI create: %+v", r.Result)
 	}
-	hostDev := "spec:\n  domain:\n    devices:\n      hostDevices: [{name: gpu-1, deviceName: nvidia.com/A100}, {name: gpu-2, deviceName: nvidia.com/A100}]\n"
+	hostDev := "spec:\n  domain:\n    memory: {guest: 64Mi}\n    devices:\n      hostDevices: [{name: gpu-1, deviceName: nvidia.com/A100}, {name: gpu-2, deviceName: nvidia.com/A100}]\n"
 	if r := v.Handle(ctx, request(t, "VirtualMachineInstance", admissionv1.Create, hostDev)); !r.Allowed {
 		t.Errorf("VMI with host devices denied: %+v", r.Result)
 	}

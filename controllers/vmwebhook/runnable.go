@@ -1,0 +1,53 @@
+package vmwebhook
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// checkRunnable lists what in a VMI spec (at prefix; defaulted) the
+// runtime could not build a domain of, as KubeVirt's admission refuses
+// it: a disk without its volume, more interfaces than the runtime gives a
+// guest, an interface without its network or a network without its
+// interface, and, when the spec must size the guest itself (no
+// instancetype), no memory at all.
+func checkRunnable(prefix string, spec *v1.VirtualMachineInstanceSpec, needMemory bool) []string {
+	var msgs []string
+	volumes := map[string]bool{}
+	for _, v := range spec.Volumes {
+		volumes[v.Name] = true
+	}
+	for i, d := range spec.Domain.Devices.Disks {
+		if !volumes[d.Name] {
+			msgs = append(msgs, fmt.Sprintf("%s.domain.devices.disks[%d].name: no volume named %q in %s.volumes", prefix, i, d.Name, prefix))
+		}
+	}
+	ifaces := spec.Domain.Devices.Interfaces
+	if len(ifaces) > 1 {
+		msgs = append(msgs, fmt.Sprintf("%s.domain.devices.interfaces: %d interfaces given; one is supported", prefix, len(ifaces)))
+	}
+	networks := map[string]bool{}
+	for _, n := range spec.Networks {
+		networks[n.Name] = true
+	}
+	named := map[string]bool{}
+	for i, iface := range ifaces {
+		named[iface.Name] = true
+		if !networks[iface.Name] {
+			msgs = append(msgs, fmt.Sprintf("%s.domain.devices.interfaces[%d].name: no network named %q in %s.networks", prefix, i, iface.Name, prefix))
+		}
+	}
+	for i, n := range spec.Networks {
+		if !named[n.Name] {
+			msgs = append(msgs, fmt.Sprintf("%s.networks[%d].name: no interface named %q in %s.domain.devices.interfaces", prefix, i, n.Name, prefix))
+		}
+	}
+	if needMemory && (spec.Domain.Memory == nil || spec.Domain.Memory.Guest == nil) &&
+		spec.Domain.Resources.Requests.Memory().IsZero() && spec.Domain.Resources.Limits.Memory().IsZero() {
+		msgs = append(msgs, fmt.Sprintf("no memory for the guest: set %[1]s.domain.memory.guest, %[1]s.domain.resources.requests.%[2]s or %[1]s.domain.resources.limits.%[2]s", prefix, corev1.ResourceMemory))
+	}
+	return msgs
+}

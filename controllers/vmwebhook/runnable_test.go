@@ -1,0 +1,46 @@
+package vmwebhook
+
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+func TestCheckRunnable(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		needMemory bool
+		// want are substrings of the one message per problem, in order.
+		want []string
+	}{
+		{"runs", `{domain: {memory: {guest: 64Mi}, devices: {disks: [{name: d}], interfaces: [{name: default, masquerade: {}}]}}, networks: [{name: default, pod: {}}], volumes: [{name: d}]}`, true, nil},
+		{"a disk without volume", `{domain: {memory: {guest: 64Mi}, devices: {disks: [{name: d}, {name: e}]}}, volumes: [{name: d}]}`, true,
+			[]string{`spec.domain.devices.disks[1].name: no volume named "e" in spec.volumes`}},
+		{"two interfaces", `{domain: {memory: {guest: 64Mi}, devices: {interfaces: [{name: a, masquerade: {}}, {name: b, bridge: {}}]}}, networks: [{name: a, pod: {}}, {name: b, pod: {}}]}`, true,
+			[]string{"spec.domain.devices.interfaces: 2 interfaces given; one is supported"}},
+		{"an interface without network and a network without interface", `{domain: {memory: {guest: 64Mi}, devices: {interfaces: [{name: a, masquerade: {}}]}}, networks: [{name: b, pod: {}}]}`, true,
+			[]string{`spec.domain.devices.interfaces[0].name: no network named "a"`, `spec.networks[0].name: no interface named "b"`}},
+		{"no memory", `{domain: {devices: {}}}`, true, []string{"no memory for the guest: set spec.domain.memory.guest"}},
+		{"no memory, an instancetype sizes it", `{domain: {devices: {}}}`, false, nil},
+		{"memory as a limit", `{domain: {resources: {limits: {memory: 1Gi}}}}`, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var spec v1.VirtualMachineInstanceSpec
+			if err := yaml.Unmarshal([]byte(tc.spec), &spec); err != nil {
+				t.Fatal(err)
+			}
+			got := checkRunnable("spec", &spec, tc.needMemory)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %q, want %d messages like %q", got, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("message %d = %q, want it to contain %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}
