@@ -180,11 +180,7 @@ func setStatus(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.V
 			ready.Status, ready.Reason, ready.Message = c.Status, c.Reason, c.Message
 		}
 	}
-	if c := vmiConditionOf(vmi, v1.VirtualMachineInstancePaused); c != nil && c.Status == corev1.ConditionTrue {
-		setCondition(st, v1.VirtualMachineCondition{Type: v1.VirtualMachinePaused, Status: corev1.ConditionTrue, Reason: c.Reason, Message: c.Message}, now)
-	} else {
-		removeCondition(st, v1.VirtualMachinePaused)
-	}
+	mirrorConditions(st, vmi, now)
 	st.Ready = ready.Status == corev1.ConditionTrue
 	if st.Ready {
 		st.StartFailure = nil // it runs: the crash loop is over
@@ -197,12 +193,33 @@ func setStatus(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.V
 	}
 }
 
-// vmiConditionOf is vmiCondition for a VMI that may be nil.
-func vmiConditionOf(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) *v1.VirtualMachineInstanceCondition {
-	if vmi == nil {
-		return nil
+// ownConditions are the VM's own condition types; every other is its
+// VMI's, mirrored.
+var ownConditions = map[v1.VirtualMachineConditionType]bool{v1.VirtualMachineReady: true, v1.VirtualMachineFailure: true}
+
+// mirrorConditions copies the VMI's conditions (Paused, Synchronized with
+// FailedCreate, AgentConnected, ...) but Ready into the VM, as KubeVirt's
+// VM controller does, and drops those the VMI no longer has (all of them
+// when there is no VMI).
+func mirrorConditions(st *v1.VirtualMachineStatus, vmi *v1.VirtualMachineInstance, now metav1.Time) {
+	has := map[v1.VirtualMachineConditionType]bool{}
+	if vmi != nil {
+		for _, c := range vmi.Status.Conditions {
+			t := v1.VirtualMachineConditionType(c.Type)
+			if ownConditions[t] {
+				continue
+			}
+			has[t] = true
+			setCondition(st, v1.VirtualMachineCondition{Type: t, Status: c.Status, Reason: c.Reason, Message: c.Message}, now)
+		}
 	}
-	return vmiCondition(vmi, t)
+	out := st.Conditions[:0]
+	for _, c := range st.Conditions {
+		if ownConditions[c.Type] || has[c.Type] {
+			out = append(out, c)
+		}
+	}
+	st.Conditions = out
 }
 
 func orUnset(p v1.VirtualMachineInstancePhase) v1.VirtualMachineInstancePhase {

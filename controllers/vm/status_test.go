@@ -232,6 +232,47 @@ func TestPausedConditionMirrorsTheVMI(t *testing.T) {
 	}
 }
 
+// TestVMIConditionsMirrored: every VMI condition but Ready reaches the VM
+// (a refused launcher Pod's Synchronized=False FailedCreate among them),
+// and goes when the VMI no longer has it or is gone.
+func TestVMIConditionsMirrored(t *testing.T) {
+	now := metav1.Now()
+	vm := &v1.VirtualMachine{}
+	refused := v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse,
+		Reason: "FailedCreate", Message: `failed to create virtual machine pod: pods "virt-launcher-a" is forbidden: violates PodSecurity`}
+	vmi := &v1.VirtualMachineInstance{Status: v1.VirtualMachineInstanceStatus{Phase: v1.Pending, Conditions: []v1.VirtualMachineInstanceCondition{
+		refused, {Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: "NotReady"}}}}
+	types := func() map[v1.VirtualMachineConditionType]v1.VirtualMachineCondition {
+		out := map[v1.VirtualMachineConditionType]v1.VirtualMachineCondition{}
+		for _, c := range vm.Status.Conditions {
+			if _, twice := out[c.Type]; twice {
+				t.Errorf("condition %s twice: %+v", c.Type, vm.Status.Conditions)
+			}
+			out[c.Type] = c
+		}
+		return out
+	}
+	setStatus(vm, v1.RunStrategyAlways, vmi, nil, now)
+	got := types()
+	if c := got[v1.VirtualMachineConditionType(v1.VirtualMachineInstanceSynchronized)]; c.Status != corev1.ConditionFalse || c.Reason != refused.Reason || c.Message != refused.Message {
+		t.Errorf("Synchronized on the VM = %+v, want the VMI's %+v", c, refused)
+	}
+	if c := got[v1.VirtualMachineReady]; c.Reason != "NotReady" || vm.Status.PrintableStatus != v1.VirtualMachineStatusStarting {
+		t.Errorf("Ready %+v, printableStatus %s; want the VMI's Ready, Starting", c, vm.Status.PrintableStatus)
+	}
+	vmi.Status.Conditions = vmi.Status.Conditions[1:]
+	setStatus(vm, v1.RunStrategyAlways, vmi, nil, now)
+	if _, ok := types()[v1.VirtualMachineConditionType(v1.VirtualMachineInstanceSynchronized)]; ok {
+		t.Errorf("Synchronized kept after the VMI dropped it: %+v", vm.Status.Conditions)
+	}
+	vmi.Status.Conditions = []v1.VirtualMachineInstanceCondition{refused}
+	setStatus(vm, v1.RunStrategyAlways, vmi, nil, now)
+	setStatus(vm, v1.RunStrategyAlways, nil, nil, now)
+	if got := types(); len(got) != 1 || got[v1.VirtualMachineReady].Reason != "VMINotExists" {
+		t.Errorf("without a VMI the VM has %+v, want Ready only", vm.Status.Conditions)
+	}
+}
+
 func TestNoteFailure(t *testing.T) {
 	start := v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest}
 	tests := []struct {

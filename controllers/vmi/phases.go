@@ -46,3 +46,14 @@ func SetCondition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceCon
 	}
 	vmi.Status.Conditions = append(vmi.Status.Conditions, c)
 }
+
+// RemoveCondition removes the VMI condition t.
+func RemoveCondition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) {
+	out := vmi.Status.Conditions[:0]
+	for _, c := range vmi.Status.Conditions {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	vmi.Status.Conditions = out
+}

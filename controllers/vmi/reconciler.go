@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -74,17 +75,44 @@ func (r *Reconciler) launcherPod(ctx context.Context, vmi *v1.VirtualMachineInst
 	return nil, nil
 }
 
+// createPod creates the launcher Pod. When the API server refuses it
+// (quota, LimitRange, Pod Security, a missing ServiceAccount), the VMI
+// says why, as KubeVirt's: Synchronized=False with reason FailedCreate and
+// the server's message, and a FailedCreate event; the error requeues the
+// VMI with backoff.
 func (r *Reconciler) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
 	pod, err := LauncherPod(vmi, r.LauncherImage)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = r.Client.Create(ctx, pod)
 	}
-	if err := r.Client.Create(ctx, pod); err != nil {
+	if err != nil {
+		r.event(vmi, corev1.EventTypeWarning, FailedCreateReason, "Error creating pod: %v", err)
+		if serr := r.setSynchronized(ctx, vmi, corev1.ConditionFalse, FailedCreateReason, "failed to create virtual machine pod: "+err.Error()); serr != nil {
+			return nil, serr
+		}
 		return nil, fmt.Errorf("creating the launcher Pod of %s: %w", klog.KObj(vmi), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("launcher Pod created", "vmi", klog.KObj(vmi), "pod", pod.Name)
 	r.event(vmi, corev1.EventTypeNormal, "SuccessfulCreate", "Created virtual machine pod %s", pod.Name)
-	return pod, nil
+	return pod, r.setSynchronized(ctx, vmi, "", "", "")
+}
+
+// setSynchronized sets the VMI's Synchronized condition, or removes it
+// when status is empty (the Pod was made after all).
+func (r *Reconciler) setSynchronized(ctx context.Context, vmi *v1.VirtualMachineInstance, status corev1.ConditionStatus, reason, msg string) error {
+	base := vmi.DeepCopy()
+	if status == "" {
+		RemoveCondition(vmi, v1.VirtualMachineInstanceSynchronized)
+	} else {
+		SetCondition(vmi, v1.VirtualMachineInstanceSynchronized, status, reason, msg)
+	}
+	if equality.Semantic.DeepEqual(base.Status.Conditions, vmi.Status.Conditions) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("reporting on %s that its launcher Pod was not created: %w", klog.KObj(vmi), err)
+	}
+	return nil
 }
 
 // mirror writes the Pod's scheduling into the VMI: its phase up to

@@ -2,15 +2,20 @@ package vmi
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "kubevirt.io/api/core/v1"
 )
@@ -159,5 +164,54 @@ func TestReconcilerIgnoresAPodItDoesNotControl(t *testing.T) {
 	got := f.reconcile()
 	if got.Status.Phase == v1.Scheduled || got.Status.ActivePods["decoy-uid"] != "" || len(f.pods()) != 2 {
 		t.Errorf("phase %q activePods %v, %d pods: the decoy was taken for the launcher", got.Status.Phase, got.Status.ActivePods, len(f.pods()))
+	}
+}
+
+// TestRefusedLauncherPodIsExplained: when the API server refuses the
+// launcher Pod (here Pod Security), the VMI says so where users look - its
+// Synchronized condition and a FailedCreate event - and the condition goes
+// once the Pod is made.
+func TestRefusedLauncherPodIsExplained(t *testing.T) {
+	vmi := guestVMI()
+	f := newPodFixture(t, vmi)
+	refusal := apierrors.NewForbidden(corev1.Resource("pods"), "virt-launcher-vm1-x", errors.New(`violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false`))
+	refuse := true
+	f.c = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if _, ok := obj.(*corev1.Pod); ok && refuse {
+			return refusal
+		}
+		return c.Create(ctx, obj, opts...)
+	}})
+	rec := events.NewFakeRecorder(10)
+	f.r.Client, f.r.Recorder = f.c, rec
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(vmi)}
+	if _, err := f.r.Reconcile(context.Background(), req); !apierrors.IsForbidden(err) {
+		t.Fatalf("reconcile: %v, want the refusal back (to retry with backoff)", err)
+	}
+	got := &v1.VirtualMachineInstance{}
+	if err := f.c.Get(context.Background(), req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	var sync *v1.VirtualMachineInstanceCondition
+	for i := range got.Status.Conditions {
+		if got.Status.Conditions[i].Type == v1.VirtualMachineInstanceSynchronized {
+			sync = &got.Status.Conditions[i]
+		}
+	}
+	if sync == nil || sync.Status != corev1.ConditionFalse || sync.Reason != FailedCreateReason || !strings.Contains(sync.Message, "violates PodSecurity") {
+		t.Errorf("Synchronized = %+v, want False, FailedCreate, the server's message", sync)
+	}
+	if e := <-rec.Events; !strings.Contains(e, "Warning FailedCreate") || !strings.Contains(e, "violates PodSecurity") {
+		t.Errorf("event %q, want a FailedCreate warning with the server's message", e)
+	}
+	refuse = false
+	got = f.reconcile()
+	for _, c := range got.Status.Conditions {
+		if c.Type == v1.VirtualMachineInstanceSynchronized {
+			t.Errorf("Synchronized kept after the Pod was made: %+v", c)
+		}
+	}
+	if n := len(f.pods()); n != 1 {
+		t.Errorf("%d launcher Pods, want 1", n)
 	}
 }

@@ -28,6 +28,10 @@ type Scheduling struct {
 // PodScheduledCondition is the VMI condition that mirrors the Pod's.
 const PodScheduledCondition = v1.VirtualMachineInstanceConditionType(corev1.PodScheduled)
 
+// FailedCreateReason is the VMI's Synchronized condition's reason, and its
+// event's, when the API server refuses its launcher Pod.
+const FailedCreateReason = "FailedCreate"
+
 // LauncherPodEndedReason fails a VMI whose launcher Pod ended before the
 // VMI did (deleted, evicted, its container killed).
 const LauncherPodEndedReason = "LauncherPodEnded"
