@@ -42,8 +42,8 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
 	"github.com/tekvirt/tekvirt/controllers/uploadtoken"
 	"github.com/tekvirt/tekvirt/controllers/vm"
-	"github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/controllers/vmdefaults"
+	"github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/controllers/vmwebhook"
 )
 
@@ -119,7 +119,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	}
 	if certDir != "" {
 		mgr.GetWebhookServer().Register(requester.Path, &webhook.Admission{Handler: requester.Recorder{Controller: config.ControllerUser}})
-		mgr.GetWebhookServer().Register(vmdefaults.Path, &webhook.Admission{Handler: vmdefaults.Defaulter{}})
+		mgr.GetWebhookServer().Register(vmdefaults.Path, &webhook.Admission{Handler: vmdefaults.Defaulter{Reader: mgr.GetAPIReader()}})
 		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}})
 		mgr.GetWebhookServer().Register(eviction.Path, &webhook.Admission{Handler: eviction.Webhook{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Log: ctrl.Log.WithName("eviction")}})
 		if err := addAPIServers(mgr, certDir, key, port); err != nil {

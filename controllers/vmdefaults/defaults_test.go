@@ -100,7 +100,9 @@ func TestVMISpec(t *testing.T) {
 		}, func(s *v1.VirtualMachineInstanceSpec) { s.Domain.CPU = &v1.CPU{Cores: 2} }},
 		{"machine type and architecture given are kept", func(s *v1.VirtualMachineInstanceSpec) {
 			s.Domain.Machine, s.Architecture = &v1.Machine{Type: "q35"}, "arm64"
-		}, func(s *v1.VirtualMachineInstanceSpec) { s.Domain.Machine, s.Architecture = &v1.Machine{Type: "q35"}, "arm64" }},
+		}, func(s *v1.VirtualMachineInstanceSpec) {
+			s.Domain.Machine, s.Architecture = &v1.Machine{Type: "q35"}, "arm64"
+		}},
 		{"a firmware UUID given is kept", func(s *v1.VirtualMachineInstanceSpec) {
 			s.Domain.Firmware = &v1.Firmware{UUID: "given"}
 		}, func(s *v1.VirtualMachineInstanceSpec) { s.Domain.Firmware.UUID = "given" }},

@@ -3,12 +3,16 @@ package vmdefaults
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"strings"
 
 	"github.com/google/uuid"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -18,61 +22,76 @@ import (
 const Path = "/mutate-kubevirt-io-v1-defaults"
 
 // Defaulter is the mutating webhook that writes the defaults into new
-// VirtualMachineInstances and into the templates of VirtualMachines as
-// they are created and changed.
-type Defaulter struct{}
+// VirtualMachineInstances and into VirtualMachines as they are created
+// and changed: their inferred instancetype and preference, and their
+// template's defaults.
+type Defaulter struct {
+	// Reader reads the volumes an instancetype or preference is inferred
+	// from.
+	Reader client.Reader
+}
+
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
+// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes;datasources,verbs=get
 
 // Handle implements admission.Handler.
-func (Defaulter) Handle(_ context.Context, req admission.Request) admission.Response {
+func (d Defaulter) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var (
-		spec any
-		path []string
-		err  error
+		fields map[string]any
+		err    error
 	)
 	switch {
 	case req.Kind.Kind == "VirtualMachineInstance" && req.Operation == admissionv1.Create:
-		spec, err = vmiSpec(req.Object.Raw)
-		path = []string{"spec"}
+		fields, err = vmiFields(req.Object.Raw)
 	case req.Kind.Kind == "VirtualMachine" && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update):
-		spec, err = vmTemplateSpec(req.Object.Raw)
-		path = []string{"spec", "template", "spec"}
+		fields, err = d.vmFields(ctx, req.Object.Raw)
 	default:
 		return admission.Allowed("")
 	}
-	if err != nil {
+	var bad decodeError
+	switch {
+	case errors.As(err, &bad):
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the %s: %w", req.Kind.Kind, err))
-	}
-	if spec == nil {
+	case err != nil:
+		return admission.Denied(err.Error())
+	case fields == nil:
 		return admission.Allowed("")
 	}
-	raw, err := replace(req.Object.Raw, path, spec)
+	raw, err := replace(req.Object.Raw, fields)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
-// vmiSpec is the defaulted spec of the VMI in raw, with a firmware UUID of
-// its own.
-func vmiSpec(raw []byte) (any, error) {
+// decodeError marks an object that cannot be decoded: a bad request.
+type decodeError struct{ error }
+
+// vmiFields are the defaulted fields of the VMI in raw (its spec, with a
+// firmware UUID of its own), by their dotted path.
+func vmiFields(raw []byte) (map[string]any, error) {
 	var vmi v1.VirtualMachineInstance
 	if err := json.Unmarshal(raw, &vmi); err != nil {
-		return nil, err
+		return nil, decodeError{err}
 	}
 	VMISpec(&vmi.Spec, types.UID(uuid.NewString()))
-	return vmi.Spec, nil
+	return map[string]any{"spec": vmi.Spec}, nil
 }
 
-// vmTemplateSpec is the defaulted template spec of the VM in raw, or nil
-// when it has no template. Only the firmware UUID when the VM names an
-// instancetype or a preference: they fill the rest when the VMI is made.
-func vmTemplateSpec(raw []byte) (any, error) {
+// vmFields are the defaulted fields of the VM in raw (its matchers, its
+// template's spec), or nil when it has no template. Only the firmware
+// UUID when the VM names an instancetype or a preference: they fill the
+// rest when the VMI is made.
+func (d Defaulter) vmFields(ctx context.Context, raw []byte) (map[string]any, error) {
 	var vm v1.VirtualMachine
 	if err := json.Unmarshal(raw, &vm); err != nil {
-		return nil, err
+		return nil, decodeError{err}
 	}
 	if vm.Spec.Template == nil {
 		return nil, nil
+	}
+	if err := Infer(ctx, d.Reader, &vm); err != nil {
+		return nil, fmt.Errorf("VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
 	spec := &vm.Spec.Template.Spec
 	var uid types.UID
@@ -84,32 +103,41 @@ func vmTemplateSpec(raw []byte) (any, error) {
 	} else {
 		VMISpec(spec, uid)
 	}
-	return spec, nil
+	return map[string]any{"spec.template.spec": spec, "spec.instancetype": vm.Spec.Instancetype, "spec.preference": vm.Spec.Preference}, nil
 }
 
-// replace returns the JSON object raw with the value at path replaced by
-// v, so that the patch touches nothing outside it.
-func replace(raw []byte, path []string, v any) ([]byte, error) {
+// replace returns the JSON object raw with the value at each dotted path
+// of fields replaced (removed when nil), so that the patch touches nothing
+// else.
+func replace(raw []byte, fields map[string]any) ([]byte, error) {
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, err
 	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var val any
-	if err := json.Unmarshal(data, &val); err != nil {
-		return nil, err
-	}
-	m := obj
-	for _, k := range path[:len(path)-1] {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s is not an object", k)
+	for path, v := range fields {
+		keys := strings.Split(path, ".")
+		m := obj
+		for _, k := range keys[:len(keys)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("%s is not an object", k)
+			}
+			m = next
 		}
-		m = next
+		last := keys[len(keys)-1]
+		if rv := reflect.ValueOf(v); v == nil || rv.Kind() == reflect.Pointer && rv.IsNil() {
+			delete(m, last)
+			continue
+		}
+		data, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		var val any
+		if err := json.Unmarshal(data, &val); err != nil {
+			return nil, err
+		}
+		m[last] = val
 	}
-	m[path[len(path)-1]] = val
 	return json.Marshal(obj)
 }

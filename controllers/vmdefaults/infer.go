@@ -1,0 +1,153 @@
+package vmdefaults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/api/instancetype"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+)
+
+// errNoDefault marks an inference that found no default: with the
+// Ignore failure policy the matcher is dropped instead of failing.
+var errNoDefault = errors.New("no default")
+
+// Infer replaces the VM's inferFromVolume matchers by the instancetype and
+// preference its volume's labels name (instancetype.kubevirt.io/default-*
+// on the PVC, DataVolume or DataSource behind it), as KubeVirt's VM
+// admission does. With inferFromVolumeFailurePolicy Ignore, a volume that
+// names none drops the matcher (and an inferred instancetype drops the
+// guest memory virtctl wrote as the fallback); otherwise it is an error
+// naming the field.
+func Infer(ctx context.Context, r client.Reader, vm *v1.VirtualMachine) error {
+	if m := vm.Spec.Instancetype; m != nil && m.InferFromVolume != "" {
+		name, kind, found, err := infer(ctx, r, vm, "spec.instancetype", m.InferFromVolume, m.InferFromVolumeFailurePolicy,
+			instancetype.DefaultInstancetypeLabel, instancetype.DefaultInstancetypeKindLabel)
+		if err != nil {
+			return err
+		}
+		vm.Spec.Instancetype = nil
+		if found {
+			vm.Spec.Instancetype = &v1.InstancetypeMatcher{Name: name, Kind: kind}
+			if ignoring(m.InferFromVolumeFailurePolicy) && vm.Spec.Template != nil {
+				vm.Spec.Template.Spec.Domain.Memory = nil
+			}
+		}
+	}
+	if m := vm.Spec.Preference; m != nil && m.InferFromVolume != "" {
+		name, kind, found, err := infer(ctx, r, vm, "spec.preference", m.InferFromVolume, m.InferFromVolumeFailurePolicy,
+			instancetype.DefaultPreferenceLabel, instancetype.DefaultPreferenceKindLabel)
+		if err != nil {
+			return err
+		}
+		vm.Spec.Preference = nil
+		if found {
+			vm.Spec.Preference = &v1.PreferenceMatcher{Name: name, Kind: kind}
+		}
+	}
+	return nil
+}
+
+func ignoring(p *v1.InferFromVolumeFailurePolicy) bool {
+	return p != nil && *p == v1.IgnoreInferFromVolumeFailure
+}
+
+// infer is the default the labels name for the matcher at field, or none
+// (found false) when there is none and the policy ignores that.
+func infer(ctx context.Context, r client.Reader, vm *v1.VirtualMachine, field, volume string, policy *v1.InferFromVolumeFailurePolicy, nameLabel, kindLabel string) (name, kind string, found bool, err error) {
+	name, kind, err = inferred(ctx, r, vm, volume, nameLabel, kindLabel)
+	switch {
+	case errors.Is(err, errNoDefault) && ignoring(policy):
+		return "", "", false, nil
+	case err != nil:
+		return "", "", false, fmt.Errorf("%s.inferFromVolume %q: %w", field, volume, err)
+	}
+	return name, kind, true, nil
+}
+
+// inferred reads the default name and kind labels of the object behind
+// the VM's volume: a PVC; a DataVolume (the VM's template of that name,
+// else the DataVolume, else its PVC) through its source PVC or DataSource;
+// a DataSource's own labels, else its PVC's.
+func inferred(ctx context.Context, r client.Reader, vm *v1.VirtualMachine, volume, nameLabel, kindLabel string) (string, string, error) {
+	if vm.Spec.Template == nil {
+		return "", "", fmt.Errorf("the VM has no template")
+	}
+	labels := func(l map[string]string) (string, string, error) {
+		name, ok := l[nameLabel]
+		if !ok {
+			return "", "", fmt.Errorf("%w: label %s not found", errNoDefault, nameLabel)
+		}
+		return name, l[kindLabel], nil
+	}
+	fromPVC := func(ns, name string) (string, string, error) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+			return "", "", fmt.Errorf("reading PVC %s/%s: %w", ns, name, err)
+		}
+		return labels(pvc.Labels)
+	}
+	fromSpec := func(spec *cdiv1.DataVolumeSpec) (string, string, error) {
+		switch {
+		case spec.Source != nil && spec.Source.PVC != nil:
+			return fromPVC(orDefault(spec.Source.PVC.Namespace, vm.Namespace), spec.Source.PVC.Name)
+		case spec.SourceRef != nil && spec.SourceRef.Kind == cdiv1.DataVolumeDataSource:
+			ns := vm.Namespace
+			if spec.SourceRef.Namespace != nil && *spec.SourceRef.Namespace != "" {
+				ns = *spec.SourceRef.Namespace
+			}
+			ds := &cdiv1.DataSource{}
+			if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: spec.SourceRef.Name}, ds); err != nil {
+				return "", "", fmt.Errorf("reading DataSource %s/%s: %w", ns, spec.SourceRef.Name, err)
+			}
+			name, kind, err := labels(ds.Labels)
+			if err != nil && ds.Spec.Source.PVC != nil {
+				return fromPVC(orDefault(ds.Spec.Source.PVC.Namespace, ns), ds.Spec.Source.PVC.Name)
+			}
+			return name, kind, err
+		}
+		return "", "", fmt.Errorf("%w: its DataVolume's source names no PVC or DataSource", errNoDefault)
+	}
+	for _, v := range vm.Spec.Template.Spec.Volumes {
+		if v.Name != volume {
+			continue
+		}
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			return fromPVC(vm.Namespace, v.PersistentVolumeClaim.ClaimName)
+		case v.DataVolume != nil:
+			for _, t := range vm.Spec.DataVolumeTemplates {
+				if t.Name == v.DataVolume.Name {
+					return fromSpec(&t.Spec)
+				}
+			}
+			dv := &cdiv1.DataVolume{}
+			err := r.Get(ctx, client.ObjectKey{Namespace: vm.Namespace, Name: v.DataVolume.Name}, dv)
+			if apierrors.IsNotFound(err) {
+				return fromPVC(vm.Namespace, v.DataVolume.Name)
+			}
+			if err != nil {
+				return "", "", fmt.Errorf("reading DataVolume %s/%s: %w", vm.Namespace, v.DataVolume.Name, err)
+			}
+			if name, kind, err := labels(dv.Labels); err == nil {
+				return name, kind, nil
+			}
+			return fromSpec(&dv.Spec)
+		}
+		return "", "", fmt.Errorf("%w: volume %q is neither a PVC nor a DataVolume", errNoDefault, volume)
+	}
+	return "", "", fmt.Errorf("no volume named %q in spec.template.spec.volumes", volume)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
