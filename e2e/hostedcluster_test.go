@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 
+	"github.com/tekvirt/tekvirt/contracts/hostedcluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -31,14 +33,17 @@ func run(f *framework.Framework, name string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// TestHostedClusterControlPlane: `tekvirt create cluster kubevirt` (release
-// image from the install) makes a HostedCluster the controller provisions
-// with the provision-hosted-cluster PipelineRun; it becomes Available with
-// HyperShift's status; the access Secrets work exactly as the docs use
-// them (kubectl and base64, `tekvirt create kubeconfig`, the kubeadmin
-// password as a cluster-admin bearer token); hosted data survives its etcd
-// Pod; a namespace editor cannot read the control plane; destroy leaves
-// nothing.
+// TestHostedClusterControlPlane: `tekvirt create cluster kubevirt` with its
+// defaults (release image from the install, HighlyAvailable as `hcp`'s and
+// the CRD's default) makes a HostedCluster the controller provisions with
+// the provision-hosted-cluster PipelineRun: three etcd members, API
+// servers, controller managers and schedulers spread over the nodes; it
+// becomes Available with HyperShift's status; the access Secrets work
+// exactly as the docs use them (kubectl and base64, `tekvirt create
+// kubeconfig`, the kubeadmin password as a cluster-admin bearer token);
+// the hosted API answers throughout the loss of an etcd Pod and an API
+// server Pod, and hosted data survives; a namespace editor cannot read the
+// control plane; destroy leaves nothing.
 func TestHostedClusterControlPlane(t *testing.T) {
 	heavy(t, "2-3 minutes of a hosted control plane")
 	t.Parallel() // long and mostly waiting: see "Parallel" in doc.go
@@ -52,7 +57,7 @@ func TestHostedClusterControlPlane(t *testing.T) {
 	pullSecret := pullSecretFile(t)
 	start := time.Now()
 	tekvirt(t, f, "create", "cluster", "kubevirt", "--name", name, "--namespace", ns, "--pull-secret", pullSecret,
-		"--node-pool-replicas", "0", "--control-plane-availability-policy", "SingleReplica", "--etcd-storage-class", "tekvirt-hostpath")
+		"--node-pool-replicas", "0")
 	t.Cleanup(func() {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &hyperv1.HostedCluster{}); apierrors.IsNotFound(err) {
 			return
@@ -148,21 +153,33 @@ func TestHostedClusterControlPlane(t *testing.T) {
 		t.Errorf("a wrong password was accepted: %v %s", err, out)
 	}
 
-	// Hosted data lives on etcd's PVC: it survives the etcd Pod.
+	checkHighlyAvailable(t, f, cpNS)
+
+	// The hosted API answers while an etcd member and an API server go
+	// away; hosted data lives on etcd's PVCs and survives its Pod.
 	if out, err := run(f, f.Bin("kubectl"), "--kubeconfig", kc, "create", "configmap", "survivor", "-n", "default", "--from-literal=k=v"); err != nil {
 		t.Fatalf("creating a hosted ConfigMap: %v\n%s", err, out)
 	}
-	old, err := f.Kube.CoreV1().Pods(cpNS).Get(ctx, "etcd-0", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	stop := pollHostedAPI(t, server, string(pw.Data["password"]))
+	var gone []*corev1.Pod
+	for _, sel := range []string{"app=etcd", "app=" + hostedcluster.APIServerDeployment} {
+		pods, err := f.Kube.CoreV1().Pods(cpNS).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil || len(pods.Items) == 0 {
+			t.Fatalf("Pods %s in %s: %v %d", sel, cpNS, err, len(pods.Items))
+		}
+		gone = append(gone, &pods.Items[0])
+		if err := f.Kube.CoreV1().Pods(cpNS).Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := f.Kube.CoreV1().Pods(cpNS).Delete(ctx, "etcd-0", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 3*time.Minute, "etcd back and the ConfigMap still there", func() error {
-		p, err := f.Kube.CoreV1().Pods(cpNS).Get(ctx, "etcd-0", metav1.GetOptions{})
-		if err != nil || p.UID == old.UID {
-			return fmt.Errorf("etcd-0 not replaced yet: %w", err)
+	framework.Eventually(t, 3*time.Minute, "the deleted Pods replaced, every replica ready, the ConfigMap still there", func() error {
+		for _, p := range gone {
+			if _, err := f.Kube.CoreV1().Pods(cpNS).Get(ctx, p.Name, metav1.GetOptions{}); err == nil && p.Labels["app"] != "etcd" {
+				return fmt.Errorf("pod %s still there", p.Name)
+			}
+		}
+		if err := controlPlaneReady(ctx, f, cpNS, 3); err != nil {
+			return err
 		}
 		out, err := run(f, f.Bin("kubectl"), "--kubeconfig", kc, "get", "configmap", "survivor", "-n", "default", "-o", "jsonpath={.data.k}")
 		if err != nil || out != "v" {
@@ -170,6 +187,14 @@ func TestHostedClusterControlPlane(t *testing.T) {
 		}
 		return nil
 	})
+	if p, err := f.Kube.CoreV1().Pods(cpNS).Get(ctx, gone[0].Name, metav1.GetOptions{}); err != nil || p.UID == gone[0].UID {
+		t.Errorf("etcd Pod %s not replaced: %v", gone[0].Name, err)
+	}
+	if n, failed := stop(); len(failed) > 0 {
+		t.Errorf("the hosted API failed %d of %d requests while a member and an API server went away: %v", len(failed), n, failed)
+	} else {
+		t.Logf("the hosted API answered all %d requests while etcd Pod %s and API server Pod %s were replaced", n, gone[0].Name, gone[1].Name)
+	}
 
 	// A namespace editor of the HostedCluster's namespace cannot read the
 	// control plane's secrets nor exec into it.

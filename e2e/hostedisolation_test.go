@@ -36,6 +36,7 @@ func TestHostedClustersIsolated(t *testing.T) {
 	for _, cl := range clusters {
 		cl.cp = cl.ns + "-" + cl.name
 		tekvirt(t, f, "create", "cluster", "kubevirt", "--name", cl.name, "--namespace", cl.ns, "--pull-secret", pullSecret,
+			// The one scenario of the SingleReplica policy (two clusters at once).
 			"--node-pool-replicas", "0", "--control-plane-availability-policy", "SingleReplica")
 		t.Cleanup(func() {
 			if out, err := run(f, f.Bin("tekvirt"), "destroy", "cluster", "kubevirt", "--name", cl.name, "--namespace", cl.ns); err != nil {

@@ -115,8 +115,7 @@ func TestNodePool(t *testing.T) {
 	}
 	start := time.Now()
 	tekvirt(t, f, "create", "cluster", "kubevirt", "--name", name, "--namespace", ns, "--pull-secret", pullSecret,
-		"--node-pool-replicas", "1", "--memory", "1Gi", "--cores", "1", "--root-volume-size", "1", "--root-volume-cache-strategy", "PVC",
-		"--control-plane-availability-policy", "SingleReplica")
+		"--node-pool-replicas", "1", "--memory", "1Gi", "--cores", "1", "--root-volume-size", "1", "--root-volume-cache-strategy", "PVC")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("keeping hosted cluster %s/%s of the failed test", ns, name)

@@ -41,6 +41,13 @@ const (
 	SchedulerClient         = "kube-scheduler"
 	EtcdClient              = "apiserver-etcd-client"
 	KubeletClient           = "apiserver-kubelet-client"
+	// EtcdPeerClient is what etcd members present when they dial each
+	// other: a client certificate without addresses, since a member dials
+	// from its Pod's address, which no certificate issued beforehand names.
+	EtcdPeerClient = "etcd-peer-client"
+	// EtcdPeerCommonName is its common name, the only one etcd's peer
+	// port accepts.
+	EtcdPeerCommonName = "etcd-peer"
 )
 
 // Cert and Key are the PKI Secret's keys of a certificate and its key.

@@ -16,6 +16,7 @@ type binaries struct {
 	kube    string // dir with kube-apiserver, kubelet, kubectl, ...
 	tekton  string // dir with controller, webhook, entrypoint, ...
 	tkn     string
+	etcd    string // the hosted control planes' etcd (the cluster's own is Debian's)
 	tekvirt string // dir with tekvirt, tekvirt-testbed, tekvirt-controller, tekvirt-step
 }
 
@@ -70,6 +71,14 @@ var toolBuilds = []toolBuild{
 		pkgs:     []string{"tkn"},
 		ldflags:  func(string) string { return "-s -w" },
 		coldHint: "~5 min on 2 cores the first time",
+	},
+	{
+		name:     "etcd",
+		module:   "go.etcd.io/etcd/server/v3",
+		pkgs:     []string{"etcd"},
+		paths:    map[string]string{"etcd": "go.etcd.io/etcd/server/v3"},
+		ldflags:  func(string) string { return "-s -w" },
+		coldHint: "~3 min on 2 cores the first time",
 	},
 }
 
@@ -195,7 +204,7 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 		}
 		dirs[i] = d
 	}
-	b.kube, b.tekton, b.tkn = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn")
+	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "etcd")
 	b.tekvirt = c.path("cache", "tekvirt")
 	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
@@ -228,7 +237,7 @@ func (c *Cluster) knownBinaries() binaries {
 	for i, t := range toolBuilds {
 		dirs[i] = c.knownToolDir(t)
 	}
-	b.kube, b.tekton, b.tkn = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn")
+	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "etcd")
 	return b
 }
 

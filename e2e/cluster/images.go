@@ -83,12 +83,8 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 	if err != nil {
 		return nil, err
 	}
-	release, err := hostedReleaseImage(b)
-	if err != nil {
-		return nil, err
-	}
 	specs := map[string]ocibuild.Spec{
-		HostedReleaseKey:                          release,
+		HostedReleaseKey:                          hostedReleaseImage(b),
 		tekvirtModule + "/cmd/tekvirt-launcher":   overBase(base, filepath.Join(b.tekvirt, "tekvirt-launcher")),
 		tekvirtModule + "/cmd/tekvirt-handler":    overBase(base, filepath.Join(b.tekvirt, "tekvirt-handler")),
 		tekvirtModule + "/cmd/tekvirt-hostpath":   goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-hostpath")),

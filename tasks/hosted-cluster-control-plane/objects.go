@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/tasks/hostedcp"
 )
 
 // Secrets this task writes besides the contract's local admin kubeconfig.
@@ -90,6 +91,7 @@ func deployment(ns, name, image string, replicas int32, hash string, args []stri
 					EnableServiceLinks:           new(bool),
 					Containers:                   []corev1.Container{c},
 					Volumes:                      vols,
+					TopologySpreadConstraints:    hostedcp.SpreadOverNodes(labels(name)),
 				},
 			},
 		},
@@ -139,6 +141,9 @@ func APIServer(cl Cluster) *appsv1.Deployment {
 		"--service-cluster-ip-range=" + cl.ServiceCIDR, "--allow-privileged=true",
 		"--kubelet-client-certificate=" + d + "pki/kubelet-client.crt", "--kubelet-client-key=" + d + "pki/kubelet-client.key",
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		// A replica going away keeps serving while its endpoint leaves the
+		// Service, so that clients never meet a closed port.
+		"--shutdown-delay-duration=5s",
 	}
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(hc.APIServerPort), Scheme: corev1.URISchemeHTTPS}},
 		PeriodSeconds: 3, TimeoutSeconds: 5}

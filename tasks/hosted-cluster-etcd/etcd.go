@@ -31,6 +31,10 @@ const (
 	ConfigSecret  = "etcd-config"
 	servingLife   = 365 * 24 * time.Hour
 	dataDir       = "/var/lib/etcd"
+	tlsDir        = "/etc/etcd/tls"
+	// The peer client certificate's files in the serving Secret.
+	peerClientCert = "peer-client.crt"
+	peerClientKey  = "peer-client.key"
 )
 
 // Params are the task's params.
@@ -99,14 +103,19 @@ func ServingRequest(ips []net.IP) pki.Request {
 }
 
 // MemberConfig is etcd's configuration file of member i: members are named
-// after their Pods and addressed by their Services' IPs.
+// after their Pods and addressed by their Services' IPs. Members dial each
+// other with the peer client certificate (no addresses: etcd checks a
+// client certificate's addresses against the address it dials from, the
+// member's Pod IP, which no certificate names), and the peer port accepts
+// only that certificate's common name.
 func MemberConfig(ns string, i int, members []net.IP) string {
 	peers := make([]string, len(members))
 	for j, ip := range members {
 		peers[j] = fmt.Sprintf("%s-%d=https://%s", hc.EtcdStatefulSet, j, net.JoinHostPort(ip.String(), fmt.Sprint(hc.EtcdPeerPort)))
 	}
-	tls := func(name string) string {
-		return fmt.Sprintf("%s:\n  cert-file: /etc/etcd/tls/tls.crt\n  key-file: /etc/etcd/tls/tls.key\n  trusted-ca-file: /etc/etcd/tls/ca.crt\n  client-cert-auth: true\n", name)
+	tls := func(name string, extra ...string) string {
+		return fmt.Sprintf("%s:\n  cert-file: %s/tls.crt\n  key-file: %s/tls.key\n  trusted-ca-file: %s/ca.crt\n  client-cert-auth: true\n%s",
+			name, tlsDir, tlsDir, tlsDir, strings.Join(extra, ""))
 	}
 	self := members[i].String()
 	return fmt.Sprintf(`name: %s-%d
@@ -120,7 +129,10 @@ initial-cluster-state: new
 initial-cluster-token: %s
 `, hc.EtcdStatefulSet, i, dataDir, hc.EtcdClientPort, net.JoinHostPort(self, fmt.Sprint(hc.EtcdClientPort)),
 		hc.EtcdPeerPort, net.JoinHostPort(self, fmt.Sprint(hc.EtcdPeerPort)), strings.Join(peers, ","), ns) +
-		tls("client-transport-security") + tls("peer-transport-security")
+		tls("client-transport-security") +
+		tls("peer-transport-security",
+			fmt.Sprintf("  client-cert-file: %s/%s\n  client-key-file: %s/%s\n", tlsDir, peerClientCert, tlsDir, peerClientKey),
+			fmt.Sprintf("  allowed-cn: [%s]\n", hc.EtcdPeerCommonName))
 }
 
 // StatefulSet runs the members; each reads its own configuration file.
@@ -143,6 +155,7 @@ func StatefulSet(p Params) *appsv1.StatefulSet {
 				Spec: corev1.PodSpec{
 					AutomountServiceAccountToken: new(bool),
 					EnableServiceLinks:           new(bool),
+					TopologySpreadConstraints:    hostedcp.SpreadOverNodes(labels()),
 					Containers: []corev1.Container{{
 						Name:    "etcd",
 						Image:   p.Image,
@@ -160,7 +173,7 @@ func StatefulSet(p Params) *appsv1.StatefulSet {
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "data", MountPath: dataDir},
 							{Name: "config", MountPath: "/etc/etcd/config", ReadOnly: true},
-							{Name: "tls", MountPath: "/etc/etcd/tls", ReadOnly: true},
+							{Name: "tls", MountPath: tlsDir, ReadOnly: true},
 						},
 					}},
 					Volumes: []corev1.Volume{
@@ -226,7 +239,8 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 }
 
 // ensureServing keeps the serving Secret while its certificate is current
-// for ips, else issues a new one from the etcd CA.
+// for ips, else issues a new one from the etcd CA; the Secret also holds
+// the peer client certificate from the PKI Secret.
 func ensureServing(ctx context.Context, c client.Client, ns string, ips []net.IP, out io.Writer) error {
 	store, err := hostedcp.LoadPKI(ctx, c, ns)
 	if err != nil {
@@ -236,13 +250,20 @@ func ensureServing(ctx context.Context, c client.Client, ns string, ips []net.IP
 	if err != nil {
 		return err
 	}
-	kp, issued, err := hostedcp.ServingCert(ctx, c, ns, ServingSecret, ca, ServingRequest(ips))
-	if err != nil || !issued {
+	peer, err := store.Pair(hc.EtcdPeerClient)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Secret %s/%s: issued for %v\n", ns, ServingSecret, ips)
+	kp, issued, err := hostedcp.ServingCert(ctx, c, ns, ServingSecret, ca, ServingRequest(ips))
+	if err != nil {
+		return err
+	}
+	if issued {
+		fmt.Fprintf(out, "Secret %s/%s: issued for %v\n", ns, ServingSecret, ips)
+	}
 	return hostedcp.Apply(ctx, c, FieldOwner, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ServingSecret, Labels: labels()},
-		Data:       map[string][]byte{corev1.TLSCertKey: kp.CertPEM, corev1.TLSPrivateKeyKey: kp.KeyPEM, "ca.crt": ca.CertPEM},
+		Data: map[string][]byte{corev1.TLSCertKey: kp.CertPEM, corev1.TLSPrivateKeyKey: kp.KeyPEM, "ca.crt": ca.CertPEM,
+			peerClientCert: peer.CertPEM, peerClientKey: peer.KeyPEM},
 	})
 }

@@ -61,6 +61,7 @@ var identities = []identity{
 	{name: hc.SchedulerClient, issuer: hc.CAKey, req: clientCert("system:kube-scheduler")},
 	{name: hc.KubeletClient, issuer: hc.CAKey, req: clientCert("kube-apiserver-kubelet-client", "system:masters")},
 	{name: hc.EtcdClient, issuer: hc.EtcdCAKey, req: clientCert("kube-apiserver-etcd-client")},
+	{name: hc.EtcdPeerClient, issuer: hc.EtcdCAKey, req: clientCert(hc.EtcdPeerCommonName)},
 }
 
 func clientCert(cn string, orgs ...string) pki.Request {

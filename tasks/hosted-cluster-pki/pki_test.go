@@ -36,6 +36,13 @@ func TestPlanMakesThenKeeps(t *testing.T) {
 	if etcdClient.Cert.CheckSignatureFrom(etcdCA.Cert) != nil || etcdClient.Cert.CheckSignatureFrom(ca.Cert) == nil {
 		t.Error("the etcd client must be signed by the etcd CA only")
 	}
+	// etcd checks a client certificate's addresses against the address the
+	// peer dials from (its Pod's): the peer certificate names none.
+	peer, _ := pki.Parse(first[hc.Cert(hc.EtcdPeerClient)], first[hc.Key(hc.EtcdPeerClient)])
+	if peer.Cert.CheckSignatureFrom(etcdCA.Cert) != nil || peer.Cert.Subject.CommonName != hc.EtcdPeerCommonName ||
+		len(peer.Cert.IPAddresses)+len(peer.Cert.DNSNames) != 0 {
+		t.Errorf("etcd peer client %v, IPs %v, DNS names %v", peer.Cert.Subject, peer.Cert.IPAddresses, peer.Cert.DNSNames)
+	}
 
 	again, made, err := Plan(first, now.Add(time.Hour))
 	if err != nil {

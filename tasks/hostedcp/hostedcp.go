@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -161,4 +162,15 @@ func ServingCert(ctx context.Context, c client.Reader, ns, name string, ca pki.K
 	}
 	kp, err = pki.Sign(&ca, req, time.Now())
 	return kp, err == nil, err
+}
+
+// SpreadOverNodes spreads the replicas of a control-plane component (its
+// Pods carry labels) over the infrastructure's nodes where there are
+// several, as HyperShift's HighlyAvailable policy does; a single node
+// still runs them all.
+func SpreadOverNodes(labels map[string]string) []corev1.TopologySpreadConstraint {
+	return []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+	}}
 }
