@@ -203,6 +203,9 @@ func setIfNil[T any](field **T, preferred *T) {
 func applyDevicePreferences(dev *v1.Devices, d *instancetypev1beta1.DevicePreferences) {
 	for i := range dev.Disks {
 		disk := &dev.Disks[i]
+		// A disk without a device is a disk, as KubeVirt's admission would
+		// make it: the preferred bus applies to it.
+		v1.SetDefaults_DiskDevice(&disk.DiskDevice)
 		switch {
 		case disk.Disk != nil && disk.Disk.Bus == "" && d.PreferredDiskBus != "":
 			disk.Disk.Bus = d.PreferredDiskBus

@@ -22,7 +22,8 @@ func u1medium() *instancetypev1beta1.VirtualMachineInstancetypeSpec {
 // instancetype does.
 func bare() *v1.VirtualMachineInstanceSpec {
 	return &v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Devices: v1.Devices{
-		Disks:      []v1.Disk{{Name: "root", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{}}}, {Name: "iso", DiskDevice: v1.DiskDevice{CDRom: &v1.CDRomTarget{}}}, {Name: "data", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusSATA}}}},
+		Disks: []v1.Disk{{Name: "root", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{}}}, {Name: "iso", DiskDevice: v1.DiskDevice{CDRom: &v1.CDRomTarget{}}}, {Name: "data", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusSATA}}},
+			{Name: "bare"}},
 		Interfaces: []v1.Interface{{Name: "default"}},
 	}}}
 }
@@ -52,6 +53,9 @@ func TestApplyInstancetypeAndPreference(t *testing.T) {
 	disks := d.Devices.Disks
 	if disks[0].Disk.Bus != v1.DiskBusVirtio || disks[1].CDRom.Bus != v1.DiskBusSATA || disks[2].Disk.Bus != v1.DiskBusSATA {
 		t.Errorf("buses %v %v %v: the preference fills in only what the VM leaves unset", disks[0].Disk.Bus, disks[1].CDRom.Bus, disks[2].Disk.Bus)
+	}
+	if disks[3].Disk == nil || disks[3].Disk.Bus != v1.DiskBusVirtio {
+		t.Errorf("a disk without a device: %+v; want a disk on the preferred bus", disks[3].DiskDevice)
 	}
 	if d.Devices.Interfaces[0].Model != "virtio" || *d.Devices.AutoattachGraphicsDevice || *spec.TerminationGracePeriodSeconds != 30 {
 		t.Errorf("interface model %q, graphics %v, grace %v", d.Devices.Interfaces[0].Model, *d.Devices.AutoattachGraphicsDevice, *spec.TerminationGracePeriodSeconds)
