@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -97,8 +98,15 @@ func TestVirtctlCreateVM(t *testing.T) {
 		t.Errorf("virtctl guestosinfo vvm (the hostname from the cloud-init seed on its SATA disk):\n%s", out)
 	}
 
-	// virtctl infers the instancetype and preference from a DataSource
-	// volume unless told otherwise: the labels of the DataSource name them.
+	// virtctl infers the instancetype and preference from a DataSource or
+	// PVC volume unless told otherwise: the labels of the DataSource name
+	// them; the PVC has none, so the matchers go.
+	golden := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "golden"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if err := c.Create(ctx, golden); err != nil {
+		t.Fatal(err)
+	}
 	ds := &cdiv1.DataSource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "labelled", Labels: map[string]string{
 			instancetype.DefaultInstancetypeLabel: "u1.nano", instancetype.DefaultPreferenceLabel: "tekvirt.guest"}},

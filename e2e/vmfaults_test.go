@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -295,4 +296,54 @@ func TestExecuteInVMWithoutAgentTimesOut(t *testing.T) {
 	f.BindTaskRole(t, ns, "execute-in-vm")
 	framework.NewTaskRunRunner(t, f, framework.ExecuteInVMTaskRun(ns, vm.Name, "true", "15s")).
 		CreateTaskRun().ExpectFailure("timed out after 15s waiting for the guest agent of VirtualMachineInstance " + ns + "/silent")
+}
+
+// TestRefusedLauncherPodExplained: when the API server refuses a VM's
+// launcher Pod (here the namespace's ResourceQuota), the user sees why
+// where KubeVirt shows it: the VMI's Synchronized=False condition with
+// reason FailedCreate and the server's message, a FailedCreate event, and
+// the same condition on the VM, which stays Starting.
+func TestRefusedLauncherPodExplained(t *testing.T) {
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ns := f.Namespace(t)
+	ctx := context.Background()
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
+	if err := c.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	vm := framework.GuestVM(ns, "refused", framework.GuestImage, v1.RunStrategyAlways)
+	if err := c.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(conds []v1.VirtualMachineInstanceCondition) error {
+		for _, cond := range conds {
+			if cond.Type == v1.VirtualMachineInstanceSynchronized && cond.Status == corev1.ConditionFalse &&
+				cond.Reason == vmipod.FailedCreateReason && strings.Contains(cond.Message, "quota") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Synchronized=False FailedCreate naming the quota: %+v", conds)
+	}
+	vmi := framework.WaitVMI(t, c, ns, vm.Name, time.Minute, "refused its launcher Pod", func(vmi *v1.VirtualMachineInstance) error {
+		return refused(vmi.Status.Conditions)
+	})
+	framework.Eventually(t, 30*time.Second, "a FailedCreate event on the VMI", func() error {
+		return hasEvents(f, vmi, vmipod.FailedCreateReason)
+	})
+	framework.Eventually(t, 30*time.Second, "the VM shows the condition and stays Starting", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+			return err
+		}
+		var conds []v1.VirtualMachineInstanceCondition
+		for _, cond := range vm.Status.Conditions {
+			conds = append(conds, v1.VirtualMachineInstanceCondition{Type: v1.VirtualMachineInstanceConditionType(cond.Type),
+				Status: cond.Status, Reason: cond.Reason, Message: cond.Message})
+		}
+		if vm.Status.PrintableStatus != v1.VirtualMachineStatusStarting {
+			return fmt.Errorf("printableStatus %s", vm.Status.PrintableStatus)
+		}
+		return refused(conds)
+	})
 }

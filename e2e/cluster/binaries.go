@@ -75,8 +75,10 @@ var toolBuilds = []toolBuild{
 	{
 		name:     "etcd",
 		module:   "go.etcd.io/etcd/server/v3",
-		pkgs:     []string{"etcd"},
-		paths:    map[string]string{"etcd": "go.etcd.io/etcd/server/v3"},
+		// The go command names the binary of go.etcd.io/etcd/server/v3
+		// after its path less the major version: "server".
+		pkgs:     []string{"server"},
+		paths:    map[string]string{"server": "go.etcd.io/etcd/server/v3"},
 		ldflags:  func(string) string { return "-s -w" },
 		coldHint: "~3 min on 2 cores the first time",
 	},
@@ -204,7 +206,7 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 		}
 		dirs[i] = d
 	}
-	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "etcd")
+	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "server")
 	b.tekvirt = c.path("cache", "tekvirt")
 	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
@@ -237,7 +239,7 @@ func (c *Cluster) knownBinaries() binaries {
 	for i, t := range toolBuilds {
 		dirs[i] = c.knownToolDir(t)
 	}
-	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "etcd")
+	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "server")
 	return b
 }
 
