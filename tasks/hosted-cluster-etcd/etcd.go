@@ -32,6 +32,8 @@ const (
 	servingLife   = 365 * 24 * time.Hour
 	dataDir       = "/var/lib/etcd"
 	tlsDir        = "/etc/etcd/tls"
+	// servingCN is the common name of the members' serving certificate.
+	servingCN = "etcd"
 	// The peer client certificate's files in the serving Secret.
 	peerClientCert = "peer-client.crt"
 	peerClientKey  = "peer-client.key"
@@ -98,7 +100,7 @@ func Services(ns string, replicas int) []*corev1.Service {
 // with (and presents to peers): all member addresses and the client
 // Service's.
 func ServingRequest(ips []net.IP) pki.Request {
-	return pki.Request{CommonName: "etcd", DNSNames: []string{"localhost"}, IPs: slices.Concat(ips, []net.IP{net.IPv4(127, 0, 0, 1)}),
+	return pki.Request{CommonName: servingCN, DNSNames: []string{"localhost"}, IPs: slices.Concat(ips, []net.IP{net.IPv4(127, 0, 0, 1)}),
 		Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, Lifetime: servingLife}
 }
 
@@ -107,7 +109,9 @@ func ServingRequest(ips []net.IP) pki.Request {
 // other with the peer client certificate (no addresses: etcd checks a
 // client certificate's addresses against the address it dials from, the
 // member's Pod IP, which no certificate names), and the peer port accepts
-// only that certificate's common name.
+// only the members' common names: the peer client certificate's, and the
+// serving certificate's, which etcd checks too when a member dials (its
+// allowed names apply to both ends).
 func MemberConfig(ns string, i int, members []net.IP) string {
 	peers := make([]string, len(members))
 	for j, ip := range members {
@@ -132,7 +136,7 @@ initial-cluster-token: %s
 		tls("client-transport-security") +
 		tls("peer-transport-security",
 			fmt.Sprintf("  client-cert-file: %s/%s\n  client-key-file: %s/%s\n", tlsDir, peerClientCert, tlsDir, peerClientKey),
-			fmt.Sprintf("  allowed-cn: [%s]\n", hc.EtcdPeerCommonName))
+			fmt.Sprintf("  allowed-cn: [%s, %s]\n", hc.EtcdPeerCommonName, servingCN))
 }
 
 // StatefulSet runs the members; each reads its own configuration file.

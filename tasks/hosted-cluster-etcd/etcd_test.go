@@ -33,12 +33,12 @@ func TestMemberConfig(t *testing.T) {
 		}
 	}
 	// Members dial each other with the address-less peer client
-	// certificate, and the peer port accepts no other common name (not the
-	// API server's etcd client certificate, from the same CA).
+	// certificate, and the peer port accepts only the members' common names
+	// (not the API server's etcd client certificate, from the same CA).
 	peer, _ := cfg["peer-transport-security"].(map[string]any)
 	cns, _ := peer["allowed-cn"].([]any)
 	if peer["client-cert-file"] != "/etc/etcd/tls/peer-client.crt" || peer["client-key-file"] != "/etc/etcd/tls/peer-client.key" ||
-		len(cns) != 1 || cns[0] != "etcd-peer" {
+		len(cns) != 2 || cns[0] != "etcd-peer" || cns[1] != "etcd" {
 		t.Errorf("peer-transport-security: %v", peer)
 	}
 	if client, _ := cfg["client-transport-security"].(map[string]any); client["client-cert-file"] != nil || client["allowed-cn"] != nil {

@@ -166,11 +166,15 @@ func ServingCert(ctx context.Context, c client.Reader, ns, name string, ca pki.K
 
 // SpreadOverNodes spreads the replicas of a control-plane component (its
 // Pods carry labels) over the infrastructure's nodes where there are
-// several, as HyperShift's HighlyAvailable policy does; a single node
-// still runs them all.
+// several, as HyperShift's HighlyAvailable policy does: no node runs more
+// than one replica more than another. Nodes that are cordoned or tainted
+// against the Pods do not count, so a drain or a single node still runs
+// them all.
 func SpreadOverNodes(labels map[string]string) []corev1.TopologySpreadConstraint {
+	honor := corev1.NodeInclusionPolicyHonor
 	return []corev1.TopologySpreadConstraint{{
-		MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway,
-		LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+		MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector:    &metav1.LabelSelector{MatchLabels: labels},
+		NodeTaintsPolicy: &honor, NodeAffinityPolicy: &honor,
 	}}
 }
