@@ -79,70 +79,92 @@ func inferred(ctx context.Context, r client.Reader, vm *v1.VirtualMachine, volum
 	if vm.Spec.Template == nil {
 		return "", "", fmt.Errorf("the VM has no template")
 	}
-	labels := func(l map[string]string) (string, string, error) {
-		name, ok := l[nameLabel]
-		if !ok {
-			return "", "", fmt.Errorf("%w: label %s not found", errNoDefault, nameLabel)
-		}
-		return name, l[kindLabel], nil
-	}
-	fromPVC := func(ns, name string) (string, string, error) {
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
-			return "", "", fmt.Errorf("reading PVC %s/%s: %w", ns, name, err)
-		}
-		return labels(pvc.Labels)
-	}
-	fromSpec := func(spec *cdiv1.DataVolumeSpec) (string, string, error) {
-		switch {
-		case spec.Source != nil && spec.Source.PVC != nil:
-			return fromPVC(orDefault(spec.Source.PVC.Namespace, vm.Namespace), spec.Source.PVC.Name)
-		case spec.SourceRef != nil && spec.SourceRef.Kind == cdiv1.DataVolumeDataSource:
-			ns := vm.Namespace
-			if spec.SourceRef.Namespace != nil && *spec.SourceRef.Namespace != "" {
-				ns = *spec.SourceRef.Namespace
-			}
-			ds := &cdiv1.DataSource{}
-			if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: spec.SourceRef.Name}, ds); err != nil {
-				return "", "", fmt.Errorf("reading DataSource %s/%s: %w", ns, spec.SourceRef.Name, err)
-			}
-			name, kind, err := labels(ds.Labels)
-			if err != nil && ds.Spec.Source.PVC != nil {
-				return fromPVC(orDefault(ds.Spec.Source.PVC.Namespace, ns), ds.Spec.Source.PVC.Name)
-			}
-			return name, kind, err
-		}
-		return "", "", fmt.Errorf("%w: its DataVolume's source names no PVC or DataSource", errNoDefault)
-	}
+	l := labelReader{r: r, ns: vm.Namespace, nameLabel: nameLabel, kindLabel: kindLabel}
 	for _, v := range vm.Spec.Template.Spec.Volumes {
 		if v.Name != volume {
 			continue
 		}
 		switch {
 		case v.PersistentVolumeClaim != nil:
-			return fromPVC(vm.Namespace, v.PersistentVolumeClaim.ClaimName)
+			return l.pvc(ctx, vm.Namespace, v.PersistentVolumeClaim.ClaimName)
 		case v.DataVolume != nil:
 			for _, t := range vm.Spec.DataVolumeTemplates {
 				if t.Name == v.DataVolume.Name {
-					return fromSpec(&t.Spec)
+					return l.dataVolumeSpec(ctx, &t.Spec)
 				}
 			}
-			dv := &cdiv1.DataVolume{}
-			err := r.Get(ctx, client.ObjectKey{Namespace: vm.Namespace, Name: v.DataVolume.Name}, dv)
-			if apierrors.IsNotFound(err) {
-				return fromPVC(vm.Namespace, v.DataVolume.Name)
-			}
-			if err != nil {
-				return "", "", fmt.Errorf("reading DataVolume %s/%s: %w", vm.Namespace, v.DataVolume.Name, err)
-			}
-			if name, kind, err := labels(dv.Labels); err == nil {
-				return name, kind, nil
-			}
-			return fromSpec(&dv.Spec)
+			return l.dataVolume(ctx, v.DataVolume.Name)
 		}
 		return "", "", fmt.Errorf("%w: volume %q is neither a PVC nor a DataVolume", errNoDefault, volume)
 	}
 	return "", "", fmt.Errorf("no volume named %q in spec.template.spec.volumes", volume)
+}
+
+// labelReader reads the default labels of the objects behind a volume of
+// a VM in ns.
+type labelReader struct {
+	r                    client.Reader
+	ns                   string
+	nameLabel, kindLabel string
+}
+
+func (l labelReader) labels(labels map[string]string) (string, string, error) {
+	name, ok := labels[l.nameLabel]
+	if !ok {
+		return "", "", fmt.Errorf("%w: label %s not found", errNoDefault, l.nameLabel)
+	}
+	return name, labels[l.kindLabel], nil
+}
+
+func (l labelReader) pvc(ctx context.Context, ns, name string) (string, string, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := l.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+		return "", "", fmt.Errorf("reading PVC %s/%s: %w", ns, name, err)
+	}
+	return l.labels(pvc.Labels)
+}
+
+// dataVolume reads the DataVolume's labels, else its source's; a
+// DataVolume that is gone leaves its PVC of the same name.
+func (l labelReader) dataVolume(ctx context.Context, name string) (string, string, error) {
+	dv := &cdiv1.DataVolume{}
+	err := l.r.Get(ctx, client.ObjectKey{Namespace: l.ns, Name: name}, dv)
+	if apierrors.IsNotFound(err) {
+		return l.pvc(ctx, l.ns, name)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("reading DataVolume %s/%s: %w", l.ns, name, err)
+	}
+	if name, kind, err := l.labels(dv.Labels); err == nil {
+		return name, kind, nil
+	}
+	return l.dataVolumeSpec(ctx, &dv.Spec)
+}
+
+func (l labelReader) dataVolumeSpec(ctx context.Context, spec *cdiv1.DataVolumeSpec) (string, string, error) {
+	switch {
+	case spec.Source != nil && spec.Source.PVC != nil:
+		return l.pvc(ctx, orDefault(spec.Source.PVC.Namespace, l.ns), spec.Source.PVC.Name)
+	case spec.SourceRef != nil && spec.SourceRef.Kind == cdiv1.DataVolumeDataSource:
+		ns := l.ns
+		if spec.SourceRef.Namespace != nil && *spec.SourceRef.Namespace != "" {
+			ns = *spec.SourceRef.Namespace
+		}
+		return l.dataSource(ctx, ns, spec.SourceRef.Name)
+	}
+	return "", "", fmt.Errorf("%w: its DataVolume's source names no PVC or DataSource", errNoDefault)
+}
+
+func (l labelReader) dataSource(ctx context.Context, ns, name string) (string, string, error) {
+	ds := &cdiv1.DataSource{}
+	if err := l.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ds); err != nil {
+		return "", "", fmt.Errorf("reading DataSource %s/%s: %w", ns, name, err)
+	}
+	defName, kind, err := l.labels(ds.Labels)
+	if err != nil && ds.Spec.Source.PVC != nil {
+		return l.pvc(ctx, orDefault(ds.Spec.Source.PVC.Namespace, ns), ds.Spec.Source.PVC.Name)
+	}
+	return defName, kind, err
 }
 
 func orDefault(s, def string) string {

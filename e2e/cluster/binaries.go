@@ -73,8 +73,8 @@ var toolBuilds = []toolBuild{
 		coldHint: "~5 min on 2 cores the first time",
 	},
 	{
-		name:     "etcd",
-		module:   "go.etcd.io/etcd/server/v3",
+		name:   "etcd",
+		module: "go.etcd.io/etcd/server/v3",
 		// The go command names the binary of go.etcd.io/etcd/server/v3
 		// after its path less the major version: "server".
 		pkgs:     []string{"server"},
