@@ -139,6 +139,16 @@ initial-cluster-token: %s
 			fmt.Sprintf("  allowed-cn: [%s, %s]\n", hc.EtcdPeerCommonName, servingCN))
 }
 
+// spread spreads the members over the nodes where they can go: a
+// preference, not a rule, since a member goes where its volume is, and a
+// class that binds volumes at once (not WaitForFirstConsumer) may have put
+// them all on one node before any member was scheduled.
+func spread() []corev1.TopologySpreadConstraint {
+	c := hostedcp.SpreadOverNodes(labels())
+	c[0].WhenUnsatisfiable = corev1.ScheduleAnyway
+	return c
+}
+
 // StatefulSet runs the members; each reads its own configuration file.
 func StatefulSet(p Params) *appsv1.StatefulSet {
 	replicas := int32(p.Replicas)
@@ -159,7 +169,7 @@ func StatefulSet(p Params) *appsv1.StatefulSet {
 				Spec: corev1.PodSpec{
 					AutomountServiceAccountToken: new(bool),
 					EnableServiceLinks:           new(bool),
-					TopologySpreadConstraints:    hostedcp.SpreadOverNodes(labels()),
+					TopologySpreadConstraints:    spread(),
 					Containers: []corev1.Container{{
 						Name:    "etcd",
 						Image:   p.Image,
