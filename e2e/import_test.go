@@ -29,6 +29,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/controllers/claimimport"
 	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
@@ -382,4 +383,60 @@ func checkLiveProgress(t *testing.T, f *framework.Framework, c client.Client, dv
 		t.Errorf("no progress between 0 and 100%% seen while importing: %v", seen)
 	}
 	t.Logf("progress seen: %v", seen)
+}
+
+// TestImportAnnotatedClaim: CDI's older path - a PVC annotated
+// cdi.kubevirt.io/storage.import.endpoint - is imported into and reports
+// the import in CDI's annotations (pod phase Succeeded, the importer's
+// name, the Running condition), and a VM boots from it; a source tekvirt
+// does not import is a failed import naming the annotation.
+func TestImportAnnotatedClaim(t *testing.T) {
+	t.Parallel() // mostly waiting on the run and the guest
+	f := framework.New(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	ns := f.Namespace(t)
+	base := serveGuest(t, f)
+	claim := func(name string, ann map[string]string) *corev1.PersistentVolumeClaim {
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
+			},
+		}
+		if err := c.Create(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
+		return pvc
+	}
+	waitPhase := func(pvc *corev1.PersistentVolumeClaim, phase corev1.PodPhase) {
+		t.Helper()
+		framework.Eventually(t, 3*time.Minute, "PVC "+pvc.Name+" import "+string(phase), func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
+				return err
+			}
+			if got := pvc.Annotations[claimimport.AnnPodPhase]; got != string(phase) {
+				return fmt.Errorf("%s %q, annotations %v", claimimport.AnnPodPhase, got, pvc.Annotations)
+			}
+			return nil
+		})
+	}
+	good := claim("annotated", map[string]string{claimimport.AnnEndpoint: base + "/guest.qcow2.xz"})
+	bad := claim("annotated-s3", map[string]string{claimimport.AnnEndpoint: "s3://bucket/disk", claimimport.AnnSource: "s3"})
+	waitPhase(good, corev1.PodSucceeded)
+	if a := good.Annotations; a[claimimport.AnnImportPodName] == "" || a[claimimport.AnnRunning] != "false" || a[claimimport.AnnRunningReason] != "Completed" {
+		t.Errorf("annotations after the import: %v", a)
+	}
+	waitPhase(bad, corev1.PodFailed)
+	if msg := bad.Annotations[claimimport.AnnRunningMessage]; !strings.Contains(msg, claimimport.AnnSource) {
+		t.Errorf("a refused source: message %q, want it to name %s", msg, claimimport.AnnSource)
+	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-annotated"}, Spec: framework.GuestVMI(framework.GuestImage, "from-annotated")}
+	vmi.Spec.Volumes[0].VolumeSource = v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: good.Name}}}
+	if err := c.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitVMI(t, c, ns, vmi.Name, 3*time.Minute, "running from the imported claim", framework.AgentConnected)
 }

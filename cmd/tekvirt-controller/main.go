@@ -27,6 +27,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	"github.com/tekvirt/tekvirt/controllers/claimimport"
 	"github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/dataimportcron"
 	"github.com/tekvirt/tekvirt/controllers/datasource"
@@ -107,6 +108,9 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err := (&datavolume.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage, UploadKey: key,
 		Recorder: mgr.GetEventRecorder("datavolume-controller")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DataVolume controller: %w", err)
+	}
+	if err := (&claimimport.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the annotated PVC import: %w", err)
 	}
 	if err := (&datasource.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("setting up the DataSource controller: %w", err)

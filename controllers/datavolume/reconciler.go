@@ -318,7 +318,7 @@ func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *c
 		if err != nil {
 			return nil, err
 		}
-		run = importRun(dv, pvc, task, dv.Status.RestartCount, base64.StdEncoding.EncodeToString(r.UploadKey.Public().(ed25519.PublicKey)))
+		run = ImportRun(dv, pvc, task, dv.Status.RestartCount, base64.StdEncoding.EncodeToString(r.UploadKey.Public().(ed25519.PublicKey)))
 	}
 	if err := controllerutil.SetControllerReference(dv, run, r.Client.Scheme()); err != nil {
 		return nil, err

@@ -129,11 +129,11 @@ func RunName(dv *cdiv1.DataVolume, attempt int32) string {
 	return name
 }
 
-// importRun is the TaskRun that imports dv's source into pvc: the catalog's
+// ImportRun is the TaskRun that imports dv's source into pvc: the catalog's
 // import-disk task inline, with the source's secret as env and its CA
 // ConfigMap as a mounted directory; for an upload, or a clone from another
 // namespace, its step receives the disk, verifying tokens with uploadKey.
-func importRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pipelinev1.Task, attempt int32, uploadKey string) *pipelinev1.TaskRun {
+func ImportRun(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, task *pipelinev1.Task, attempt int32, uploadKey string) *pipelinev1.TaskRun {
 	spec := task.Spec.DeepCopy()
 	capacity := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	params := map[string]string{"capacity": capacity.String(), "size": capacity.String()}

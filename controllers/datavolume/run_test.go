@@ -30,7 +30,7 @@ func TestImportRunPullMethod(t *testing.T) {
 	pvc := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 
-	byPod := importRun(registryDV(nil), pvc, task, 0, "key")
+	byPod := ImportRun(registryDV(nil), pvc, task, 0, "key")
 	if n := len(byPod.Spec.TaskSpec.Steps); n != 1 || byPod.Spec.TaskSpec.Steps[0].Image != "reg/step@sha256:2" {
 		t.Fatalf("pullMethod pod: %d steps, image %s", n, byPod.Spec.TaskSpec.Steps[0].Image)
 	}
@@ -38,7 +38,7 @@ func TestImportRunPullMethod(t *testing.T) {
 		t.Errorf("pullMethod pod: no registry param in %v", byPod.Spec.Params)
 	}
 
-	byNode := importRun(registryDV(ptr.To(cdiv1.RegistryPullNode)), pvc, task, 0, "key")
+	byNode := ImportRun(registryDV(ptr.To(cdiv1.RegistryPullNode)), pvc, task, 0, "key")
 	steps := byNode.Spec.TaskSpec.Steps
 	if len(steps) != 2 {
 		t.Fatalf("pullMethod node: %d steps, want copy + import", len(steps))
