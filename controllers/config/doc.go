@@ -5,7 +5,7 @@
 // privileged namespace of the node daemons (node/), the volume
 // provisioner's DaemonSet, RBAC and default StorageClass (hostpath/), the
 // VM handler's DaemonSet and RBAC (handler/), the KubeVirt (instancetypes included), CDI, HyperShift and OpenShift Template CRDs generated from their Go API modules (crd/; the Template CRD only where the API is not served), the
-// validating, the requester-recording and the VM-defaulting mutating webhooks (webhook/; their
+// validating webhook and the mutating one that records requesters and writes VM defaults (webhook/; their
 // serving certificate Secret and caBundle come from the operator), the upload API's APIService and
 // Services (upload/), the subresources.kubevirt.io APIService (subresources/), the user roles aggregated into admin, edit and view
 // (users/), the golden image namespace and its readers'
@@ -72,7 +72,6 @@ var ComponentFiles = []string{
 	"upload/service.yaml",
 	"manager/manager.yaml",
 	"webhook/mutating.yaml",
-	"webhook/defaults.yaml",
 	"webhook/validating.yaml",
 	"upload/apiservice.yaml",
 	"subresources/apiservice.yaml",
@@ -122,6 +121,10 @@ const (
 // GoldenNamespace holds the golden images (DataSources) every user may
 // clone from and only admins and the golden-image pipeline import into.
 const GoldenNamespace = "tekvirt-os-images"
+
+// MutatingWebhookPath is where the controller serves the mutating webhook
+// of webhook/mutating.yaml (requesters and VM defaults, in one call).
+const MutatingWebhookPath = "/mutate-kubevirt-io-v1"
 
 // WebhookSecret holds the webhook's serving certificate (tls.crt, tls.key)
 // for WebhookService.

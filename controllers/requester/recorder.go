@@ -11,9 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// Path is where the Recorder is served.
-const Path = "/mutate-requester"
-
 // Recorder is the mutating webhook that writes Annotation on DataVolumes
 // and VirtualMachines.
 type Recorder struct {
@@ -35,7 +32,8 @@ type object struct {
 
 // Handle implements admission.Handler.
 func (r Recorder) Handle(_ context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+	if req.Kind.Kind != "VirtualMachine" && req.Kind.Kind != "DataVolume" ||
+		req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
 	var obj, old object

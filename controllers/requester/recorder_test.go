@@ -94,6 +94,8 @@ func TestRecorder(t *testing.T) {
 		{name: "a VM whose templates change records the updater", kind: "VirtualMachine", op: admissionv1.Update, user: alice, obj: raw(Encode(admin), "new"), old: raw(Encode(admin), "old"), want: alice},
 		{name: "other VM updates keep the record", kind: "VirtualMachine", op: admissionv1.Update, user: alice, obj: raw(forged, "same"), old: raw(Encode(alice), "same"), want: alice},
 		{name: "the controller's VM updates keep the record", kind: "VirtualMachine", op: admissionv1.Update, user: ctrlr, obj: raw("", "new"), old: raw(Encode(alice), "old"), want: alice},
+		// The same webhook call writes a VMI's defaults: no record on it.
+		{name: "a VMI gets no record", kind: "VirtualMachineInstance", op: admissionv1.Create, user: alice, obj: raw("", ""), none: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := apply(t, tc.kind, tc.op, tc.user, tc.obj, tc.old)

@@ -18,9 +18,6 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 )
 
-// Path is where the Defaulter is served.
-const Path = "/mutate-kubevirt-io-v1-defaults"
-
 // Defaulter is the mutating webhook that writes the defaults into new
 // VirtualMachineInstances and into VirtualMachines as they are created
 // and changed: their inferred instancetype and preference, and their
