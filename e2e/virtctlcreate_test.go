@@ -22,10 +22,14 @@ import (
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
-// kubectlApply pipes manifest into `kubectl apply -n ns -f -`, as a user
-// pipes virtctl's output.
-func kubectlApply(f *framework.Framework, ns, manifest string) (string, error) {
-	cmd := exec.Command(f.Bin("kubectl"), "--kubeconfig", f.Kubeconfig, "apply", "-n", ns, "-f", "-")
+// kubectlApply pipes manifest into `kubectl apply -n ns -f -` (with
+// --as and the user when given), as a user pipes virtctl's output.
+func kubectlApply(f *framework.Framework, ns, manifest string, as ...string) (string, error) {
+	args := []string{"--kubeconfig", f.Kubeconfig, "apply", "-n", ns, "-f", "-"}
+	for _, u := range as {
+		args = append(args, "--as", u)
+	}
+	cmd := exec.Command(f.Bin("kubectl"), args...)
 	cmd.Stdin = strings.NewReader(manifest)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -37,8 +41,9 @@ func kubectlApply(f *framework.Framework, ns, manifest string) (string, error) {
 // into the stored VM and VMI, the seed is read from its default SATA
 // disk), an instancetype and a preference, a DataSource whose labels name
 // the instancetype and preference (inferred, virtctl's default), a PVC
-// and a cloned PVC; access credentials, which tekvirt does not implement
-// yet, are refused at admission naming the field.
+// and a cloned PVC; another tenant cannot infer from this namespace's
+// DataSources; access credentials, which tekvirt does not implement yet,
+// are refused at admission naming the field.
 func TestVirtctlCreateVM(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
@@ -133,6 +138,19 @@ func TestVirtctlCreateVM(t *testing.T) {
 		}
 		if d := got.Spec.Template.Spec.Domain.Devices.Disks; len(d) != 1 || !sata(d[0]) || len(got.Spec.Template.Spec.Networks) != 1 {
 			t.Errorf("VM %s: disks %+v, networks %+v", name, d, got.Spec.Template.Spec.Networks)
+		}
+	}
+
+	// Inference reads no other tenant's objects: an editor of another
+	// namespace naming this one's DataSource, or one that does not exist,
+	// gets the same refusal, which tells nothing of either.
+	other := f.Namespace(t)
+	bindUser(t, f, other, "vm-tenant", "edit")
+	for _, src := range []string{"labelled", "no-such-source"} {
+		manifest := virtctl(t, "create", "vm", "--name=steal", "--run-strategy=Halted", "--volume-import=type:ds,src:"+ns+"/"+src+",size:1Gi")
+		out, err := kubectlApply(f, other, manifest, "vm-tenant")
+		if err == nil || !strings.Contains(out, "cloning needs create on datavolumes/source") || strings.Contains(out, "u1.nano") || strings.Contains(out, "not found") {
+			t.Errorf("another tenant inferring from DataSource %s/%s: %v\n%s", ns, src, err, out)
 		}
 	}
 

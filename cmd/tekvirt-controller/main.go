@@ -126,7 +126,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 		// One call per request for both: a second mutating webhook costs
 		// a VM create a third of its admission time.
 		mgr.GetWebhookServer().Register(config.MutatingWebhookPath, &webhook.Admission{Handler: admission.MultiMutatingHandler(
-			requester.Recorder{Controller: config.ControllerUser}, vmdefaults.Defaulter{Reader: mgr.GetAPIReader()})})
+			requester.Recorder{Controller: config.ControllerUser}, vmdefaults.Defaulter{Reader: mgr.GetAPIReader(), Client: mgr.GetClient()})})
 		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}})
 		mgr.GetWebhookServer().Register(eviction.Path, &webhook.Admission{Handler: eviction.Webhook{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Log: ctrl.Log.WithName("eviction")}})
 		if err := addAPIServers(mgr, certDir, key, port); err != nil {

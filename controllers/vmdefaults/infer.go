@@ -24,11 +24,13 @@ var errNoDefault = errors.New("no default")
 // admission does. With inferFromVolumeFailurePolicy Ignore, a volume that
 // names none drops the matcher (and an inferred instancetype drops the
 // guest memory virtctl wrote as the fallback); otherwise it is an error
-// naming the field.
-func Infer(ctx context.Context, r client.Reader, vm *v1.VirtualMachine) error {
+// naming the field. Objects in another namespace than the VM's are read
+// only when mayRead allows that namespace (the requester's right to clone
+// from there), so that inference tells nobody what another namespace holds.
+func Infer(ctx context.Context, r client.Reader, vm *v1.VirtualMachine, mayRead func(ctx context.Context, ns string) error) error {
 	if m := vm.Spec.Instancetype; m != nil && m.InferFromVolume != "" {
-		name, kind, found, err := infer(ctx, r, vm, "spec.instancetype", m.InferFromVolume, m.InferFromVolumeFailurePolicy,
-			instancetype.DefaultInstancetypeLabel, instancetype.DefaultInstancetypeKindLabel)
+		name, kind, found, err := infer(ctx, labelReader{r: r, ns: vm.Namespace, mayRead: mayRead, nameLabel: instancetype.DefaultInstancetypeLabel,
+			kindLabel: instancetype.DefaultInstancetypeKindLabel}, vm, "spec.instancetype", m.InferFromVolume, m.InferFromVolumeFailurePolicy)
 		if err != nil {
 			return err
 		}
@@ -41,8 +43,8 @@ func Infer(ctx context.Context, r client.Reader, vm *v1.VirtualMachine) error {
 		}
 	}
 	if m := vm.Spec.Preference; m != nil && m.InferFromVolume != "" {
-		name, kind, found, err := infer(ctx, r, vm, "spec.preference", m.InferFromVolume, m.InferFromVolumeFailurePolicy,
-			instancetype.DefaultPreferenceLabel, instancetype.DefaultPreferenceKindLabel)
+		name, kind, found, err := infer(ctx, labelReader{r: r, ns: vm.Namespace, mayRead: mayRead, nameLabel: instancetype.DefaultPreferenceLabel,
+			kindLabel: instancetype.DefaultPreferenceKindLabel}, vm, "spec.preference", m.InferFromVolume, m.InferFromVolumeFailurePolicy)
 		if err != nil {
 			return err
 		}
@@ -60,8 +62,8 @@ func ignoring(p *v1.InferFromVolumeFailurePolicy) bool {
 
 // infer is the default the labels name for the matcher at field, or none
 // (found false) when there is none and the policy ignores that.
-func infer(ctx context.Context, r client.Reader, vm *v1.VirtualMachine, field, volume string, policy *v1.InferFromVolumeFailurePolicy, nameLabel, kindLabel string) (name, kind string, found bool, err error) {
-	name, kind, err = inferred(ctx, r, vm, volume, nameLabel, kindLabel)
+func infer(ctx context.Context, l labelReader, vm *v1.VirtualMachine, field, volume string, policy *v1.InferFromVolumeFailurePolicy) (name, kind string, found bool, err error) {
+	name, kind, err = inferred(ctx, l, vm, volume)
 	switch {
 	case errors.Is(err, errNoDefault) && ignoring(policy):
 		return "", "", false, nil
@@ -75,11 +77,10 @@ func infer(ctx context.Context, r client.Reader, vm *v1.VirtualMachine, field, v
 // the VM's volume: a PVC; a DataVolume (the VM's template of that name,
 // else the DataVolume, else its PVC) through its source PVC or DataSource;
 // a DataSource's own labels, else its PVC's.
-func inferred(ctx context.Context, r client.Reader, vm *v1.VirtualMachine, volume, nameLabel, kindLabel string) (string, string, error) {
+func inferred(ctx context.Context, l labelReader, vm *v1.VirtualMachine, volume string) (string, string, error) {
 	if vm.Spec.Template == nil {
 		return "", "", fmt.Errorf("the VM has no template")
 	}
-	l := labelReader{r: r, ns: vm.Namespace, nameLabel: nameLabel, kindLabel: kindLabel}
 	for _, v := range vm.Spec.Template.Spec.Volumes {
 		if v.Name != volume {
 			continue
@@ -101,11 +102,23 @@ func inferred(ctx context.Context, r client.Reader, vm *v1.VirtualMachine, volum
 }
 
 // labelReader reads the default labels of the objects behind a volume of
-// a VM in ns.
+// a VM in ns; in any other namespace only where mayRead allows it.
 type labelReader struct {
 	r                    client.Reader
 	ns                   string
+	mayRead              func(ctx context.Context, ns string) error
 	nameLabel, kindLabel string
+}
+
+// get reads an object, in another namespace than the VM's only when
+// mayRead allows it.
+func (l labelReader) get(ctx context.Context, ns, name string, obj client.Object) error {
+	if ns != l.ns {
+		if err := l.mayRead(ctx, ns); err != nil {
+			return err
+		}
+	}
+	return l.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 }
 
 func (l labelReader) labels(labels map[string]string) (string, string, error) {
@@ -118,7 +131,7 @@ func (l labelReader) labels(labels map[string]string) (string, string, error) {
 
 func (l labelReader) pvc(ctx context.Context, ns, name string) (string, string, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := l.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+	if err := l.get(ctx, ns, name, pvc); err != nil {
 		return "", "", fmt.Errorf("reading PVC %s/%s: %w", ns, name, err)
 	}
 	return l.labels(pvc.Labels)
@@ -157,7 +170,7 @@ func (l labelReader) dataVolumeSpec(ctx context.Context, spec *cdiv1.DataVolumeS
 
 func (l labelReader) dataSource(ctx context.Context, ns, name string) (string, string, error) {
 	ds := &cdiv1.DataSource{}
-	if err := l.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ds); err != nil {
+	if err := l.get(ctx, ns, name, ds); err != nil {
 		return "", "", fmt.Errorf("reading DataSource %s/%s: %w", ns, name, err)
 	}
 	defName, kind, err := l.labels(ds.Labels)

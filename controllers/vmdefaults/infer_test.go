@@ -2,6 +2,7 @@ package vmdefaults
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -53,6 +54,7 @@ func TestInfer(t *testing.T) {
 			Spec: cdiv1.DataSourceSpec{Source: cdiv1.DataSourceSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "images", Name: "disk"}}}},
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "images", Name: "disk"}},
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mine", Labels: defaults}},
+		&cdiv1.DataSource{ObjectMeta: metav1.ObjectMeta{Namespace: "private", Name: "secret", Labels: defaults}},
 	).Build()
 	fromDS := func(name string) (v1.VolumeSource, v1.DataVolumeTemplateSpec) {
 		return v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: "vm-root"}}, v1.DataVolumeTemplateSpec{
@@ -62,6 +64,17 @@ func TestInfer(t *testing.T) {
 	}
 	labelled, labelledDV := fromDS("labelled")
 	bare, bareDV := fromDS("bare")
+	secret, secretDV := fromDS("secret")
+	secretDV.Spec.SourceRef.Namespace = ptr.To("private")
+	missing, missingDV := fromDS("no-such-source")
+	missingDV.Spec.SourceRef.Namespace = ptr.To("private")
+	// The requester may clone from images, not from private.
+	mayRead := func(_ context.Context, ns string) error {
+		if ns == "private" {
+			return errors.New("alice may not clone from namespace private")
+		}
+		return nil
+	}
 	for _, tc := range []struct {
 		name   string
 		vm     *v1.VirtualMachine
@@ -80,12 +93,16 @@ func TestInfer(t *testing.T) {
 			err: `spec.instancetype.inferFromVolume "root": no default: label instancetype.kubevirt.io/default-instancetype not found`},
 		{name: "a missing PVC is an error even with Ignore", vm: inferVM(v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
 			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "gone"}}}), err: "reading PVC ns/gone"},
+		// Whether it exists or not, a DataSource of a namespace the
+		// requester may not clone from is not read: the same refusal.
+		{name: "another tenant's DataSource is not read", vm: inferVM(secret, secretDV), err: "reading DataSource private/secret: alice may not clone from namespace private"},
+		{name: "another tenant's missing DataSource: the same refusal", vm: inferVM(missing, missingDV), err: "reading DataSource private/no-such-source: alice may not clone from namespace private"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.strict {
 				tc.vm.Spec.Instancetype.InferFromVolumeFailurePolicy = nil
 			}
-			err := Infer(context.Background(), c, tc.vm)
+			err := Infer(context.Background(), c, tc.vm, mayRead)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %q", err, tc.err)

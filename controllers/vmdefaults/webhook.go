@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/controllers/requester"
 )
 
 // Defaulter is the mutating webhook that writes the defaults into new
@@ -26,8 +28,12 @@ type Defaulter struct {
 	// Reader reads the volumes an instancetype or preference is inferred
 	// from.
 	Reader client.Reader
+	// Client asks the API server whether the requester may read the
+	// volumes of another namespace (SubjectAccessReviews).
+	Client client.Client
 }
 
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes;datasources,verbs=get
 
@@ -41,7 +47,9 @@ func (d Defaulter) Handle(ctx context.Context, req admission.Request) admission.
 	case req.Kind.Kind == "VirtualMachineInstance" && req.Operation == admissionv1.Create:
 		fields, err = vmiFields(req.Object.Raw)
 	case req.Kind.Kind == "VirtualMachine" && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update):
-		fields, err = d.vmFields(ctx, req.Object.Raw)
+		fields, err = d.vmFields(ctx, req.Object.Raw, func(ctx context.Context, ns string) error {
+			return requester.MayClone(ctx, d.Client, req.UserInfo, ns)
+		})
 	default:
 		return admission.Allowed("")
 	}
@@ -79,7 +87,7 @@ func vmiFields(raw []byte) (map[string]any, error) {
 // template's spec), or nil when it has no template. Only the firmware
 // UUID when the VM names an instancetype or a preference: they fill the
 // rest when the VMI is made.
-func (d Defaulter) vmFields(ctx context.Context, raw []byte) (map[string]any, error) {
+func (d Defaulter) vmFields(ctx context.Context, raw []byte, mayRead func(context.Context, string) error) (map[string]any, error) {
 	var vm v1.VirtualMachine
 	if err := json.Unmarshal(raw, &vm); err != nil {
 		return nil, decodeError{err}
@@ -87,7 +95,7 @@ func (d Defaulter) vmFields(ctx context.Context, raw []byte) (map[string]any, er
 	if vm.Spec.Template == nil {
 		return nil, nil
 	}
-	if err := Infer(ctx, d.Reader, &vm); err != nil {
+	if err := Infer(ctx, d.Reader, &vm, mayRead); err != nil {
 		return nil, fmt.Errorf("VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
 	spec := &vm.Spec.Template.Spec
