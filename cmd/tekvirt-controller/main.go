@@ -106,21 +106,11 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err != nil {
 		return err
 	}
-	if err := (&datavolume.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage, UploadKey: key,
-		Recorder: mgr.GetEventRecorder("datavolume-controller")}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the DataVolume controller: %w", err)
-	}
-	if err := (&claimimport.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the annotated PVC import: %w", err)
-	}
-	if err := (&datasource.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr); err != nil {
-		return fmt.Errorf("setting up the DataSource controller: %w", err)
+	if err := setupDisks(mgr, stepImage, key); err != nil {
+		return err
 	}
 	if err := setupHosted(mgr, img); err != nil {
 		return err
-	}
-	if err := (&dataimportcron.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the DataImportCron controller: %w", err)
 	}
 	if certDir != "" {
 		// One call per request for both: a second mutating webhook costs
@@ -134,6 +124,25 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 		}
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// setupDisks sets up the controllers of disks: DataVolumes, annotated
+// PVCs, DataSources and DataImportCrons.
+func setupDisks(mgr ctrl.Manager, stepImage string, key ed25519.PrivateKey) error {
+	if err := (&datavolume.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: stepImage, UploadKey: key,
+		Recorder: mgr.GetEventRecorder("datavolume-controller")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the DataVolume controller: %w", err)
+	}
+	if err := (&claimimport.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the annotated PVC import: %w", err)
+	}
+	if err := (&datasource.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr); err != nil {
+		return fmt.Errorf("setting up the DataSource controller: %w", err)
+	}
+	if err := (&dataimportcron.Reconciler{Client: mgr.GetClient(), StepImage: stepImage}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the DataImportCron controller: %w", err)
+	}
+	return nil
 }
 
 // setupHosted sets up the HostedCluster and NodePool controllers.
