@@ -197,9 +197,9 @@ func TestUnsupportedVMFieldRejected(t *testing.T) {
 	ctx := context.Background()
 	vm := framework.GuestVM(ns, "unsupported", framework.GuestImage, v1.RunStrategyHalted)
 	vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].InterfaceBindingMethod = v1.InterfaceBindingMethod{SRIOV: &v1.InterfaceSRIOV{}}
-	vm.Spec.Instancetype = &v1.InstancetypeMatcher{InferFromVolume: "containerdisk"}
+	vm.Spec.Template.Spec.Domain.Devices.Watchdog = &v1.Watchdog{Name: "w"}
 	err := c.Create(ctx, vm)
-	for _, want := range []string{"spec.instancetype.inferFromVolume", "spec.template.spec.domain.devices.interfaces[0].sriov", "denied"} {
+	for _, want := range []string{"spec.template.spec.domain.devices.watchdog", "spec.template.spec.domain.devices.interfaces[0].sriov", "denied"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("create with unsupported fields: err = %v; want it to name %q", err, want)
 		}
