@@ -7,11 +7,14 @@ import (
 	"knative.dev/pkg/apis"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+
+	"github.com/tekvirt/tekvirt/controllers/datavolume"
 )
 
-// The annotations CDI writes on a claim it imports into.
+// The annotations CDI writes on a claim it imports into (the pod phase is
+// the one the DataVolume controller writes on its claims too).
 const (
-	AnnPodPhase       = "cdi.kubevirt.io/storage.pod.phase"
+	AnnPodPhase       = datavolume.AnnPodPhase
 	AnnImportPodName  = "cdi.kubevirt.io/storage.import.importPodName"
 	AnnPodRestarts    = "cdi.kubevirt.io/storage.pod.restarts"
 	AnnRunning        = "cdi.kubevirt.io/storage.condition.running"

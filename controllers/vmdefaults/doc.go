@@ -28,5 +28,10 @@
 // A VirtualMachine naming an instancetype or a preference gets only its
 // firmware UUID in its template: the instancetype and preference fill
 // their fields first when the VM controller expands the VMI, and the VMI
-// then gets the rest at its own admission, as in KubeVirt.
+// then gets the rest at its own admission, as in KubeVirt. Matchers that
+// infer from a volume (inferFromVolume) are resolved at admission from the
+// default labels of the PVC, DataVolume or DataSource behind it (Infer),
+// reading another namespace's objects only for a requester who may clone
+// from there. The Defaulter serves in the same webhook call as the
+// requester record (controllers/requester).
 package vmdefaults

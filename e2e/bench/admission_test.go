@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -31,7 +32,7 @@ func virtctlVM(ns, name string) *v1.VirtualMachine {
 	return &v1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1.VirtualMachineSpec{
-			RunStrategy: ptrTo(v1.RunStrategyAlways),
+			RunStrategy: ptr.To(v1.RunStrategyAlways),
 			Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: v1.VirtualMachineInstanceSpec{
 				Domain:  v1.DomainSpec{Memory: &v1.Memory{Guest: &q}},
 				Volumes: []v1.Volume{{Name: name + "-containerdisk-0", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: framework.GuestImage}}}},
@@ -39,8 +40,6 @@ func virtctlVM(ns, name string) *v1.VirtualMachine {
 		},
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // writtenOut is the VM of virtctlVM with every default written by hand,
 // so that the defaulting webhook finds nothing to add.

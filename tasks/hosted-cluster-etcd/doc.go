@@ -4,5 +4,5 @@
 // member's address: nothing here needs cluster DNS), mutual TLS for clients
 // and peers with certificates issued by the etcd CA for those addresses
 // (members dial each other with an address-less peer client certificate),
-// spread over the nodes. It waits until every member is ready.
+// preferably spread over the nodes. It waits until every member is ready.
 package hostedclusteretcd

@@ -97,8 +97,8 @@ func Services(ns string, replicas int) []*corev1.Service {
 }
 
 // ServingRequest is the certificate every member serves clients and peers
-// with (and presents to peers): all member addresses and the client
-// Service's.
+// with: all member addresses and the client Service's. Members present the
+// address-less peer client certificate when they dial each other.
 func ServingRequest(ips []net.IP) pki.Request {
 	return pki.Request{CommonName: servingCN, DNSNames: []string{"localhost"}, IPs: slices.Concat(ips, []net.IP{net.IPv4(127, 0, 0, 1)}),
 		Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, Lifetime: servingLife}
