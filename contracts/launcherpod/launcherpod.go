@@ -3,6 +3,7 @@ package launcherpod
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,15 +27,37 @@ const (
 	LibvirtdDir = "/var/run/tekvirt/libvirt"
 	// ComputeContainer runs the launcher, libvirtd and QEMU.
 	ComputeContainer = "compute"
+	// AccessCredentialsDir holds, read-only, the Secret of each of the
+	// VMI's accessCredentials, at AccessCredentialsDir/<index>.
+	AccessCredentialsDir = "/var/run/kubevirt-private/access-credentials"
 )
+
+// AccessCredentialVolume is the Pod volume of the Secret of the VMI's
+// accessCredentials[i].
+func AccessCredentialVolume(i int) string { return fmt.Sprintf("access-credential-%d", i) }
+
+// AccessCredentialPath is where the compute container sees that Secret.
+func AccessCredentialPath(i int) string {
+	return filepath.Join(AccessCredentialsDir, strconv.Itoa(i))
+}
 
 // EmptyDirOnNode is where the kubelet rooted at kubeletRoot keeps emptyDir
 // volume of the Pod podUID. The UID comes from an API object: it is
 // checked to be a UUID so that it cannot walk out of the kubelet's
 // directory.
 func EmptyDirOnNode(kubeletRoot string, podUID types.UID, volume string) (string, error) {
+	return volumeOnNode(kubeletRoot, podUID, "kubernetes.io~empty-dir", volume)
+}
+
+// SecretOnNode is where the kubelet rooted at kubeletRoot keeps the Secret
+// volume of the Pod podUID (read-only for the Pod).
+func SecretOnNode(kubeletRoot string, podUID types.UID, volume string) (string, error) {
+	return volumeOnNode(kubeletRoot, podUID, "kubernetes.io~secret", volume)
+}
+
+func volumeOnNode(kubeletRoot string, podUID types.UID, plugin, volume string) (string, error) {
 	if _, err := uuid.Parse(string(podUID)); err != nil {
 		return "", fmt.Errorf("pod UID %q: %w", podUID, err)
 	}
-	return filepath.Join(kubeletRoot, "pods", string(podUID), "volumes", "kubernetes.io~empty-dir", volume), nil
+	return filepath.Join(kubeletRoot, "pods", string(podUID), "volumes", plugin, volume), nil
 }

@@ -29,3 +29,16 @@ func TestEmptyDirOnNode(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretOnNode(t *testing.T) {
+	got, err := SecretOnNode("/var/lib/kubelet", "0175330a-bf40-4d80-a4f6-4da207bbe4af", AccessCredentialVolume(2))
+	if want := "/var/lib/kubelet/pods/0175330a-bf40-4d80-a4f6-4da207bbe4af/volumes/kubernetes.io~secret/access-credential-2"; err != nil || got != want {
+		t.Errorf("got %q, %v; want %q", got, err, want)
+	}
+	if _, err := SecretOnNode("/var/lib/kubelet", "../x", "v"); err == nil {
+		t.Error("a UID that is a path was accepted")
+	}
+	if p := AccessCredentialPath(3); p != AccessCredentialsDir+"/3" {
+		t.Errorf("AccessCredentialPath(3) = %s", p)
+	}
+}

@@ -44,6 +44,11 @@ var Fields = []string{
 	"evictionStrategy", "terminationGracePeriodSeconds", "hostname", "subdomain",
 	"priorityClassName", "schedulerName",
 	"architecture=amd64",
+	"accessCredentials.sshPublicKey.source.secret.secretName",
+	"accessCredentials.sshPublicKey.propagationMethod.qemuGuestAgent.users",
+	"accessCredentials.sshPublicKey.propagationMethod.noCloud",
+	"accessCredentials.userPassword.source.secret.secretName",
+	"accessCredentials.userPassword.propagationMethod.qemuGuestAgent",
 }
 
 // VMISpec is the tree of Fields.

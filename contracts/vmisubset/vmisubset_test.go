@@ -34,3 +34,15 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestGuestUser(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"root": true, "cloud-user": true, "fedora": true, "_svc": true, "john.doe": true, "A1": true,
+		"": false, "../../etc": false, "..": false, ".hidden": false, "a/b": false, "-x": false, "1abc": false,
+		"a b": false, "root\n": false, "abcdefghijklmnopqrstuvwxyz0123456": false,
+	} {
+		if err := GuestUser(name); (err == nil) != ok {
+			t.Errorf("GuestUser(%q) = %v, want ok %v", name, err, ok)
+		}
+	}
+}

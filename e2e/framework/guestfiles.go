@@ -32,7 +32,7 @@ func GuestFiles(t testing.TB, vmi *v1.VirtualMachineInstance, dir string) domain
 	if err := containerdisk.Overlay(ctx, base, overlay, ""); err != nil {
 		t.Fatal(err)
 	}
-	seed, err := cloudinit.FromVolume(vmi, 1)
+	seed, err := cloudinit.FromVolume(vmi, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,9 +22,11 @@ type NoCloud struct {
 }
 
 // FromVolume builds the seed of volume i of vmi, which must be a
-// cloudInitNoCloud volume. Secret references are not supported yet and are
-// reported by field name.
-func FromVolume(vmi *v1.VirtualMachineInstance, i int) (*NoCloud, error) {
+// cloudInitNoCloud volume, with publicKeys (the accessCredentials of the
+// noCloud propagation) in its meta-data, where cloud-init gives them to
+// the image's default user. Secret references are not supported yet and
+// are reported by field name.
+func FromVolume(vmi *v1.VirtualMachineInstance, i int, publicKeys []string) (*NoCloud, error) {
 	field := fmt.Sprintf("spec.volumes[%d].cloudInitNoCloud", i)
 	src := vmi.Spec.Volumes[i].CloudInitNoCloud
 	if src == nil {
@@ -48,6 +51,15 @@ func FromVolume(vmi *v1.VirtualMachineInstance, i int) (*NoCloud, error) {
 		host = vmi.Spec.Hostname
 	}
 	meta := fmt.Sprintf("instance-id: %s.%s\nlocal-hostname: %s\n", vmi.Name, vmi.Namespace, host)
+	if len(publicKeys) > 0 {
+		meta += "public-keys:\n"
+		for n, k := range publicKeys {
+			// A JSON string is a YAML double-quoted scalar: a key's
+			// options may hold quotes and colons.
+			q, _ := json.Marshal(k)
+			meta += fmt.Sprintf("  \"%d\": %s\n", n, q)
+		}
+	}
 	return &NoCloud{UserData: user, MetaData: meta, NetworkData: network}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	v1 "kubevirt.io/api/core/v1"
 )
@@ -24,7 +25,7 @@ func vmiWith(src v1.CloudInitNoCloudSource) *v1.VirtualMachineInstance {
 }
 
 func TestFromVolume(t *testing.T) {
-	nc, err := FromVolume(vmiWith(v1.CloudInitNoCloudSource{UserDataBase64: "I2Nsb3VkLWNvbmZpZwpob3N0bmFtZTogYQo=", NetworkData: "version: 2\n"}), 1)
+	nc, err := FromVolume(vmiWith(v1.CloudInitNoCloudSource{UserDataBase64: "I2Nsb3VkLWNvbmZpZwpob3N0bmFtZTogYQo=", NetworkData: "version: 2\n"}), 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +39,11 @@ func TestFromVolume(t *testing.T) {
 		{v1.CloudInitNoCloudSource{UserDataSecretRef: &corev1.LocalObjectReference{Name: "s"}}, "spec.volumes[1].cloudInitNoCloud.secretRef"},
 		{v1.CloudInitNoCloudSource{UserDataBase64: "%%%"}, "spec.volumes[1].cloudInitNoCloud.userDataBase64 is not valid base64"},
 	} {
-		if _, err := FromVolume(vmiWith(tc.src), 1); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := FromVolume(vmiWith(tc.src), 1, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("err = %v, want %q", err, tc.want)
 		}
 	}
-	if _, err := FromVolume(vmiWith(v1.CloudInitNoCloudSource{}), 0); err == nil {
+	if _, err := FromVolume(vmiWith(v1.CloudInitNoCloudSource{}), 0, nil); err == nil {
 		t.Error("a containerDisk volume was taken for a seed")
 	}
 }
@@ -62,5 +63,25 @@ func TestWriteImageLabelAndFiles(t *testing.T) {
 		if err != nil || string(got) != want {
 			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
 		}
+	}
+}
+
+func TestFromVolumePublicKeys(t *testing.T) {
+	keys := []string{"ssh-ed25519 AAAAC3Nz a@b", `command="echo \"hi\": x" ssh-rsa AAAAB3 c`}
+	nc, err := FromVolume(vmiWith(v1.CloudInitNoCloudSource{UserData: "#cloud-config\n"}), 1, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As cloud-init reads the meta-data: YAML, public-keys a map.
+	var meta struct {
+		InstanceID    string            `json:"instance-id"`
+		LocalHostname string            `json:"local-hostname"`
+		PublicKeys    map[string]string `json:"public-keys"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(nc.MetaData), &meta); err != nil {
+		t.Fatalf("meta-data %q: %v", nc.MetaData, err)
+	}
+	if meta.InstanceID != "vm1.ns" || len(meta.PublicKeys) != 2 || meta.PublicKeys["0"] != keys[0] || meta.PublicKeys["1"] != keys[1] {
+		t.Errorf("meta-data %q read as %+v", nc.MetaData, meta)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path"
@@ -12,6 +13,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
+	"github.com/tekvirt/tekvirt/runtime/accesscred"
 	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 	"github.com/tekvirt/tekvirt/runtime/podvolume"
@@ -25,6 +27,9 @@ const maxRecordBytes = 1 << 20
 // write them too, so the handler reaches them only through podvolume.
 type podVolumes struct {
 	vm, images podvolume.Dir
+	// secrets are the Secret volumes of the VMI's accessCredentials, by
+	// index: read-only for the Pod, so its tenant cannot change them.
+	secrets []string
 }
 
 // podVolumesOf finds the volumes of vmi's launcher Pod on this node, by the
@@ -40,7 +45,12 @@ func (h *Handler) podVolumesOf(vmi *v1.VirtualMachineInstance) (*podVolumes, err
 			return nil, err
 		}
 		images, _ := launcherpod.EmptyDirOnNode(h.kubeletRoot(), uid, launcherpod.ImagesVolume)
-		return &podVolumes{vm: podvolume.Dir{Path: vm}, images: podvolume.Dir{Path: images}}, nil
+		p := &podVolumes{vm: podvolume.Dir{Path: vm}, images: podvolume.Dir{Path: images}}
+		for i := range vmi.Spec.AccessCredentials {
+			secret, _ := launcherpod.SecretOnNode(h.kubeletRoot(), uid, launcherpod.AccessCredentialVolume(i))
+			p.secrets = append(p.secrets, secret)
+		}
+		return p, nil
 	}
 	return nil, nil
 }
@@ -56,14 +66,42 @@ func (h *Handler) kubeletRoot() string {
 // node; the kubelet makes them before it starts the Pod's container.
 var errPodNotHere = errors.New("the launcher Pod's volumes are not on this node yet")
 
-// ready checks that the Pod's volumes exist.
+// ready checks that the Pod's volumes exist (a Secret volume once the
+// kubelet wrote its content, which it links as ..data).
 func (p *podVolumes) ready() error {
 	for _, d := range []podvolume.Dir{p.vm, p.images} {
 		if fi, err := os.Lstat(d.Path); err != nil || !fi.IsDir() {
 			return fmt.Errorf("%w (%s)", errPodNotHere, d.Path)
 		}
 	}
+	for _, s := range p.secrets {
+		if _, err := os.Lstat(filepath.Join(s, "..data")); err != nil {
+			return fmt.Errorf("%w (%s)", errPodNotHere, s)
+		}
+	}
 	return nil
+}
+
+// readCredentials reads the Secrets of the VMI's accessCredentials from
+// their Pod volumes.
+func (p *podVolumes) readCredentials(creds []v1.AccessCredential) accesscred.Set {
+	var roots []*os.Root
+	defer func() {
+		for _, r := range roots {
+			_ = r.Close()
+		}
+	}()
+	return accesscred.Read(creds, func(i int) (fs.FS, error) {
+		if i >= len(p.secrets) {
+			return nil, fmt.Errorf("the launcher Pod has no volume %s", launcherpod.AccessCredentialVolume(i))
+		}
+		r, err := os.OpenRoot(p.secrets[i])
+		if err != nil {
+			return nil, err
+		}
+		roots = append(roots, r)
+		return r.FS(), nil
+	})
 }
 
 // publish copies a file the handler wrote in its own VM directory into

@@ -114,7 +114,7 @@ func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInsta
 	case vol.DataVolume != nil:
 		return h.claimDisk(ctx, vmi.Namespace, vol.DataVolume.Name, field+".dataVolume", false, i)
 	case vol.CloudInitNoCloud != nil:
-		seed, err := cloudinit.FromVolume(vmi, i)
+		seed, err := cloudinit.FromVolume(vmi, i, d.pod.readCredentials(vmi.Spec.AccessCredentials).CloudInit)
 		if err != nil {
 			return nil, &permanentError{reason: "CloudInitInvalid", err: err}
 		}

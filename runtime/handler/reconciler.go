@@ -233,7 +233,22 @@ func (h *Handler) report(ctx context.Context, vmi *v1.VirtualMachineInstance, ob
 		ctrl.LoggerFrom(ctx).Info("VMI phase", "vmi", klog.KObj(vmi), "phase", st.Phase)
 		h.phaseEvent(vmi, st)
 	}
+	h.credentialsEvent(vmi, base.Status, st)
 	return nil
+}
+
+// credentialsEvent records a change of the AccessCredentialsSynchronized
+// condition as KubeVirt's virt-handler does.
+func (h *Handler) credentialsEvent(vmi *v1.VirtualMachineInstance, old, st v1.VirtualMachineInstanceStatus) {
+	was, now := findCond(old, v1.VirtualMachineInstanceAccessCredentialsSynchronized), findCond(st, v1.VirtualMachineInstanceAccessCredentialsSynchronized)
+	if h.Recorder == nil || now == nil || was != nil && was.Status == now.Status && was.Message == now.Message {
+		return
+	}
+	if now.Status == corev1.ConditionTrue {
+		h.Recorder.Eventf(vmi, nil, corev1.EventTypeNormal, string(v1.AccessCredentialsSyncSuccess), "Sync", "Access credentials sync successful.")
+		return
+	}
+	h.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, string(v1.AccessCredentialsSyncFailed), "Sync", "Access credentials sync failed: %s", now.Message)
 }
 
 // phaseEvent records the VMI's new phase as KubeVirt's virt-handler does:

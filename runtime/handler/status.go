@@ -58,6 +58,7 @@ func nextStatus(vmi *v1.VirtualMachineInstance, obs observation, now metav1.Time
 
 func running(st *v1.VirtualMachineInstanceStatus, vmi *v1.VirtualMachineInstance, ls *launcher.Status, now metav1.Time) {
 	dropCond(st, v1.VirtualMachineInstanceSynchronized)
+	accessCredentials(st, ls.AccessCredentials, now)
 	switch ls.Domain {
 	case "running", "paused":
 		setPhase(st, v1.Running, now)
@@ -87,6 +88,19 @@ func running(st *v1.VirtualMachineInstanceStatus, vmi *v1.VirtualMachineInstance
 		}
 	}
 	st.Interfaces = interfaces(vmi, ls)
+}
+
+// accessCredentials mirrors how the VMI's accessCredentials last reached
+// the guest, with KubeVirt's event reasons as the condition's.
+func accessCredentials(st *v1.VirtualMachineInstanceStatus, cs *launcher.CredentialsStatus, now metav1.Time) {
+	switch {
+	case cs == nil:
+		dropCond(st, v1.VirtualMachineInstanceAccessCredentialsSynchronized)
+	case cs.Synchronized:
+		setCond(st, v1.VirtualMachineInstanceAccessCredentialsSynchronized, corev1.ConditionTrue, string(v1.AccessCredentialsSyncSuccess), cs.Message, now)
+	default:
+		setCond(st, v1.VirtualMachineInstanceAccessCredentialsSynchronized, corev1.ConditionFalse, string(v1.AccessCredentialsSyncFailed), cs.Message, now)
+	}
 }
 
 // interfaces reports the guest's non-loopback interfaces, the first one
@@ -179,4 +193,13 @@ func dropCond(st *v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceCo
 // finished reports whether a VMI has reached a final phase.
 func finished(vmi *v1.VirtualMachineInstance) bool {
 	return vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed
+}
+
+func findCond(st v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceConditionType) *v1.VirtualMachineInstanceCondition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
 }

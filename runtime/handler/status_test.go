@@ -14,15 +14,6 @@ import (
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
 
-func cond(st v1.VirtualMachineInstanceStatus, t v1.VirtualMachineInstanceConditionType) *v1.VirtualMachineInstanceCondition {
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == t {
-			return &st.Conditions[i]
-		}
-	}
-	return nil
-}
-
 func TestNextStatus(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	scheduled := &v1.VirtualMachineInstance{
@@ -68,7 +59,7 @@ func TestNextStatus(t *testing.T) {
 			}},
 		{name: "paused", obs: observation{state: Running, status: &launcher.Status{Domain: "paused"}}, phase: v1.Running, ready: corev1.ConditionFalse, reason: "Paused",
 			checkExtra: func(t *testing.T, st v1.VirtualMachineInstanceStatus) {
-				if c := cond(st, v1.VirtualMachineInstancePaused); c == nil || c.Status != corev1.ConditionTrue {
+				if c := findCond(st, v1.VirtualMachineInstancePaused); c == nil || c.Status != corev1.ConditionTrue {
 					t.Errorf("Paused condition = %+v", c)
 				}
 			}},
@@ -81,7 +72,7 @@ func TestNextStatus(t *testing.T) {
 			phase: v1.Failed, ready: corev1.ConditionFalse, reason: "ContainerDiskNotFound"},
 		{name: "PVC not bound yet", obs: observation{state: NotStarted, prepareErr: errors.New("PVC not bound")}, phase: v1.Scheduled,
 			checkExtra: func(t *testing.T, st v1.VirtualMachineInstanceStatus) {
-				if c := cond(st, v1.VirtualMachineInstanceSynchronized); c == nil || c.Reason != reasonVolumesPending || c.Message != "PVC not bound" {
+				if c := findCond(st, v1.VirtualMachineInstanceSynchronized); c == nil || c.Reason != reasonVolumesPending || c.Message != "PVC not bound" {
 					t.Errorf("Synchronized condition = %+v", c)
 				}
 			}},
@@ -91,14 +82,14 @@ func TestNextStatus(t *testing.T) {
 			if st.Phase != tc.phase {
 				t.Errorf("phase = %q, want %q", st.Phase, tc.phase)
 			}
-			ready := cond(st, v1.VirtualMachineInstanceReady)
+			ready := findCond(st, v1.VirtualMachineInstanceReady)
 			switch {
 			case tc.ready == "" && ready != nil:
 				t.Errorf("Ready condition %+v, want none", ready)
 			case tc.ready != "" && (ready == nil || ready.Status != tc.ready || ready.Reason != tc.reason):
 				t.Errorf("Ready condition %+v, want %s/%s", ready, tc.ready, tc.reason)
 			}
-			if got := cond(st, v1.VirtualMachineInstanceAgentConnected) != nil; got != tc.agent {
+			if got := findCond(st, v1.VirtualMachineInstanceAgentConnected) != nil; got != tc.agent {
 				t.Errorf("AgentConnected present = %v, want %v", got, tc.agent)
 			}
 			if tc.phase != scheduled.Status.Phase && (len(st.PhaseTransitionTimestamps) != 1 || st.PhaseTransitionTimestamps[0].Phase != tc.phase) {
@@ -117,11 +108,35 @@ func TestConditionTransitionTimeKept(t *testing.T) {
 	var st v1.VirtualMachineInstanceStatus
 	setCond(&st, v1.VirtualMachineInstanceReady, corev1.ConditionTrue, "", "", t0)
 	setCond(&st, v1.VirtualMachineInstanceReady, corev1.ConditionTrue, "", "", t1)
-	if c := cond(st, v1.VirtualMachineInstanceReady); !c.LastTransitionTime.Equal(&t0) || !c.LastProbeTime.Equal(&t0) {
+	if c := findCond(st, v1.VirtualMachineInstanceReady); !c.LastTransitionTime.Equal(&t0) || !c.LastProbeTime.Equal(&t0) {
 		t.Errorf("unchanged condition moved its times: %+v", c)
 	}
 	setCond(&st, v1.VirtualMachineInstanceReady, corev1.ConditionFalse, "X", "y", t1)
-	if c := cond(st, v1.VirtualMachineInstanceReady); !c.LastTransitionTime.Equal(&t1) {
+	if c := findCond(st, v1.VirtualMachineInstanceReady); !c.LastTransitionTime.Equal(&t1) {
 		t.Errorf("changed condition kept its transition time: %+v", c)
+	}
+}
+
+func TestAccessCredentialsCondition(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	vmi := &v1.VirtualMachineInstance{Status: v1.VirtualMachineInstanceStatus{Phase: v1.Running}}
+	for _, tc := range []struct {
+		name   string
+		cs     *launcher.CredentialsStatus
+		status corev1.ConditionStatus // "": no condition
+		reason string
+	}{
+		{name: "none", cs: nil},
+		{name: "synchronized", cs: &launcher.CredentialsStatus{Synchronized: true}, status: corev1.ConditionTrue, reason: "AccessCredentialsSyncSuccess"},
+		{name: "failed", cs: &launcher.CredentialsStatus{Message: "Guest agent is offline"}, status: corev1.ConditionFalse, reason: "AccessCredentialsSyncFailed"},
+	} {
+		st := nextStatus(vmi, observation{state: Running, status: &launcher.Status{Domain: "running", AccessCredentials: tc.cs}}, now)
+		c := findCond(st, v1.VirtualMachineInstanceAccessCredentialsSynchronized)
+		switch {
+		case tc.status == "" && c != nil:
+			t.Errorf("%s: condition %+v, want none", tc.name, c)
+		case tc.status != "" && (c == nil || c.Status != tc.status || c.Reason != tc.reason || tc.cs.Message != c.Message):
+			t.Errorf("%s: condition %+v, want %s %s %q", tc.name, c, tc.status, tc.reason, tc.cs.Message)
+		}
 	}
 }

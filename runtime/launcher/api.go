@@ -100,6 +100,8 @@ type Status struct {
 	// PodIPs are the launcher Pod's addresses, whose port 22 reaches the
 	// guest's (empty outside a Pod).
 	PodIPs []string `json:"podIPs,omitempty"`
+	// AccessCredentials is set when the VMI has accessCredentials.
+	AccessCredentials *CredentialsStatus `json:"accessCredentials,omitempty"`
 }
 
 // Stats are a running domain's use of the node, as libvirt counts it.

@@ -53,6 +53,9 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "took", time.Since(start).Round(time.Millisecond).String())
 	warm.report(log)
 	srv := newServer(vm, log)
+	if len(spec.VMI.Spec.AccessCredentials) > 0 {
+		srv.creds = newCredentials(spec.VMI)
+	}
 	srv.podIPs = srv.forwards.expose(forwardedPorts(spec.VMI), log)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()

@@ -32,6 +32,8 @@ type server struct {
 	podIPs []string
 	// forwards lead to the guest's ports.
 	forwards *forwards
+	// creds keeps the guest's access credentials in step (nil: none).
+	creds *credentials
 
 	mu     sync.Mutex
 	status Status
@@ -95,6 +97,11 @@ func (s *server) refresh(ctx context.Context, c *agent.Client) bool {
 		}
 		st.Hostname, _ = c.Hostname(pctx)
 		st.Interfaces, _ = c.Interfaces(pctx)
+	}
+	if s.creds != nil {
+		cctx, cancel := context.WithTimeout(ctx, agentTimeout)
+		st.AccessCredentials = s.creds.sync(cctx, c, st.AgentConnected)
+		cancel()
 	}
 	s.mu.Lock()
 	if st.AgentConnected != s.status.AgentConnected {
