@@ -178,6 +178,12 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path.Join(launcherpod.DisksDir, vol.Name), ReadOnly: readOnly})
 	}
+	for i, cred := range vmi.Spec.AccessCredentials {
+		name := launcherpod.AccessCredentialVolume(i)
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: accessCredentialSecret(cred)}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: launcherpod.AccessCredentialPath(i), ReadOnly: true})
+	}
 	labels := map[string]string{}
 	for k, v := range vmi.Labels {
 		labels[k] = v
@@ -214,4 +220,16 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 			}},
 		},
 	}, nil
+}
+
+// accessCredentialSecret is the Secret an access credential reads (the
+// webhook admits only Secret sources).
+func accessCredentialSecret(c v1.AccessCredential) string {
+	switch {
+	case c.SSHPublicKey != nil && c.SSHPublicKey.Source.Secret != nil:
+		return c.SSHPublicKey.Source.Secret.SecretName
+	case c.UserPassword != nil && c.UserPassword.Source.Secret != nil:
+		return c.UserPassword.Source.Secret.SecretName
+	}
+	return ""
 }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 )
 
 func guestVMI() *v1.VirtualMachineInstance {
@@ -145,5 +147,35 @@ func TestLauncherPodSchedulingLabelsAndVolumes(t *testing.T) {
 	if mounts["vm"] != "/var/run/tekvirt/vm" || mounts["volume-1"] != "/var/run/kubevirt-private/vmi-disks/data" ||
 		mounts["volume-2"] != "/var/run/kubevirt-private/vmi-disks/root" || mounts["images"] != "/var/lib/tekvirt/images" {
 		t.Errorf("mounts %v", mounts)
+	}
+}
+
+func TestLauncherPodAccessCredentials(t *testing.T) {
+	vmi := guestVMI()
+	vmi.Spec.AccessCredentials = []v1.AccessCredential{
+		{SSHPublicKey: &v1.SSHPublicKeyAccessCredential{Source: v1.SSHPublicKeyAccessCredentialSource{Secret: &v1.AccessCredentialSecretSource{SecretName: "keys"}}}},
+		{UserPassword: &v1.UserPasswordAccessCredential{Source: v1.UserPasswordAccessCredentialSource{Secret: &v1.AccessCredentialSecretSource{SecretName: "pw"}}}},
+	}
+	pod, err := LauncherPod(vmi, "img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]string{}
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil {
+			secrets[v.Name] = v.Secret.SecretName
+		}
+	}
+	if want := map[string]string{"access-credential-0": "keys", "access-credential-1": "pw"}; !reflect.DeepEqual(secrets, want) {
+		t.Errorf("secret volumes %v, want %v", secrets, want)
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		mounts[m.Name] = m
+	}
+	for i, name := range []string{"access-credential-0", "access-credential-1"} {
+		if m := mounts[name]; !m.ReadOnly || m.MountPath != launcherpod.AccessCredentialPath(i) {
+			t.Errorf("mount %s: %+v", name, m)
+		}
 	}
 }

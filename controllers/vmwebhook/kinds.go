@@ -12,6 +12,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/dataimportcron"
 	"github.com/tekvirt/tekvirt/controllers/datasource"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
@@ -56,8 +57,17 @@ func (v Validator) virtualMachine(ctx context.Context, req admission.Request) er
 	if t := vm.Spec.Template; t != nil {
 		msgs := checkNames("spec.template.spec", &t.Spec)
 		msgs = append(msgs, checkRunnable("spec.template.spec", &t.Spec, vm.Spec.Instancetype == nil)...)
+		msgs = append(msgs, checkAccessCredentials("spec.template.spec", &t.Spec)...)
 		if err := joined(msgs); err != nil {
 			return err
+		}
+		if changed, err := vmCredentialsChanged(req, &vm); err != nil || changed {
+			if err == nil {
+				err = v.maySeeSecrets(ctx, req.UserInfo, req.Namespace, "spec.template.spec", t.Spec.AccessCredentials)
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if err := v.sizing(ctx, req, &vm); err != nil {
@@ -102,7 +112,7 @@ func (v Validator) sizing(ctx context.Context, req admission.Request, vm *kubevi
 // virtualMachineInstance: supported fields and valid names on create; the
 // spec never changes after (status goes through its subresource, which
 // this webhook does not see).
-func virtualMachineInstance(_ context.Context, req admission.Request) error {
+func (v Validator) virtualMachineInstance(ctx context.Context, req admission.Request) error {
 	if req.Operation == admissionv1.Update {
 		return specUnchanged(req)
 	}
@@ -114,7 +124,15 @@ func virtualMachineInstance(_ context.Context, req admission.Request) error {
 	if err := ValidateVMISpec(spec); err != nil {
 		return err
 	}
-	return joined(append(checkNames("spec", &vmi.Spec), checkRunnable("spec", &vmi.Spec, true)...))
+	msgs := append(checkNames("spec", &vmi.Spec), checkRunnable("spec", &vmi.Spec, true)...)
+	if err := joined(append(msgs, checkAccessCredentials("spec", &vmi.Spec)...)); err != nil {
+		return err
+	}
+	// A VM's VMI: the VM's admission checked who set its credentials.
+	if req.UserInfo.Username == config.ControllerUser {
+		return nil
+	}
+	return v.maySeeSecrets(ctx, req.UserInfo, req.Namespace, "spec", vmi.Spec.AccessCredentials)
 }
 
 // dataVolume: a supported source and, for clones, the requester's right to

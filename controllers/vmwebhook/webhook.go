@@ -47,7 +47,7 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	}
 	check, ok := map[string]func(context.Context, admission.Request) error{
 		"VirtualMachine":         v.virtualMachine,
-		"VirtualMachineInstance": virtualMachineInstance,
+		"VirtualMachineInstance": v.virtualMachineInstance,
 		"DataVolume":             v.dataVolume,
 		"DataSource":             v.dataSource,
 		"DataImportCron":         dataImportCron,
