@@ -55,17 +55,24 @@ func subresource(t *testing.T, f *framework.Framework, user, ns, vm, sub, body s
 // bindUser gives user the built-in ClusterRole role in ns.
 func bindUser(t *testing.T, f *framework.Framework, ns, user, role string) {
 	t.Helper()
+	// view, edit and admin all read pods.
+	bindUserFor(t, f, ns, user, role, &authzv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods"})
+}
+
+// bindUserFor binds user to the ClusterRole role in ns and waits until the
+// API server's authorizer, which learns of bindings from a watch, allows
+// what the role grants (ra).
+func bindUserFor(t *testing.T, f *framework.Framework, ns, user, role string, ra *authzv1.ResourceAttributes) {
+	t.Helper()
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user + "-" + role},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
 	if _, err := f.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The API server's authorizer learns of bindings from a watch: wait
-	// until it sees this one (view, edit and admin all read pods).
 	framework.Eventually(t, 30*time.Second, user+" bound to "+role+" in "+ns, func() error {
 		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:authenticated"},
-			ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods"}}}
+			ResourceAttributes: ra}}
 		got, err := f.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
 		if err != nil {
 			return err

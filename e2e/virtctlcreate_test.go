@@ -42,8 +42,7 @@ func kubectlApply(f *framework.Framework, ns, manifest string, as ...string) (st
 // disk), an instancetype and a preference, a DataSource whose labels name
 // the instancetype and preference (inferred, virtctl's default), a PVC
 // and a cloned PVC; another tenant cannot infer from this namespace's
-// DataSources; access credentials, which tekvirt does not implement yet,
-// are refused at admission naming the field.
+// DataSources. (Access credentials: TestAccessCredentials.)
 func TestVirtctlCreateVM(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
@@ -152,11 +151,5 @@ func TestVirtctlCreateVM(t *testing.T) {
 		if err == nil || !strings.Contains(out, "cloning needs create on datavolumes/source") || strings.Contains(out, "u1.nano") || strings.Contains(out, "not found") {
 			t.Errorf("another tenant inferring from DataSource %s/%s: %v\n%s", ns, src, err, out)
 		}
-	}
-
-	// Not implemented yet: refused at admission, naming the field.
-	manifest := virtctl(t, "create", "vm", "--name=vcred", "--memory=256Mi", "--volume-containerdisk=src:"+framework.GuestImage, "--access-cred=type:ssh,src:my-keys,user:root")
-	if out, err := kubectlApply(f, ns, manifest); err == nil || !strings.Contains(out, "spec.template.spec.accessCredentials") {
-		t.Errorf("access credentials: %v\n%s", err, out)
 	}
 }

@@ -22,6 +22,9 @@ var initScript []byte
 //go:embed inittab
 var inittab []byte
 
+//go:embed chpasswd
+var chpasswdScript []byte
+
 //go:embed udhcpc.script
 var udhcpcScript []byte
 
@@ -59,10 +62,13 @@ var Test = Flavor{
 	// ahci and sd_mod: disks on the SATA bus, KubeVirt's default.
 	Modules: []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ahci", "sd_mod", "ext4", "vfat", "nls_cp437", "nls_ascii"},
 	Files: map[string][]byte{
-		"etc/passwd":   []byte("root:x:0:0:root:/root:/bin/sh\n"),
-		"etc/group":    []byte("root:x:0:\n"),
-		"etc/shells":   []byte("/bin/sh\n"),
-		"etc/hostname": []byte("tekvirt-guest\n"),
+		// guest: a second user, for the guest agent's per-user writes.
+		"etc/passwd":          []byte("root:x:0:0:root:/root:/bin/sh\nguest:x:1000:1000:guest:/home/guest:/bin/sh\n"),
+		"etc/group":           []byte("root:x:0:\nguest:x:1000:\n"),
+		"etc/shadow":          []byte("root:*:20000:0:99999:7:::\nguest:*:20000:0:99999:7:::\n"),
+		"home/guest/.profile": []byte("# the guest user's home\n"),
+		"etc/shells":          []byte("/bin/sh\n"),
+		"etc/hostname":        []byte("tekvirt-guest\n"),
 		"etc/os-release": []byte("PRETTY_NAME=\"tekvirt test guest (Debian kernel, busybox)\"\nNAME=\"tekvirt guest\"\n" +
 			"ID=tekvirt-guest\nID_LIKE=debian\nVERSION_ID=1\n"),
 	},
@@ -81,7 +87,7 @@ type Guest struct {
 
 // layoutVersion changes whenever the builder lays files out differently,
 // so that no earlier build is reused.
-const layoutVersion = 2
+const layoutVersion = 3
 
 // Build makes the test guest under dir, reusing an earlier build of the
 // same packages and init files.
@@ -234,8 +240,11 @@ func (f Flavor) initramfs(ctx context.Context, root, kver string) (map[string]cp
 		addParents(e, name)
 	}
 	e["etc/dropbear"] = cpioEntry{mode: modeDir | 0o700}
-	// qemu-ga powers the guest off through shutdown(8), which busybox lacks.
+	// qemu-ga powers the guest off through shutdown(8) and sets passwords
+	// through chpasswd(8), which busybox lacks.
 	e["sbin/shutdown"] = cpioEntry{mode: modeFile | 0o755, data: []byte("#!/bin/sh\nexec /bin/poweroff -f\n")}
+	e["usr/sbin/chpasswd"] = cpioEntry{mode: modeFile | 0o755, data: chpasswdScript}
+	addParents(e, "usr/sbin/chpasswd")
 	if err := addModules(ctx, e, root, kver, f.Modules); err != nil {
 		return nil, err
 	}

@@ -2,8 +2,12 @@
 # tekvirt guest init: mount the basics, load the virtio and ext4 modules,
 # configure the network, start dropbear and the QEMU guest agent, then hand
 # over to busybox init (a shell on the serial console). A NoCloud seed sets
-# the hostname and root's SSH keys.
+# the hostname and root's SSH keys (user-data's ssh_authorized_keys and
+# meta-data's public-keys).
 /bin/busybox --install -s /bin
+# Exported, so that the guest agent finds chpasswd and the programs
+# guest-exec names without a path.
+export PATH=/sbin:/usr/sbin:/bin:/usr/bin
 mkdir -p /proc /sys /dev /run /tmp /var/run
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -20,6 +24,13 @@ if [ -n "$seed" ] && mkdir -p /run/seed && mount -t vfat -o ro "$seed" /run/seed
   mkdir -p /root/.ssh && chmod 700 /root/.ssh
   awk '/^ssh_authorized_keys:/ {keys=1; next} keys && /^[[:space:]]*-[[:space:]]/ {sub(/^[[:space:]]*-[[:space:]]*/, ""); gsub(/^"|"$/, ""); print; next} {keys=0}' \
     /run/seed/user-data > /root/.ssh/authorized_keys 2>/dev/null
+  # meta-data's public-keys (accessCredentials with the noCloud method):
+  # a map of JSON-quoted keys, for root, the image's default user.
+  awk '/^public-keys:/ {keys=1; next}
+    keys && /^[[:space:]]+"[0-9]+":[[:space:]]/ {sub(/^[[:space:]]+"[0-9]+":[[:space:]]*/, "");
+      if ($0 ~ /^".*"$/) { $0 = substr($0, 2, length($0) - 2); gsub(/\\"/, "\""); gsub(/\\\\/, "\\") } print; next}
+    {keys=0}' /run/seed/meta-data >> /root/.ssh/authorized_keys 2>/dev/null
+  chmod 600 /root/.ssh/authorized_keys
   umount /run/seed
 fi
 ip link set lo up
