@@ -9,7 +9,7 @@
 // serving certificate Secret and caBundle come from the operator), the upload API's APIService and
 // Services (upload/), the subresources.kubevirt.io APIService (subresources/), the user roles aggregated into admin, edit and view
 // (users/), the golden image namespace and its readers'
-// RBAC (golden/) and the default HyperConverged
+// RBAC (golden/), the server of the clients users download (downloads/), and the default HyperConverged
 // (samples/), and the operator that deploys the rest: its Deployment and
 // RBAC, and the role that lets every authenticated user read the CA bundle
 // (operator/). Images are named ko://<import path> and resolved on install.
@@ -19,7 +19,7 @@ import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed admission/*.yaml crd/*.yaml hosted/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml node/*.yaml operator/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml subresources/*.yaml golden/*.yaml users/*.yaml
+//go:embed admission/*.yaml downloads/*.yaml crd/*.yaml hosted/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml node/*.yaml operator/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml subresources/*.yaml golden/*.yaml users/*.yaml
 var FS embed.FS
 
 // Files are what the release installs, in the order they are applied: the
@@ -79,6 +79,7 @@ var ComponentFiles = []string{
 	"hostpath/daemonset.yaml",
 	"handler/daemonset.yaml",
 	"hosted/release.yaml",
+	"downloads/downloads.yaml",
 }
 
 // DefaultHyperConverged is the entry object `tekvirt up` creates.
@@ -135,4 +136,13 @@ const (
 	// webhook's certificate serves.
 	APIService         = "tekvirt-api"
 	UploadProxyService = "cdi-uploadproxy"
+)
+
+// DownloadsService serves the clients tekvirt ships for users
+// (downloads/), with the certificate in DownloadsSecret; DownloadsDeployment
+// runs it.
+const (
+	DownloadsService    = "tekvirt-cli-downloads"
+	DownloadsDeployment = "tekvirt-cli-downloads"
+	DownloadsSecret     = "tekvirt-cli-downloads-cert"
 )

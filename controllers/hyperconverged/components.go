@@ -40,6 +40,7 @@ var Programs = []string{
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-launcher",
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-handler",
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-hostpath",
+	"github.com/tekvirt/tekvirt/cmd/tekvirt-downloads",
 	HostedReleaseImage,
 	HostedWorkerImage,
 }
@@ -80,10 +81,16 @@ func webhookDNSNames() []string {
 	return out
 }
 
+// downloadsDNSNames are the names of the downloads Service.
+func downloadsDNSNames() []string {
+	svc, ns := ctrlconfig.DownloadsService, ctrlconfig.Namespace
+	return []string{svc + "." + ns + ".svc", svc, svc + "." + ns, svc + "." + ns + ".svc.cluster.local"}
+}
+
 // certs are what the components are deployed with.
 type certs struct {
-	caBundle         []byte
-	webhook, handler keyPair
+	caBundle                    []byte
+	webhook, handler, downloads keyPair
 }
 
 // render returns the component objects: the controller's Deployment,
@@ -130,6 +137,7 @@ func render(images Images, c certs, containerDiskMaxBytes string) ([]*unstructur
 	out = append(out,
 		tlsSecret(ctrlconfig.WebhookSecret, ctrlconfig.Namespace, c.webhook),
 		tlsSecret(ctrlconfig.HandlerCertSecret, ctrlconfig.NodeNamespace, c.handler),
+		tlsSecret(ctrlconfig.DownloadsSecret, ctrlconfig.Namespace, c.downloads),
 		&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": trust.CABundleConfigMap, "namespace": trust.Namespace},

@@ -112,6 +112,7 @@ func (r *Reconciler) certificates(ctx context.Context) (certs, time.Time, error)
 	}{
 		{client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.WebhookSecret}, webhookDNSNames(), &out.webhook},
 		{client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerCertSecret}, nodes, &out.handler},
+		{client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.DownloadsSecret}, downloadsDNSNames(), &out.downloads},
 	} {
 		leaf, _, err := r.loadPair(ctx, l.secret)
 		if err != nil {

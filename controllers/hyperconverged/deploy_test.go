@@ -118,6 +118,9 @@ func TestOperatorDeploysCertifiesAndRestoresComponents(t *testing.T) {
 	if err := verifies(c, bundle, client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerCertSecret}, "node-a"); err != nil {
 		t.Error(err)
 	}
+	if err := verifies(c, bundle, client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.DownloadsSecret}, "tekvirt-cli-downloads.tekvirt-system.svc"); err != nil {
+		t.Error(err)
+	}
 
 	markReady(t, c)
 	testenv.Eventually(t, "HyperConverged Available", func() error {
@@ -226,13 +229,15 @@ func settle(t *testing.T, c client.Client, key client.ObjectKey) {
 func markReady(t *testing.T, c client.Client) {
 	t.Helper()
 	ctx := context.Background()
-	d := &appsv1.Deployment{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: "tekvirt-controller"}, d); err != nil {
-		t.Fatal(err)
-	}
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1, ReadyReplicas: 1}
-	if err := c.Status().Update(ctx, d); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"tekvirt-controller", ctrlconfig.DownloadsDeployment} {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: name}, d); err != nil {
+			t.Fatal(err)
+		}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1, ReadyReplicas: 1}
+		if err := c.Status().Update(ctx, d); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, name := range []string{ctrlconfig.HandlerDaemonSet, ctrlconfig.HostpathDaemonSet} {
 		ds := &appsv1.DaemonSet{}

@@ -22,6 +22,15 @@ type binaries struct {
 
 func (b binaries) k(name string) string { return filepath.Join(b.kube, name) }
 
+// ClientArchs are the architectures (linux) whose tekvirt CLI the
+// downloads server offers.
+var ClientArchs = []string{"amd64", "arm64"}
+
+// client is the tekvirt CLI built for linux/arch.
+func (b binaries) client(arch string) string {
+	return filepath.Join(b.tekvirt, "clients", arch, "linux", "tekvirt")
+}
+
 // testbed is the testbed's own program, which serves the registry and the
 // nodes' links to it.
 func (b binaries) testbed() string { return filepath.Join(b.tekvirt, "tekvirt-testbed") }
@@ -158,7 +167,7 @@ func (c *Cluster) buildTool(ctx context.Context, t toolBuild) (string, error) {
 
 // goBuild runs the go command in dir with progress every 30 s. Binaries are
 // static unless cgo is asked for (the libvirt bindings need it).
-func (c *Cluster) goBuild(ctx context.Context, label, dir, logName string, cgo bool, args []string) error {
+func (c *Cluster) goBuild(ctx context.Context, label, dir, logName string, cgo bool, args []string, env ...string) error {
 	start := time.Now()
 	c.progress("%s ...", label)
 	logPath := c.LogFile(logName)
@@ -173,6 +182,7 @@ func (c *Cluster) goBuild(ctx context.Context, label, dir, logName string, cgo b
 	if cgo {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	}
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%s: %w", label, err)
@@ -208,9 +218,16 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 	}
 	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "server")
 	b.tekvirt = c.path("cache", "tekvirt")
-	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath"}
+	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath", "./cmd/tekvirt-downloads"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
 		return b, err
+	}
+	// The CLI users download, for each platform the downloads server offers.
+	for _, arch := range ClientArchs {
+		args := []string{"build", "-trimpath", "-o", b.client(arch), "./cmd/tekvirt"}
+		if err := c.goBuild(ctx, "building the tekvirt CLI for linux/"+arch, c.Source, "build-tekvirt-"+arch, false, args, "GOOS=linux", "GOARCH="+arch); err != nil {
+			return b, err
+		}
 	}
 	// The node runtime links libvirt; it runs on the host, not in images.
 	args = []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt-handler", "./cmd/tekvirt-launcher"}

@@ -50,6 +50,16 @@ func nonRoot(spec ocibuild.Spec) ocibuild.Spec {
 	return spec
 }
 
+// downloadsImage is the downloads server with the clients it serves under
+// /downloads/<arch>/linux/.
+func downloadsImage(b binaries) ocibuild.Spec {
+	spec := nonRoot(goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-downloads")))
+	for _, arch := range ClientArchs {
+		spec.Files["/downloads/"+arch+"/linux/tekvirt"] = ocibuild.File{Source: b.client(arch), Mode: 0o755}
+	}
+	return spec
+}
+
 // busyboxImage is Debian's static busybox with every applet linked in /bin.
 func busyboxImage() (ocibuild.Spec, error) {
 	out, err := exec.Command("/bin/busybox", "--list").Output()
@@ -93,6 +103,7 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 		tekvirtModule + "/cmd/tekvirt-controller": goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-controller")),
 		tekvirtModule + "/cmd/tekvirt-operator":   goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-operator")),
 		tekvirtModule + "/cmd/tekvirt-step":       nonRoot(goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-step"))),
+		tekvirtModule + "/cmd/tekvirt-downloads":  downloadsImage(b),
 	}
 	for _, p := range toolBuilds[1].pkgs {
 		spec := goBinaryImage(filepath.Join(b.tekton, p))
