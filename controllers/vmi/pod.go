@@ -14,6 +14,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
+	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 )
 
 // Labels of a launcher Pod, as KubeVirt's; the VMI's own labels are copied
@@ -181,7 +182,7 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 	for i, cred := range vmi.Spec.AccessCredentials {
 		name := launcherpod.AccessCredentialVolume(i)
 		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: accessCredentialSecret(cred)}}})
+			Secret: &corev1.SecretVolumeSource{SecretName: vmisubset.CredentialSecret(cred)}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: launcherpod.AccessCredentialPath(i), ReadOnly: true})
 	}
 	labels := map[string]string{}
@@ -220,16 +221,4 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 			}},
 		},
 	}, nil
-}
-
-// accessCredentialSecret is the Secret an access credential reads (the
-// webhook admits only Secret sources).
-func accessCredentialSecret(c v1.AccessCredential) string {
-	switch {
-	case c.SSHPublicKey != nil && c.SSHPublicKey.Source.Secret != nil:
-		return c.SSHPublicKey.Source.Secret.SecretName
-	case c.UserPassword != nil && c.UserPassword.Source.Secret != nil:
-		return c.UserPassword.Source.Secret.SecretName
-	}
-	return ""
 }

@@ -94,13 +94,8 @@ func checkUsers(field string, users []string) []string {
 // a guest they can log in to.
 func (v Validator) maySeeSecrets(ctx context.Context, u authnv1.UserInfo, ns, prefix string, creds []v1.AccessCredential) error {
 	for i, c := range creds {
-		name := ""
-		switch {
-		case c.SSHPublicKey != nil && c.SSHPublicKey.Source.Secret != nil:
-			name = c.SSHPublicKey.Source.Secret.SecretName
-		case c.UserPassword != nil && c.UserPassword.Source.Secret != nil:
-			name = c.UserPassword.Source.Secret.SecretName
-		default:
+		name := vmisubset.CredentialSecret(c)
+		if name == "" {
 			continue
 		}
 		ok, err := requester.Allowed(ctx, v.Client, u, &authzv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: name})

@@ -71,7 +71,7 @@ type reader struct {
 }
 
 func (r *reader) add(i int, c v1.AccessCredential, secret func(i int) (fs.FS, error)) {
-	name := secretName(c)
+	name := vmisubset.CredentialSecret(c)
 	var users []string
 	if c.SSHPublicKey != nil && c.SSHPublicKey.PropagationMethod.QemuGuestAgent != nil {
 		users = c.SSHPublicKey.PropagationMethod.QemuGuestAgent.Users
@@ -123,16 +123,6 @@ func (r *reader) addPasswords(secret string, files []file) {
 			r.s.Passwords[f.name] = pw
 		}
 	}
-}
-
-func secretName(c v1.AccessCredential) string {
-	switch {
-	case c.SSHPublicKey != nil && c.SSHPublicKey.Source.Secret != nil:
-		return c.SSHPublicKey.Source.Secret.SecretName
-	case c.UserPassword != nil && c.UserPassword.Source.Secret != nil:
-		return c.UserPassword.Source.Secret.SecretName
-	}
-	return ""
 }
 
 type file struct {

@@ -3,7 +3,21 @@ package vmisubset
 import (
 	"fmt"
 	"regexp"
+
+	v1 "kubevirt.io/api/core/v1"
 )
+
+// CredentialSecret is the Secret an access credential reads ("" if it
+// names none; Secrets are the only source tekvirt admits).
+func CredentialSecret(c v1.AccessCredential) string {
+	switch {
+	case c.SSHPublicKey != nil && c.SSHPublicKey.Source.Secret != nil:
+		return c.SSHPublicKey.Source.Secret.SecretName
+	case c.UserPassword != nil && c.UserPassword.Source.Secret != nil:
+		return c.UserPassword.Source.Secret.SecretName
+	}
+	return ""
+}
 
 // guestUser is a POSIX user name as useradd takes it: no slash, no dot to
 // begin with, at most 32 characters.
