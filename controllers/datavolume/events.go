@@ -77,3 +77,22 @@ func phaseEvent(dv *cdiv1.DataVolume, from cdiv1.DataVolumePhase, st cdiv1.DataV
 	}
 	return event{corev1.EventTypeNormal, string(st.Phase), fmt.Sprintf(note, claim, src, dv.Namespace)}, true
 }
+
+// refusedEvent is a warning, as CDI emits for its importer Pod, when the
+// run's Pod is newly refused (a ResourceQuota, admission): the Running
+// condition's reason and message.
+func refusedEvent(old, st cdiv1.DataVolumeStatus) (event, bool) {
+	running := func(st cdiv1.DataVolumeStatus) cdiv1.DataVolumeCondition {
+		for _, c := range st.Conditions {
+			if c.Type == cdiv1.DataVolumeRunning {
+				return c
+			}
+		}
+		return cdiv1.DataVolumeCondition{}
+	}
+	now, was := running(st), running(old)
+	if now.Reason != ErrExceededQuotaReason && now.Reason != "PodAdmissionFailed" || now.Reason == was.Reason && now.Message == was.Message {
+		return event{}, false
+	}
+	return event{corev1.EventTypeWarning, now.Reason, now.Message}, true
+}

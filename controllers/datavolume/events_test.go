@@ -45,3 +45,19 @@ func TestPhaseEvent(t *testing.T) {
 		}
 	}
 }
+
+func TestRefusedEvent(t *testing.T) {
+	running := func(reason, msg string) cdiv1.DataVolumeStatus {
+		return cdiv1.DataVolumeStatus{Conditions: []cdiv1.DataVolumeCondition{{Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Reason: reason, Message: msg}}}
+	}
+	quota := running("ErrExceededQuota", "exceeded quota: none")
+	if ev, ok := refusedEvent(running("", ""), quota); !ok || ev.kind != corev1.EventTypeWarning || ev.reason != "ErrExceededQuota" || ev.message != "exceeded quota: none" {
+		t.Errorf("newly refused: %+v %v", ev, ok)
+	}
+	if _, ok := refusedEvent(quota, quota); ok {
+		t.Error("an event again for the same refusal")
+	}
+	if _, ok := refusedEvent(quota, running("Pod is running", "")); ok {
+		t.Error("an event for a running import")
+	}
+}

@@ -82,9 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			}
 			return
 		}
-		if ev, ok := phaseEvent(dv, base.Status.Phase, dv.Status); ok && r.Recorder != nil {
-			r.Recorder.Eventf(dv, nil, ev.kind, ev.reason, ev.reason, "%s", ev.message)
-		}
+		r.statusEvents(dv, base.Status)
 		reterr = errors.Join(reterr, r.annotateClaim(ctx, obs.pvc, dv.Status))
 	}()
 	if obs.invalid = Supported(dv); obs.invalid != nil {
@@ -337,4 +335,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.PersistentVolumeClaim{}).
 		Owns(&pipelinev1.TaskRun{}).
 		Complete(r)
+}
+
+// statusEvents records what changed from old to dv's status: its phase,
+// and a refusal of its run's Pod.
+func (r *Reconciler) statusEvents(dv *cdiv1.DataVolume, old cdiv1.DataVolumeStatus) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, e := range []func() (event, bool){
+		func() (event, bool) { return phaseEvent(dv, old.Phase, dv.Status) },
+		func() (event, bool) { return refusedEvent(old, dv.Status) },
+	} {
+		if ev, ok := e(); ok {
+			r.Recorder.Eventf(dv, nil, ev.kind, ev.reason, ev.reason, "%s", ev.message)
+		}
+	}
 }

@@ -67,6 +67,35 @@ func pullFailed(run *pipelinev1.TaskRun) string {
 	return ""
 }
 
+// podRefused is why the API server refuses a waiting run's Pod (a
+// ResourceQuota, an admission webhook or policy), with the reason CDI
+// reports for its importer Pod ("ErrExceededQuota"), or "", "".
+func podRefused(run *pipelinev1.TaskRun) (reason, msg string) {
+	if run == nil {
+		return "", ""
+	}
+	c := run.Status.GetCondition(apis.ConditionSucceeded)
+	if c == nil || !c.IsUnknown() {
+		return "", ""
+	}
+	switch c.Reason {
+	case "ExceededResourceQuota":
+		return ErrExceededQuotaReason, c.Message
+	case "PodAdmissionFailed":
+		return c.Reason, c.Message
+	}
+	return "", ""
+}
+
+func podRefusedReason(run *pipelinev1.TaskRun) string {
+	reason, _ := podRefused(run)
+	return reason
+}
+
+// ErrExceededQuotaReason is CDI's reason for an import whose Pod a
+// ResourceQuota refuses.
+const ErrExceededQuotaReason = "ErrExceededQuota"
+
 // ReadyMessage is the message of a DataVolume's Ready condition: why it
 // failed, or what it waits for.
 func ReadyMessage(dv *cdiv1.DataVolume) string {
@@ -129,6 +158,11 @@ func runStatus(st *cdiv1.DataVolumeStatus, dv *cdiv1.DataVolume, obs observed, n
 		msg := pullFailed(obs.run)
 		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, ImagePullFailedReason, msg, now)
 		setCond(st, cdiv1.DataVolumeReady, corev1.ConditionFalse, ImagePullFailedReason, msg, now)
+	case podRefusedReason(obs.run) != "":
+		st.Phase = scheduled
+		reason, msg := podRefused(obs.run)
+		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, reason, msg, now)
+		setCond(st, cdiv1.DataVolumeReady, corev1.ConditionFalse, reason, msg, now)
 	case done:
 		// Failed, and a new run is being started.
 		st.Phase = inProgress

@@ -36,6 +36,14 @@ func pullRefused(status corev1.ConditionStatus, reason string) *pipelinev1.TaskR
 	return r
 }
 
+// podRefusedRun is a run whose Pod the API server refuses.
+func podRefusedRun(reason string) *pipelinev1.TaskRun {
+	r := run(corev1.ConditionUnknown, true)
+	r.Status.Conditions[0].Reason = reason
+	r.Status.Conditions[0].Message = `TaskRun Pod exceeded available resources: pods "dv-import-0-pod" is forbidden: exceeded quota: none`
+	return r
+}
+
 func cond(st cdiv1.DataVolumeStatus, t cdiv1.DataVolumeConditionType) cdiv1.DataVolumeCondition {
 	for _, c := range st.Conditions {
 		if c.Type == t {
@@ -70,6 +78,8 @@ func TestNextStatus(t *testing.T) {
 		{"clone running", observed{pvc: bound, clone: true, run: run(corev1.ConditionUnknown, true)}, cdiv1.CloneInProgress, "N/A", "", corev1.ConditionTrue},
 		{"image not pulled", observed{pvc: bound, run: pullRefused(corev1.ConditionUnknown, "PullImageFailed")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
 		{"image not pulled, run given up", observed{pvc: bound, run: pullRefused(corev1.ConditionFalse, "TaskRunImagePullFailed")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
+		{"Pod refused by a quota", observed{pvc: bound, run: podRefusedRun("ExceededResourceQuota")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
+		{"Pod refused by admission", observed{pvc: bound, run: podRefusedRun("PodAdmissionFailed")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
 		{"failed for good", observed{pvc: bound, run: run(corev1.ConditionFalse, true), failed: "import failed: checksum"}, cdiv1.Failed, "", corev1.ConditionFalse, corev1.ConditionFalse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,6 +95,9 @@ func TestNextStatus(t *testing.T) {
 			}
 			if r := cond(st, cdiv1.DataVolumeReady); strings.HasPrefix(tc.name, "image not pulled") && (r.Reason != ImagePullFailedReason || !strings.Contains(r.Message, "401 Unauthorized")) {
 				t.Errorf("Ready = %+v, want ImagePullFailed with the kubelet's message", r)
+			}
+			if r := cond(st, cdiv1.DataVolumeRunning); strings.HasPrefix(tc.name, "Pod refused") && (r.Reason == "" || !strings.Contains(r.Message, "exceeded quota")) {
+				t.Errorf("Running = %+v, want the refusal's reason and the API server's message", r)
 			}
 			if tc.obs.invalid != nil && !strings.Contains(cond(st, cdiv1.DataVolumeReady).Message, "s3") {
 				t.Errorf("Ready message does not name the source: %+v", cond(st, cdiv1.DataVolumeReady))
