@@ -301,7 +301,9 @@ func TestAttackControllerRights(t *testing.T) {
 		t.Errorf("a launcher Pod (what the controller creates): %v", err)
 	}
 	refused(t, "a Pod that is no launcher", ctrl.Create(ctx, launcherPod(func(p *corev1.Pod) { p.Labels = nil }), dry), "only launcher Pods")
-	refused(t, "a launcher Pod on the host network", ctrl.Create(ctx, launcherPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true }), dry), "only launcher Pods")
+	refused(t, "a launcher Pod on the host network", ctrl.Create(ctx, launcherPod(func(p *corev1.Pod) {
+		p.Spec.HostNetwork, p.Spec.SecurityContext.Sysctls = true, nil // the API server refuses the sysctl there itself
+	}), dry), "only launcher Pods")
 	hostPath := func(path string) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
 			p.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}
@@ -310,11 +312,27 @@ func TestAttackControllerRights(t *testing.T) {
 	for _, path := range []string{"/", "/var/lib/tekvirt/images", "/var/lib/tekvirt/vms/" + string(vmi.UID)} {
 		refused(t, "a launcher Pod mounting the node's "+path, ctrl.Create(ctx, launcherPod(hostPath(path)), dry), "mounts nothing of the node")
 	}
-	// Launcher Pods meet "baseline", which the testbed enforces in every
-	// namespace, as KubeVirt's do.
-	podSecurity(t, f, ns, "baseline")
+	for name, change := range map[string]func(*corev1.Pod){
+		"privileged": func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.Privileged, p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr(true), nil
+		},
+		"adding a capability": func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+		},
+		"run as root": func(p *corev1.Pod) {
+			p.Spec.SecurityContext.RunAsUser, p.Spec.SecurityContext.RunAsNonRoot = ptr(int64(0)), ptr(false)
+		},
+		"with another sysctl": func(p *corev1.Pod) {
+			p.Spec.SecurityContext.Sysctls = append(p.Spec.SecurityContext.Sysctls, corev1.Sysctl{Name: "kernel.shm_rmid_forced", Value: "1"})
+		},
+	} {
+		refused(t, "a launcher Pod "+name, ctrl.Create(ctx, launcherPod(change), dry), `Pod Security "restricted"`)
+	}
+	// Launcher Pods meet "restricted" (KubeVirt's need the namespace at
+	// "baseline" or more).
+	podSecurity(t, f, ns, "restricted")
 	if err := ctrl.Create(ctx, launcherPod(func(*corev1.Pod) {}), dry); err != nil {
-		t.Errorf("a launcher Pod in a namespace enforcing Pod Security baseline: %v", err)
+		t.Errorf("a launcher Pod in a namespace enforcing Pod Security restricted: %v", err)
 	}
 
 	// Nothing above was stored (dry runs), so nothing can have leaked.

@@ -16,6 +16,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
@@ -70,7 +71,7 @@ func TestQEMUCapabilitiesWarm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := os.ReadFile(filepath.Join(fmt.Sprintf("/proc/%d/root", pid), launcher.QEMUCapabilitiesCache, name))
+		got, err := os.ReadFile(filepath.Join(fmt.Sprintf("/proc/%d/root", pid), launcher.SessionCapabilitiesCache(launcherpod.LibvirtdDir), name))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("libvirt's cache in the launcher container differs from the handler's %s (%v)", name, err)
 		}
@@ -101,7 +102,7 @@ func TestQEMUCapabilitiesWarm(t *testing.T) {
 	if cold.Installed != len(names) || cold.Reused {
 		t.Errorf("launcher given stale capabilities: %+v; want them installed and not reused", cold)
 	}
-	reprobed, err := os.ReadFile(filepath.Join(fmt.Sprintf("/proc/%d/root", pid), launcher.QEMUCapabilitiesCache, names[0]))
+	reprobed, err := os.ReadFile(filepath.Join(fmt.Sprintf("/proc/%d/root", pid), launcher.SessionCapabilitiesCache(launcherpod.LibvirtdDir), names[0]))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func main() {
 		log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
-		if err := launcher.ProbeQEMU(ctx, pod.LibvirtdDir, launcher.QEMUCapabilitiesCache, probeOut, log); err != nil {
+		if err := launcher.ProbeQEMU(ctx, pod.LibvirtdDir, probeOut, log); err != nil {
 			// Launchers then probe QEMU themselves: slower, not broken.
 			log.Error("QEMU capabilities not probed; each launcher will probe QEMU itself", "err", err)
 		}

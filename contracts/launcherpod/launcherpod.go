@@ -23,13 +23,24 @@ const (
 	ImagesDir    = "/var/lib/tekvirt/images"
 	// DisksDir holds each claim volume's mount, DisksDir/<volume name>.
 	DisksDir = "/var/run/kubevirt-private/vmi-disks"
-	// LibvirtdDir is the run directory of the Pod's own libvirtd.
-	LibvirtdDir = "/var/run/tekvirt/libvirt"
+	// LibvirtdVolume, an emptyDir at LibvirtdDir, is the run directory of
+	// the Pod's own libvirtd: its socket, configuration and cache.
+	LibvirtdVolume = "libvirt"
+	LibvirtdDir    = "/var/run/tekvirt/libvirt"
 	// ComputeContainer runs the launcher, libvirtd and QEMU.
 	ComputeContainer = "compute"
 	// AccessCredentialsDir holds, read-only, the Secret of each of the
 	// VMI's accessCredentials, at AccessCredentialsDir/<index>.
 	AccessCredentialsDir = "/var/run/kubevirt-private/access-credentials"
+)
+
+// User and Group run the compute container, and libvirtd and QEMU in it:
+// KubeVirt's qemu user, as its non-root virt-launcher, who owns the files
+// of containerDisks built as KubeVirt documents. The handler gives the
+// files QEMU writes (overlays, claims' disks) to this user.
+const (
+	User  = 107
+	Group = 107
 )
 
 // AccessCredentialVolume is the Pod volume of the Secret of the VMI's

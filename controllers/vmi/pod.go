@@ -160,7 +160,8 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 	// volumes where the kubelet keeps them (launcherpod.EmptyDirOnNode).
 	vmVol, vmMount := emptyDir(launcherpod.VMVolume, launcherpod.VMDir, false, nil)
 	imgVol, imgMount := emptyDir(launcherpod.ImagesVolume, launcherpod.ImagesDir, true, ptr.To(corev1.MountPropagationHostToContainer))
-	volumes, mounts := []corev1.Volume{vmVol, imgVol}, []corev1.VolumeMount{vmMount, imgMount}
+	libvirtVol, libvirtMount := emptyDir(launcherpod.LibvirtdVolume, launcherpod.LibvirtdDir, false, nil)
+	volumes, mounts := []corev1.Volume{vmVol, imgVol, libvirtVol}, []corev1.VolumeMount{vmMount, imgMount, libvirtMount}
 	for i, vol := range vmi.Spec.Volumes {
 		var claim string
 		readOnly := false
@@ -212,13 +213,39 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To(grace + 15), // the guest's grace, then libvirtd's stop
 			Volumes:                       volumes,
+			SecurityContext:               podSecurity(),
 			Containers: []corev1.Container{{
-				Name:         launcherpod.ComputeContainer,
-				Image:        image,
-				Command:      []string{"/ko-app/tekvirt-launcher", "--dir", launcherpod.VMDir, "--libvirtd", launcherpod.LibvirtdDir, "--disks-dir", launcherpod.DisksDir},
-				Resources:    res,
-				VolumeMounts: mounts,
+				Name:            launcherpod.ComputeContainer,
+				Image:           image,
+				Command:         []string{"/ko-app/tekvirt-launcher", "--dir", launcherpod.VMDir, "--libvirtd", launcherpod.LibvirtdDir, "--disks-dir", launcherpod.DisksDir},
+				Resources:       res,
+				VolumeMounts:    mounts,
+				SecurityContext: containerSecurity(),
 			}},
 		},
 	}, nil
+}
+
+// podSecurity meets Pod Security "restricted": the launcher, libvirtd and
+// QEMU run as launcherpod.User (QEMU emulates with TCG and networks in
+// user mode, so nothing in the Pod needs a privilege; the node-side work is
+// the handler's). The one sysctl, safe and namespaced, lets that user
+// serve the guest's ports below 1024 (SSH's 22) on the Pod's address.
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To(int64(launcherpod.User)),
+		RunAsGroup:     ptr.To(int64(launcherpod.Group)),
+		FSGroup:        ptr.To(int64(launcherpod.Group)),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		Sysctls:        []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}},
+	}
+}
+
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		RunAsNonRoot:             ptr.To(true),
+	}
 }

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
 
 	v1 "kubevirt.io/api/core/v1"
 
@@ -177,5 +179,55 @@ func TestLauncherPodAccessCredentials(t *testing.T) {
 		if m := mounts[name]; !m.ReadOnly || m.MountPath != launcherpod.AccessCredentialPath(i) {
 			t.Errorf("mount %s: %+v", name, m)
 		}
+	}
+}
+
+// TestLauncherPodMeetsRestricted checks launcher Pods against Pod Security
+// Admission's own checks at "restricted", for VMIs with every kind of
+// volume the Pod mounts.
+func TestLauncherPodMeetsRestricted(t *testing.T) {
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restricted := psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}
+	for name, mod := range map[string]func(*v1.VirtualMachineInstance){
+		"containerDisk": func(vmi *v1.VirtualMachineInstance) {
+			vmi.Spec.Volumes = []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "img"}}}}
+		},
+		"claims and credentials": func(vmi *v1.VirtualMachineInstance) {
+			vmi.Spec.Volumes = []v1.Volume{
+				{Name: "root", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: "dv"}}},
+				{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
+			}
+			vmi.Spec.AccessCredentials = []v1.AccessCredential{{SSHPublicKey: &v1.SSHPublicKeyAccessCredential{
+				Source: v1.SSHPublicKeyAccessCredentialSource{Secret: &v1.AccessCredentialSecretSource{SecretName: "keys"}}}}}
+		},
+	} {
+		vmi := guestVMI()
+		mod(vmi)
+		pod, err := LauncherPod(vmi, "img")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range eval.EvaluatePod(restricted, &pod.ObjectMeta, &pod.Spec) {
+			if !r.Allowed {
+				t.Errorf("%s: the launcher Pod violates %s: %s", name, r.ForbiddenReason, r.ForbiddenDetail)
+			}
+		}
+		sc := pod.Spec.SecurityContext
+		if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != launcherpod.User {
+			t.Errorf("%s: Pod security context %+v, want user %d", name, sc, launcherpod.User)
+		}
+	}
+	// The check can fail: the same Pod with a privilege is refused.
+	pod, _ := LauncherPod(guestVMI(), "img")
+	pod.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil
+	refused := false
+	for _, r := range eval.EvaluatePod(restricted, &pod.ObjectMeta, &pod.Spec) {
+		refused = refused || !r.Allowed
+	}
+	if !refused {
+		t.Error("a launcher Pod allowing privilege escalation passed the restricted checks")
 	}
 }

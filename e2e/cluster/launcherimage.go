@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	"github.com/tekvirt/tekvirt/e2e/ocibuild"
 )
 
@@ -165,15 +166,18 @@ type debianBase struct {
 	dirs          []string // made 0755
 }
 
-// launcherDebian is the launcher image's base. Root runs libvirtd and QEMU
-// in the Pod; libvirt resolves its default QEMU user, libvirt-qemu, before
-// it reads qemu.conf, so that user must exist.
+// launcherDebian is the launcher image's base. A launcher Pod runs
+// libvirtd and QEMU as qemu (launcherpod.User, KubeVirt's qemu user), whom
+// libvirt looks up by uid, with that user's home in the Pod's libvirtd
+// volume; run as root, libvirt resolves its default QEMU user,
+// libvirt-qemu, before it reads qemu.conf, so that user exists too.
 var launcherDebian = debianBase{
 	name:     "launcher",
 	packages: launcherPackages,
-	passwd:   "root:x:0:0:root:/root:/bin/sh\nlibvirt-qemu:x:64055:107:Libvirt Qemu:/var/lib/libvirt:/usr/sbin/nologin\n",
-	group:    "root:x:0:\nkvm:x:107:\nlibvirt-qemu:x:64055:\n",
-	dirs:     []string{"/run/libvirt", "/var/lib/libvirt/qemu", "/var/cache/libvirt/qemu", "/var/log/libvirt/qemu", "/etc/libvirt"},
+	passwd: fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nqemu:x:%d:%d:qemu:%s:/usr/sbin/nologin\nlibvirt-qemu:x:64055:64055:Libvirt Qemu:/var/lib/libvirt:/usr/sbin/nologin\n",
+		launcherpod.User, launcherpod.Group, launcherpod.LibvirtdDir),
+	group: fmt.Sprintf("root:x:0:\nqemu:x:%d:\nlibvirt-qemu:x:64055:\n", launcherpod.Group),
+	dirs:  []string{"/run/libvirt", "/var/lib/libvirt/qemu", "/var/cache/libvirt/qemu", "/var/log/libvirt/qemu", "/etc/libvirt"},
 }
 
 // gitDebian is the base of Tekton's resolvers image: the git resolver runs

@@ -71,3 +71,20 @@ func check(f *os.File) error {
 	}
 	return fmt.Errorf("%w: %s is not a regular file or a block device (mode %#o)", ErrUnsafe, f.Name(), st.Mode&unix.S_IFMT)
 }
+
+// Chown gives f, opened by Open, to uid:gid unless they own it already: the
+// user that runs QEMU must open a claim's disk whichever user (a task's, an
+// importer's) wrote it. A block device is left as it is.
+func Chown(f *os.File, uid, gid int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("stat %s: %w", f.Name(), err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || (int(st.Uid) == uid && int(st.Gid) == gid) {
+		return nil
+	}
+	if err := unix.Fchown(int(f.Fd()), uid, gid); err != nil {
+		return fmt.Errorf("giving %s to %d:%d: %w", f.Name(), uid, gid, err)
+	}
+	return nil
+}

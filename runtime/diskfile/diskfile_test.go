@@ -73,3 +73,30 @@ func TestOpen(t *testing.T) {
 		t.Errorf("absent file: %v", err)
 	}
 }
+
+func TestChown(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("changing a file's owner needs root, as the handler has")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "disk.img"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(dir, "disk.img", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 2 { // the second call finds it owned already
+		if err := Chown(f, 107, 108); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(filepath.Join(dir, "disk.img"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := st.Sys().(*syscall.Stat_t); s.Uid != 107 || s.Gid != 108 {
+			t.Errorf("owner %d:%d, want 107:108", s.Uid, s.Gid)
+		}
+	}
+}

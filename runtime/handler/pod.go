@@ -45,7 +45,10 @@ func (h *Handler) podVolumesOf(vmi *v1.VirtualMachineInstance) (*podVolumes, err
 			return nil, err
 		}
 		images, _ := launcherpod.EmptyDirOnNode(h.kubeletRoot(), uid, launcherpod.ImagesVolume)
-		p := &podVolumes{vm: podvolume.Dir{Path: vm}, images: podvolume.Dir{Path: images}}
+		// What the handler writes in the vm volume (a containerDisk's
+		// overlay) QEMU writes too, as the Pod's user.
+		owner := &podvolume.Owner{UID: launcherpod.User, GID: launcherpod.Group}
+		p := &podVolumes{vm: podvolume.Dir{Path: vm, Owner: owner}, images: podvolume.Dir{Path: images}}
 		for i := range vmi.Spec.AccessCredentials {
 			secret, _ := launcherpod.SecretOnNode(h.kubeletRoot(), uid, launcherpod.AccessCredentialVolume(i))
 			p.secrets = append(p.secrets, secret)

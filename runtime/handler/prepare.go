@@ -12,6 +12,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	"github.com/tekvirt/tekvirt/runtime/cloudinit"
 	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/diskfile"
@@ -193,6 +194,12 @@ func (h *Handler) claimDisk(ctx context.Context, ns, claim, field string, readOn
 	if err != nil {
 		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s holds no usable %s yet: %w", field, ns, claim, pvcDiskFile, err)
 	}
-	f.Close()
+	defer f.Close()
+	// Whoever wrote the disk (a task's user, an importer's), the launcher
+	// Pod's user opens it. The claim is the VM's namespace's, as is the
+	// Pod: the owner changes, the disk's readers stay those of the claim.
+	if err := diskfile.Chown(f, launcherpod.User, launcherpod.Group); err != nil {
+		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s: %w", field, ns, claim, err)
+	}
 	return &domain.Volume{Path: filepath.Join(dir, pvcDiskFile), Format: "raw", ReadOnly: readOnly, FDGroup: fmt.Sprintf("volume-%d", i)}, nil
 }

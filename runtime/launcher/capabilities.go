@@ -16,7 +16,7 @@ import (
 )
 
 // QEMUCapabilitiesCache is where a privileged libvirtd keeps what it probed
-// of each QEMU binary, one file per binary (<sha256 of its path>.xml).
+// of each QEMU binary (an unprivileged one: SessionCapabilitiesCache), one file per binary (<sha256 of its path>.xml).
 // libvirt trusts a file there only while it matches the binary and
 // libvirtd (their ctimes and versions), the host CPU and whether KVM is
 // usable, and probes QEMU again otherwise.
@@ -34,12 +34,13 @@ func IsQEMUCapabilitiesFile(name string) bool {
 
 // ProbeQEMU makes a libvirtd of the launcher's own (run directory runDir,
 // configured as in a launcher Pod) probe the QEMU binaries it finds, and
-// copies the capabilities files it wrote in cacheDir into out. Run with
-// the launcher image, unprivileged like a launcher Pod, it makes once per
+// copies the capabilities files it wrote into out. Run with the launcher
+// image as the same user as a launcher Pod, it makes once per
 // node what every launcher there would probe again: the handler hands the
 // files to each launcher Pod (Spec.QEMUCapabilities).
-func ProbeQEMU(ctx context.Context, runDir, cacheDir, out string, log *slog.Logger) error {
+func ProbeQEMU(ctx context.Context, runDir, out string, log *slog.Logger) error {
 	l := &Libvirtd{RunDir: runDir}
+	cacheDir := l.CapabilitiesCache()
 	start := time.Now()
 	if err := l.Start(ctx, os.Stderr); err != nil {
 		return err

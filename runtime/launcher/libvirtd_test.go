@@ -99,10 +99,17 @@ func TestLibvirtdStartsAndStops(t *testing.T) {
 	if err := l.Start(ctx, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if l.URI() != "qemu:///system?socket="+filepath.Join(dir, "run", "libvirt-sock") {
+	// Root runs the system daemon (tests on a bare machine); anyone else,
+	// as in a launcher Pod, a session daemon configured in its run
+	// directory.
+	uri, qemuConf := "qemu:///session", filepath.Join(dir, "run", "config", "libvirt", "qemu.conf")
+	if os.Geteuid() == 0 {
+		uri, qemuConf = "qemu:///system", filepath.Join(dir, "etc", "qemu.conf")
+	}
+	if l.URI() != uri+"?socket="+filepath.Join(dir, "run", "libvirt-sock") {
 		t.Errorf("URI %s", l.URI())
 	}
-	if conf, err := os.ReadFile(filepath.Join(dir, "etc", "qemu.conf")); err != nil || !strings.Contains(string(conf), "cgroup_controllers = [ ]") {
+	if conf, err := os.ReadFile(qemuConf); err != nil || !strings.Contains(string(conf), "cgroup_controllers = [ ]") {
 		t.Errorf("qemu.conf: %q, %v", conf, err)
 	}
 	l.Stop()

@@ -136,9 +136,6 @@ type Pod struct {
 	// DisksDir holds each claim volume's mount, DisksDir/<volume>; the spec
 	// names the files as the node sees them.
 	DisksDir string
-	// CapabilitiesCache is libvirtd's QEMU capabilities cache; empty is
-	// QEMUCapabilitiesCache.
-	CapabilitiesCache string
 }
 
 // adopt makes spec run in the Pod: on its own libvirtd, which starts with
@@ -146,16 +143,13 @@ type Pod struct {
 // Pod paths. stop ends the libvirtd.
 func (p *Pod) adopt(ctx context.Context, spec *Spec, log *slog.Logger) (stop func(), warm *warmCache, err error) {
 	p.claimPaths(spec)
-	cacheDir := p.CapabilitiesCache
-	if cacheDir == "" {
-		cacheDir = QEMUCapabilitiesCache
-	}
-	warm = installCapabilities(spec.QEMUCapabilities, cacheDir, log)
-	uri, stop, err := startLibvirtd(ctx, p.LibvirtdDir, log)
+	l := &Libvirtd{RunDir: p.LibvirtdDir}
+	warm = installCapabilities(spec.QEMUCapabilities, l.CapabilitiesCache(), log)
+	stop, err = startLibvirtd(ctx, l, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	spec.URI = uri
+	spec.URI = l.URI()
 	return stop, warm, nil
 }
 

@@ -20,7 +20,13 @@ import (
 // Dir is a Pod volume's directory on the node.
 type Dir struct {
 	Path string
+	// Owner, when set, is given the files written in the volume: the
+	// Pod's user, who may then write them too.
+	Owner *Owner
 }
+
+// Owner is a user and group.
+type Owner struct{ UID, GID int }
 
 func (d Dir) root() (*os.Root, error) {
 	r, err := os.OpenRoot(d.Path)
@@ -62,6 +68,9 @@ func (d Dir) write(name string, r io.Reader) error {
 		return fmt.Errorf("writing %s in %s: %w", name, d.Path, err)
 	}
 	_, err = io.Copy(f, r)
+	if err == nil && d.Owner != nil {
+		err = f.Chown(d.Owner.UID, d.Owner.GID)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

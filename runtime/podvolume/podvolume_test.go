@@ -62,6 +62,24 @@ func TestWriteReplacesPlantedLinks(t *testing.T) {
 	}
 }
 
+func TestWriteGivesFilesToTheOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a file away needs root, as the handler has")
+	}
+	d, _ := volume(t)
+	d.Owner = &Owner{UID: 107, GID: 107}
+	if err := d.WriteFile("disk-0.qcow2", []byte("overlay")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Lstat(filepath.Join(d.Path, "disk-0.qcow2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := st.Sys().(*syscall.Stat_t); s.Uid != 107 || s.Gid != 107 {
+		t.Errorf("written as %d:%d, want 107:107", s.Uid, s.Gid)
+	}
+}
+
 func TestReadFileRefusesLinksOutAndNonFiles(t *testing.T) {
 	d, outside := volume(t)
 	if err := os.Symlink(outside, filepath.Join(d.Path, "exit.json")); err != nil {
