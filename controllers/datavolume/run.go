@@ -223,7 +223,7 @@ func pullByNode(spec *pipelinev1.TaskSpec, image string) {
 	mount := corev1.VolumeMount{Name: "tekvirt-bin", MountPath: stepBin}
 	imp := &spec.Steps[0]
 	cp := pipelinev1.Step{Name: "copy-importer", Image: imp.Image, Command: []string{imp.Command[0], "copy-self", "--to=" + stepBin + "/tekvirt-step"},
-		VolumeMounts: []corev1.VolumeMount{mount}, ComputeResources: imp.ComputeResources}
+		VolumeMounts: []corev1.VolumeMount{mount}, ComputeResources: imp.ComputeResources, SecurityContext: imp.SecurityContext.DeepCopy()}
 	imp.Image = image
 	// Always: the kubelet asks the registry with the node's credentials
 	// each time, so an image another namespace pulled with its own pull

@@ -53,6 +53,15 @@ func TestImportRunPullMethod(t *testing.T) {
 	if sc := imp.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 107 {
 		t.Errorf("import step security context %+v, want it run as 107 (the image's own user may be root)", sc)
 	}
+	// Both steps keep the catalog's restricted context: a namespace
+	// enforcing Pod Security "restricted" refuses the Pod otherwise.
+	for _, st := range steps {
+		sc := st.SecurityContext
+		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
+			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile == nil {
+			t.Errorf("step %s security context %+v, want the restricted one", st.Name, sc)
+		}
+	}
 	if imp.ImagePullPolicy != corev1.PullAlways {
 		t.Errorf("import step imagePullPolicy %q, want Always (never another namespace's cached pull)", imp.ImagePullPolicy)
 	}
