@@ -22,8 +22,11 @@ type Images map[string]string
 const (
 	tektonModule  = "github.com/tektoncd/pipeline"
 	tekvirtModule = "github.com/tekvirt/tekvirt"
-	// ShellImageKey names the busybox image in Images; it is Tekton's shell image.
+	// ShellImageKey names the busybox image in Images.
 	ShellImageKey = "busybox"
+	// TektonShellImageKey names Tekton's shell image: busybox as a
+	// non-root user, as Tekton's release ships it.
+	TektonShellImageKey = "tekton-shell"
 )
 
 // goBinaryImage is an image holding one static Go binary at /ko-app/<name>,
@@ -99,18 +102,21 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 		tekvirtModule + "/cmd/tekvirt-handler":    overBase(base, filepath.Join(b.tekvirt, "tekvirt-handler")),
 		tekvirtModule + "/cmd/tekvirt-hostpath":   goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-hostpath")),
 		ShellImageKey:                             bb,
+		TektonShellImageKey:                       nonRoot(bb),
 		tekvirtModule + "/cmd/tekvirt-pause":      goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-pause")),
 		tekvirtModule + "/cmd/tekvirt-controller": goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-controller")),
 		tekvirtModule + "/cmd/tekvirt-operator":   goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-operator")),
 		tekvirtModule + "/cmd/tekvirt-step":       nonRoot(goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-step"))),
 		tekvirtModule + "/cmd/tekvirt-downloads":  downloadsImage(b),
 	}
+	// Tekton's images run as a non-root user, as its release's do: with
+	// set-security-context its init containers must (runAsNonRoot).
 	for _, p := range toolBuilds[1].pkgs {
 		spec := goBinaryImage(filepath.Join(b.tekton, p))
 		if p == "resolvers" { // the git resolver runs git
 			spec = overBase(gitBase, filepath.Join(b.tekton, p))
 		}
-		specs[tektonModule+"/cmd/"+p] = spec
+		specs[tektonModule+"/cmd/"+p] = nonRoot(spec)
 	}
 	images := Images{}
 	var mu sync.Mutex

@@ -49,7 +49,7 @@ func (c *Cluster) tektonManifests(images Images) ([]*unstructured.Unstructured, 
 		}
 		objs = append(objs, docs...)
 	}
-	return objs, customize(objs, images[ShellImageKey])
+	return objs, customize(objs, images[TektonShellImageKey])
 }
 
 // readManifests decodes the YAML files, their ko:// images resolved.
@@ -75,7 +75,10 @@ func readManifests(files []string, images Images) ([]*unstructured.Unstructured,
 
 // customize sets our shell image on the controller and turns off
 // coschedule: clone-disk binds two PVCs to one TaskRun, which the affinity
-// assistant forbids; on one node it places nothing anyway. The resolvers'
+// assistant forbids; on one node it places nothing anyway. It turns on
+// set-security-context, Tekton's switch for namespaces enforcing Pod
+// Security "restricted": without it Tekton's own init containers are
+// refused there, whatever the Task's steps say. The resolvers'
 // image has no tini (Tekton's entrypoint there); the hub resolver, which
 // asks a public hub, is off; the cluster resolver serves only the catalog
 // namespace, as it reads with its own rights, not the asking user's: any
@@ -89,6 +92,9 @@ func customize(objs []*unstructured.Unstructured, shellImage string) error {
 			err = setShellImage(o, shellImage)
 		case o.GetKind() == "ConfigMap" && o.GetName() == "feature-flags":
 			err = unstructured.SetNestedField(o.Object, "disabled", "data", "coschedule")
+			if err == nil {
+				err = unstructured.SetNestedField(o.Object, "true", "data", "set-security-context")
+			}
 		case o.GetKind() == "Deployment" && o.GetName() == resolversName:
 			err = setCommand(o, "/ko-app/resolvers")
 		case o.GetKind() == "ConfigMap" && o.GetName() == "resolvers-feature-flags":

@@ -11,10 +11,11 @@ import (
 // TestTektonManifestsCustomized reads Tekton's release config from the
 // pinned module: the resolvers come with it, their Deployment runs the
 // binary without tini, the hub resolver is off and the cluster resolver
-// serves only the catalog namespace.
+// serves only the catalog namespace; Tekton sets the security context of
+// its own containers (set-security-context).
 func TestTektonManifestsCustomized(t *testing.T) {
 	c := &Cluster{Source: "../.."}
-	images := Images{ShellImageKey: "registry.test/busybox@sha256:0"}
+	images := Images{TektonShellImageKey: "registry.test/tekton-shell@sha256:0"}
 	for _, p := range toolBuilds[1].pkgs {
 		images[tektonModule+"/cmd/"+p] = "registry.test/tekton/" + p + "@sha256:0"
 	}
@@ -41,6 +42,10 @@ func TestTektonManifestsCustomized(t *testing.T) {
 	if flags["enable-hub-resolver"] != "false" || flags["enable-cluster-resolver"] != "true" || flags["enable-bundles-resolver"] != "true" ||
 		flags["enable-git-resolver"] != "true" || flags["enable-http-resolver"] != "true" {
 		t.Errorf("resolver flags %v", flags)
+	}
+	features, _, _ := unstructured.NestedStringMap(find("ConfigMap", TektonNamespace, "feature-flags").Object, "data")
+	if features["set-security-context"] != "true" || features["coschedule"] != "disabled" {
+		t.Errorf("feature flags %v: want set-security-context and coschedule disabled", features)
 	}
 	cluster, _, _ := unstructured.NestedStringMap(find("ConfigMap", ResolversNamespace, "cluster-resolver-config").Object, "data")
 	if ns := hcov1beta1.DefaultTektonPipelinesNamespace; cluster["allowed-namespaces"] != ns || cluster["default-namespace"] != ns {
