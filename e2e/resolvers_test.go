@@ -53,10 +53,11 @@ func bundleRef(ref, name string) *pipelinev1.TaskRef {
 		{Name: "bundle", Value: str(ref)}, {Name: "name", Value: str(name)}, {Name: "kind", Value: str("task")}}}}
 }
 
-// resolverTenant is a user's namespace set up to run the catalog's tasks
-// from outside the catalog namespace: the rendered catalog (in dir), the
-// RBAC files of resolvedTasks applied there, each alone, a claim for the
-// disk and the manifest of a VM booting from it.
+// resolverTenant is a user's namespace (enforcing Pod Security
+// "restricted") set up to run the catalog's tasks from outside the catalog
+// namespace: the rendered catalog (in dir), the RBAC files of resolvedTasks
+// applied there, each alone, a claim for the disk and the manifest of a VM
+// booting from it.
 type resolverTenant struct {
 	ns, dir  string
 	vm       *v1.VirtualMachine
@@ -68,6 +69,9 @@ func newResolverTenant(t *testing.T, f *framework.Framework, vmName string) *res
 	t.Helper()
 	ctx := context.Background()
 	r := &resolverTenant{ns: f.Namespace(t), dir: renderCatalog(t, f), guest: serveGuest(t, f)}
+	// As a careful admin sets up tenants; the catalog's Pods, the VM's
+	// launcher Pod included, run there as they do anywhere.
+	podSecurity(t, f, r.ns, "restricted")
 	applyTaskRBAC(t, f, r.ns, r.dir, resolvedTasks...)
 	disk := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "disk"}, Spec: corev1.PersistentVolumeClaimSpec{
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
