@@ -14,6 +14,7 @@ import (
 
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -21,7 +22,8 @@ import (
 // no Pod: the DataVolume's import waits, and says why where users look -
 // its Running and Ready conditions (CDI's ErrExceededQuota, the API
 // server's message) and an ErrExceededQuota event; with the quota raised
-// the same import runs to the end.
+// the same import runs to the end. A clone of its claim made meanwhile
+// waits for it (CloneScheduled, CloneSourceNotPopulated) and then runs.
 func TestDataVolumeImportPodRefused(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
@@ -53,8 +55,31 @@ func TestDataVolumeImportPodRefused(t *testing.T) {
 		t.Errorf("phase %s while the Pod is refused, want ImportScheduled", dv.Status.Phase)
 	}
 	wantEvent(t, f, ns, dv.Name, "ErrExceededQuota", "exceeded quota: no-pods")
+	// A clone of that claim waits for it, as CDI's clones do, rather than
+	// read a disk that is not there yet.
+	clone := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "clone"}, Spec: cdiv1.DataVolumeSpec{
+		Source:  &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: ns, Name: dv.Name}},
+		Storage: dv.Spec.Storage.DeepCopy()}}
+	if err := c.Create(ctx, clone); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "the clone waiting for its source", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(clone), clone); err != nil {
+			return err
+		}
+		for _, cond := range clone.Status.Conditions {
+			if cond.Type == cdiv1.DataVolumeRunning && cond.Reason == datavolume.CloneSourceNotPopulatedReason && strings.Contains(cond.Message, "its DataVolume is ImportScheduled") {
+				return nil
+			}
+		}
+		return fmt.Errorf("phase %s, conditions %+v", clone.Status.Phase, clone.Status.Conditions)
+	})
+	if clone.Status.Phase != cdiv1.CloneScheduled {
+		t.Errorf("a clone waiting for its source is %s, want CloneScheduled", clone.Status.Phase)
+	}
 	if err := c.Delete(ctx, quota); err != nil {
 		t.Fatal(err)
 	}
 	waitDVPhase(t, c, dv, cdiv1.Succeeded)
+	waitDVPhase(t, c, clone, cdiv1.Succeeded)
 }

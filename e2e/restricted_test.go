@@ -46,7 +46,9 @@ func TestRestrictedNamespace(t *testing.T) {
 	pulled := dv("pulled", cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{
 		URL: ptr("docker://" + framework.GuestImage), PullMethod: ptr(cdiv1.RegistryPullNode)}})
 	cloned := dv("cloned", cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: ns, Name: imported.Name}})
-	for _, d := range []*cdiv1.DataVolume{imported, pulled} {
+	// The clone is created with its source, as a manifest holding both
+	// is applied: it waits for the source's import.
+	for _, d := range []*cdiv1.DataVolume{imported, pulled, cloned} {
 		if err := c.Create(ctx, d); err != nil {
 			t.Fatal(err)
 		}
@@ -55,13 +57,9 @@ func TestRestrictedNamespace(t *testing.T) {
 	if !strings.Contains(out, "DataVolume "+ns+"/uploaded Succeeded") {
 		t.Errorf("image-upload in a restricted namespace:\n%s", out)
 	}
-	for _, d := range []*cdiv1.DataVolume{imported, pulled} {
+	for _, d := range []*cdiv1.DataVolume{imported, pulled, cloned} {
 		waitDVPhase(t, c, d, cdiv1.Succeeded)
 	}
-	if err := c.Create(ctx, cloned); err != nil {
-		t.Fatal(err)
-	}
-	waitDVPhase(t, c, cloned, cdiv1.Succeeded)
 
 	vm := framework.GuestVM(ns, "restricted", framework.GuestImage, v1.RunStrategyAlways)
 	tmpl := &vm.Spec.Template.Spec

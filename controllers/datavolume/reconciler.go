@@ -138,6 +138,9 @@ func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1
 	if err := r.startRun(ctx, dv, pvc, obs); err != nil || obs.failed != "" {
 		return ctrl.Result{}, err
 	}
+	if obs.run == nil { // a clone whose source is still being populated
+		return ctrl.Result{RequeueAfter: progressEvery}, nil
+	}
 	done, ok, msg := runState(obs.run)
 	if !done {
 		obs.progress = r.progress(ctx, obs.run)
@@ -190,6 +193,27 @@ func (r *Reconciler) succeeded(ctx context.Context, dv *cdiv1.DataVolume) error 
 		return nil
 	}
 	return r.deleteSenders(ctx, dv.Namespace, dv.Name, "")
+}
+
+// sourcePending says why a clone's source claim is not ready to be read:
+// its DataVolume has not Succeeded yet (CDI's IsPopulated); "" when it
+// is, when no DataVolume owns it, or when it does not exist (the run then
+// fails naming it).
+func (r *Reconciler) sourcePending(ctx context.Context, dv *cdiv1.DataVolume) (string, error) {
+	src := dv.Spec.Source.PVC
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: src.Namespace, Name: src.Name}, pvc); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	var owner *cdiv1.DataVolume
+	populated, err := cdiv1.IsPopulated(pvc, func(name, ns string) (*cdiv1.DataVolume, error) {
+		owner = &cdiv1.DataVolume{}
+		return owner, r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, owner)
+	})
+	if err != nil || populated {
+		return "", client.IgnoreNotFound(err)
+	}
+	return fmt.Sprintf("waiting for the source PersistentVolumeClaim %s/%s: its DataVolume is %s", src.Namespace, src.Name, owner.Status.Phase), nil
 }
 
 // sourceRefEvery is how often a DataVolume waiting for its DataSource looks again.
@@ -302,6 +326,10 @@ func (r *Reconciler) ensureRun(ctx context.Context, dv *cdiv1.DataVolume, pvc *c
 		// Before the upload step of a clone across namespaces too, so that a
 		// refused clone starts nothing; the sender is checked again.
 		if err := r.authorizeClone(ctx, dv, obs); err != nil {
+			return nil, err
+		}
+		var err error
+		if obs.sourcePending, err = r.sourcePending(ctx, dv); err != nil || obs.sourcePending != "" {
 			return nil, err
 		}
 	}

@@ -36,7 +36,14 @@ type observed struct {
 	clone, upload bool
 	// progress is what the running import reported ("45.20%").
 	progress string
+	// sourcePending says why a clone has not started: its source claim is
+	// still being populated (by its own DataVolume).
+	sourcePending string
 }
+
+// CloneSourceNotPopulatedReason is why a clone waits: as CDI's, until its
+// source claim's DataVolume has Succeeded.
+const CloneSourceNotPopulatedReason = "CloneSourceNotPopulated"
 
 // runState reads a TaskRun's Succeeded condition.
 func runState(run *pipelinev1.TaskRun) (done, ok bool, msg string) {
@@ -176,6 +183,10 @@ func runStatus(st *cdiv1.DataVolumeStatus, dv *cdiv1.DataVolume, obs observed, n
 		}
 		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionTrue, "Pod is running", "", now)
 		setCond(st, cdiv1.DataVolumeReady, corev1.ConditionFalse, "", "", now)
+	case obs.run == nil && obs.sourcePending != "":
+		st.Phase = scheduled
+		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, CloneSourceNotPopulatedReason, obs.sourcePending, now)
+		setCond(st, cdiv1.DataVolumeReady, corev1.ConditionFalse, CloneSourceNotPopulatedReason, obs.sourcePending, now)
 	default:
 		st.Phase = scheduled
 		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "", "", now)

@@ -76,6 +76,8 @@ func TestNextStatus(t *testing.T) {
 		{"uploading", observed{pvc: bound, upload: true, run: run(corev1.ConditionUnknown, true), progress: "12.50%"}, cdiv1.UploadReady, "12.50%", "", corev1.ConditionTrue},
 		{"upload done", observed{pvc: bound, upload: true, run: run(corev1.ConditionTrue, true)}, cdiv1.Succeeded, "100.0%", corev1.ConditionTrue, corev1.ConditionFalse},
 		{"clone running", observed{pvc: bound, clone: true, run: run(corev1.ConditionUnknown, true)}, cdiv1.CloneInProgress, "N/A", "", corev1.ConditionTrue},
+		{"clone waiting for its source", observed{pvc: bound, clone: true, sourcePending: "waiting for the source PersistentVolumeClaim ns/src: its DataVolume is ImportInProgress"},
+			cdiv1.CloneScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
 		{"image not pulled", observed{pvc: bound, run: pullRefused(corev1.ConditionUnknown, "PullImageFailed")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
 		{"image not pulled, run given up", observed{pvc: bound, run: pullRefused(corev1.ConditionFalse, "TaskRunImagePullFailed")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
 		{"Pod refused by a quota", observed{pvc: bound, run: podRefusedRun("ExceededResourceQuota")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
@@ -95,6 +97,9 @@ func TestNextStatus(t *testing.T) {
 			}
 			if r := cond(st, cdiv1.DataVolumeReady); strings.HasPrefix(tc.name, "image not pulled") && (r.Reason != ImagePullFailedReason || !strings.Contains(r.Message, "401 Unauthorized")) {
 				t.Errorf("Ready = %+v, want ImagePullFailed with the kubelet's message", r)
+			}
+			if r := cond(st, cdiv1.DataVolumeRunning); tc.obs.sourcePending != "" && (r.Reason != CloneSourceNotPopulatedReason || r.Message != tc.obs.sourcePending) {
+				t.Errorf("Running = %+v, want %s with the source's state", r, CloneSourceNotPopulatedReason)
 			}
 			if r := cond(st, cdiv1.DataVolumeRunning); strings.HasPrefix(tc.name, "Pod refused") && (r.Reason == "" || !strings.Contains(r.Message, "exceeded quota")) {
 				t.Errorf("Running = %+v, want the refusal's reason and the API server's message", r)
