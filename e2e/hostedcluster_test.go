@@ -93,6 +93,7 @@ func TestHostedClusterControlPlane(t *testing.T) {
 		return nil
 	})
 	t.Logf("HostedCluster Available %s after create", time.Since(start).Round(time.Second))
+	wantPodSecurity(t, f, cpNS, "baseline") // no override annotation
 	if hc.Status.KubeConfig == nil || hc.Status.KubeConfig.Name != name+"-admin-kubeconfig" ||
 		hc.Status.KubeadminPassword == nil || hc.Status.KubeadminPassword.Name != name+"-kubeadmin-password" {
 		t.Errorf("status access secrets %+v %+v", hc.Status.KubeConfig, hc.Status.KubeadminPassword)

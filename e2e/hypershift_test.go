@@ -69,7 +69,8 @@ func nodePool(ns, name, cluster string) *hyperv1.NodePool {
 // TestHyperShiftAdmission: HostedCluster and NodePool of the KubeVirt
 // platform are served (CRDs from HyperShift's Go types) and admitted with
 // the CRD's defaults; another platform, or a field tekvirt does not
-// implement, is refused naming the field, and nothing is stored; namespace
+// implement, or a control-plane namespace at Pod Security privileged, is
+// refused naming the field, and nothing is stored; namespace
 // editors (of this namespace or another) may create none.
 func TestHyperShiftAdmission(t *testing.T) {
 	f := framework.New(t)
@@ -96,6 +97,11 @@ func TestHyperShiftAdmission(t *testing.T) {
 	passthrough.Spec.Platform.Kubevirt = &hyperv1.KubevirtPlatformSpec{BaseDomainPassthrough: ptr(true)}
 	if err := c.Create(ctx, passthrough); err == nil || !strings.Contains(err.Error(), "spec.platform.kubevirt.baseDomainPassthrough") {
 		t.Errorf("a field tekvirt does not implement: %v, want refused naming spec.platform.kubevirt.baseDomainPassthrough", err)
+	}
+	privileged := hostedCluster(ns, "privileged")
+	privileged.Annotations = map[string]string{hyperv1.PodSecurityAdmissionLabelOverrideAnnotation: "Privileged"}
+	if err := c.Create(ctx, privileged); err == nil || !strings.Contains(err.Error(), hyperv1.PodSecurityAdmissionLabelOverrideAnnotation) {
+		t.Errorf("a control plane asking for Pod Security privileged: %v, want refused naming the annotation", err)
 	}
 	both := nodePool(ns, "both", "admitted")
 	both.Spec.AutoScaling = &hyperv1.NodePoolAutoScaling{Min: 1, Max: 3}

@@ -98,7 +98,8 @@ func readyNodes(ctx context.Context, hosted kubernetes.Interface) ([]string, err
 // deletes its VM and Node. A worker whose launcher is killed boots again
 // and its node comes back Ready. Autoscaling (see autoscaling), then an
 // infrastructure node drained (see evacuation). A NodePool naming no
-// HostedCluster says so.
+// HostedCluster says so. The control-plane namespace enforces Pod Security
+// restricted, asked with HyperShift's annotation.
 func TestNodePool(t *testing.T) {
 	heavy(t, "10 minutes on 2 cores")
 	f := framework.New(t)
@@ -114,8 +115,12 @@ func TestNodePool(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
+	// The control-plane namespace enforces Pod Security restricted
+	// (HyperShift's annotation): the provisioning tasks, the control plane
+	// and the workers' launcher Pods all run under it.
 	tekvirt(t, f, "create", "cluster", "kubevirt", "--name", name, "--namespace", ns, "--pull-secret", pullSecret,
-		"--node-pool-replicas", "1", "--memory", "1Gi", "--cores", "1", "--root-volume-size", "1", "--root-volume-cache-strategy", "PVC")
+		"--node-pool-replicas", "1", "--memory", "1Gi", "--cores", "1", "--root-volume-size", "1", "--root-volume-cache-strategy", "PVC",
+		"--annotations", hyperv1.PodSecurityAdmissionLabelOverrideAnnotation+"=Restricted")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("keeping hosted cluster %s/%s of the failed test", ns, name)
@@ -137,6 +142,7 @@ func TestNodePool(t *testing.T) {
 		return nil
 	})
 	t.Logf("create -> HostedCluster Available: %s", time.Since(start).Round(time.Second))
+	wantPodSecurity(t, f, cpNS, "restricted")
 	np := &hyperv1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	waitPool(t, c, np, 1, 8*time.Minute)
 	t.Logf("create -> NodePool Ready with 1 node: %s", time.Since(start).Round(time.Second))
@@ -476,4 +482,16 @@ func hostDevicePool(t *testing.T, c client.Client, np *hyperv1.NodePool, cpNS st
 		t.Fatal(err)
 	}
 	framework.WaitGone(t, c, vm, 2*time.Minute)
+}
+
+// wantPodSecurity checks the Pod Security level namespace ns enforces.
+func wantPodSecurity(t *testing.T, f *framework.Framework, ns, level string) {
+	t.Helper()
+	got, err := f.Kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := got.Labels["pod-security.kubernetes.io/enforce"]; l != level {
+		t.Errorf("namespace %s enforces Pod Security %q, want %q", ns, l, level)
+	}
 }

@@ -47,6 +47,7 @@ func clusterCmds(g *globalFlags) []*cobra.Command {
 	fl.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "StorageClass of etcd's volume (default: the default class)")
 	fl.StringArrayVar(&o.hostDevices, "host-device-name", nil, "<name>[,count:<n>]: a host device each worker gets, count 1 unless said (repeatable)")
 	fl.StringVar(&o.availabilityPolicy, "control-plane-availability-policy", string(hyperv1.HighlyAvailable), "SingleReplica or HighlyAvailable")
+	fl.StringArrayVar(&o.annotations, "annotations", nil, "key=value: an annotation of the HostedCluster (repeatable)")
 	fl.BoolVar(&o.render, "render", false, "print the objects instead of creating them")
 
 	var name, ns string

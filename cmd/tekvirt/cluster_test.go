@@ -22,7 +22,8 @@ func goodClusterOptions(t *testing.T) clusterOptions {
 	return clusterOptions{name: "demo", namespace: "clusters", releaseImage: "127.0.0.1:5000/tekvirt/hosted-release:latest", nodePoolReplicas: 2,
 		pullSecretFile: ps, memory: "1Gi", cores: 1, rootVolumeSize: 4, rootVolumeCache: "PVC", availabilityPolicy: "SingleReplica",
 		storageMappings: []string{"tekvirt-hostpath/standard,group=fast"}, snapshotMappings: []string{"snap/guest-snap"},
-		etcdStorageClass: "tekvirt-hostpath", hostDevices: []string{"nvidia.com/A100", "example.com/fpga,count:2"}, render: true}
+		etcdStorageClass: "tekvirt-hostpath", hostDevices: []string{"nvidia.com/A100", "example.com/fpga,count:2"},
+		annotations: []string{"hypershift.openshift.io/pod-security-admission-label-override=Restricted"}, render: true}
 }
 
 // TestCreateClusterRender: --render prints the pull secret, HostedCluster
@@ -59,6 +60,7 @@ func TestCreateClusterRender(t *testing.T) {
 		`"guestVolumeSnapshotClassName":"guest-snap"`, `"cacheStrategy":{"type":"PVC"}`, `"size":"4Gi"`,
 		`{"count":1,"deviceName":"nvidia.com/A100"}`, `{"count":2,"deviceName":"example.com/fpga"}`,
 		`"compute":{"cores":1,"memory":"1Gi"}`, `"replicas":2`,
+		`"annotations":{"hypershift.openshift.io/pod-security-admission-label-override":"Restricted"}`,
 	} {
 		if !strings.Contains(string(flat), want) {
 			t.Errorf("rendered objects lack %s:\n%s", want, flat)
@@ -89,6 +91,8 @@ func TestCreateClusterBadFlags(t *testing.T) {
 		// Not given, and no install to read it from.
 		{"release-image", func(o *clusterOptions) { o.releaseImage = ""; t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig") }},
 		{"control-plane-availability-policy", func(o *clusterOptions) { o.availabilityPolicy = "Triple" }},
+		{"annotations", func(o *clusterOptions) { o.annotations = []string{"no-value"} }},
+		{"annotations", func(o *clusterOptions) { o.annotations = []string{"bad key=x"} }},
 	} {
 		o := goodClusterOptions(t)
 		tc.change(&o)

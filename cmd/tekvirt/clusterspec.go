@@ -32,6 +32,7 @@ type clusterOptions struct {
 	etcdStorageClass   string
 	hostDevices        []string
 	availabilityPolicy string
+	annotations        []string
 	render             bool
 }
 
@@ -84,6 +85,10 @@ func buildCluster(o clusterOptions, pullSecret []byte) (*clusterObjects, error) 
 	if err != nil {
 		return nil, err
 	}
+	annotations, err := keyValues("annotations", o.annotations)
+	if err != nil {
+		return nil, err
+	}
 	objs := &clusterObjects{
 		namespace: &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.namespace}},
 		pullSecret: &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -91,8 +96,29 @@ func buildCluster(o clusterOptions, pullSecret []byte) (*clusterObjects, error) 
 			Type:       corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: pullSecret}},
 	}
 	objs.cluster = hostedClusterOf(o, policy, storage)
+	objs.cluster.Annotations = annotations
 	objs.nodePool = nodePoolOf(o, mem, cache, devices)
 	return objs, nil
+}
+
+// keyValues parses the key=value items of a repeatable flag (hcp's
+// --annotations), each key a qualified name.
+func keyValues(flag string, items []string) (map[string]string, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, item := range items {
+		k, v, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, flagError(flag, "%q is not key=value", item)
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return nil, flagError(flag, "%q: %s", k, strings.Join(errs, ", "))
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 func hostedClusterOf(o clusterOptions, policy hyperv1.AvailabilityPolicy, storage *hyperv1.KubevirtStorageDriverSpec) *hyperv1.HostedCluster {

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	psapi "k8s.io/pod-security-admission/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -114,8 +115,13 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, cluster *hyperv1.Hoste
 	err := r.Reader.Get(ctx, client.ObjectKey{Name: cpNS}, ns)
 	switch {
 	case apierrors.IsNotFound(err):
+		level, err := hc.PodSecurityLevel(cluster.Annotations)
+		if err != nil {
+			return err.Error(), nil // admission refuses it; an older object may hold it
+		}
 		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cpNS,
-			Labels:      map[string]string{hc.ControlPlaneLabel: "true", catalog.ManagedByLabel: catalog.ManagedBy},
+			Labels: map[string]string{hc.ControlPlaneLabel: "true", catalog.ManagedByLabel: catalog.ManagedBy,
+				psapi.EnforceLevelLabel: string(level)},
 			Annotations: map[string]string{hc.ClusterAnnotation: owner}}}
 		if err := r.Create(ctx, ns); err != nil {
 			return "", fmt.Errorf("creating namespace %s: %w", cpNS, err)

@@ -9,6 +9,7 @@ import (
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 
+	"github.com/tekvirt/tekvirt/contracts/hostedcluster"
 	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 )
 
@@ -98,11 +99,15 @@ func ValidateNodePoolSpec(spec map[string]any) error {
 	return vmisubset.Report(nodePoolTree.Check("spec", spec))
 }
 
-// hostedCluster: supported fields only (the platform KubeVirt among them).
+// hostedCluster: supported fields only (the platform KubeVirt among them)
+// and a Pod Security override the control-plane namespace can take.
 func hostedCluster(_ context.Context, req admission.Request) error {
 	var hc hyperv1.HostedCluster
 	var spec map[string]any
 	if err := decode(req, &hc, &spec); err != nil {
+		return err
+	}
+	if _, err := hostedcluster.PodSecurityLevel(hc.Annotations); err != nil {
 		return err
 	}
 	return ValidateHostedClusterSpec(spec)

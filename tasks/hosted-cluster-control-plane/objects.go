@@ -72,7 +72,7 @@ func deployment(ns, name, image string, replicas int32, hash string, args []stri
 	vols, vms := mounts(files)
 	c := corev1.Container{
 		Name: name, Image: image, Command: append([]string{"/usr/bin/" + name}, args...),
-		VolumeMounts: vms, ReadinessProbe: probe,
+		VolumeMounts: vms, ReadinessProbe: probe, SecurityContext: hc.ContainerSecurity(),
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}},
 	}
@@ -89,6 +89,7 @@ func deployment(ns, name, image string, replicas int32, hash string, args []stri
 				Spec: corev1.PodSpec{
 					AutomountServiceAccountToken: new(bool),
 					EnableServiceLinks:           new(bool),
+					SecurityContext:              hc.PodSecurity(),
 					Containers:                   []corev1.Container{c},
 					Volumes:                      vols,
 					TopologySpreadConstraints:    hostedcp.SpreadOverNodes(labels(name)),

@@ -170,10 +170,12 @@ func StatefulSet(p Params) *appsv1.StatefulSet {
 					AutomountServiceAccountToken: new(bool),
 					EnableServiceLinks:           new(bool),
 					TopologySpreadConstraints:    spread(),
+					SecurityContext:              hc.PodSecurity(),
 					Containers: []corev1.Container{{
-						Name:    "etcd",
-						Image:   p.Image,
-						Command: []string{"/usr/bin/etcd", "--config-file=/etc/etcd/config/$(POD_NAME).yaml"},
+						Name:            "etcd",
+						SecurityContext: hc.ContainerSecurity(),
+						Image:           p.Image,
+						Command:         []string{"/usr/bin/etcd", "--config-file=/etc/etcd/config/$(POD_NAME).yaml"},
 						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
 							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
 						Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: hc.EtcdClientPort}, {Name: "peer", ContainerPort: hc.EtcdPeerPort}},

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
 )
 
@@ -72,5 +74,20 @@ func TestStatefulSetKeepsDataOnAClaim(t *testing.T) {
 	}
 	if StatefulSet(Params{Namespace: "ns", Image: "img", Replicas: 1, StorageSize: "2Gi"}).Spec.VolumeClaimTemplates[0].Spec.StorageClassName != nil {
 		t.Error("no class asked, yet one is named (the default class would not apply)")
+	}
+}
+
+// TestStatefulSetMeetsRestricted: etcd's Pods pass Pod Security
+// Admission's own "restricted" checks.
+func TestStatefulSetMeetsRestricted(t *testing.T) {
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := StatefulSet(Params{Namespace: "ns", Image: "img", Replicas: 3, StorageSize: "2Gi"}).Spec.Template
+	for _, r := range eval.EvaluatePod(psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}, &tmpl.ObjectMeta, &tmpl.Spec) {
+		if !r.Allowed {
+			t.Errorf("etcd violates restricted: %s: %s", r.ForbiddenReason, r.ForbiddenDetail)
+		}
 	}
 }
