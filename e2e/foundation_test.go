@@ -30,6 +30,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/controllers/hostpath"
+	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/tasks/templates"
 )
@@ -81,22 +82,19 @@ func TestPodRuns(t *testing.T) {
 	}
 }
 
-// registryImage returns the digest reference the Tekton controller was given
-// for our busybox (its -shell-image), which is what `tekvirt up` pushed.
-func registryImage(t *testing.T, f *framework.Framework, repo string) string {
+// registryImage is the digest reference of the image `tekvirt up` pushed to
+// the local registry as repo (by digest, and by tag "latest").
+func registryImage(t *testing.T, _ *framework.Framework, repo string) string {
 	t.Helper()
-	d, err := f.Kube.AppsV1().Deployments("tekton-pipelines").Get(context.Background(), "tekton-pipelines-controller", metav1.GetOptions{})
+	ref, err := name.ParseReference(cluster.RegistryAddr+"/"+repo+":latest", name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := d.Spec.Template.Spec.Containers[0].Args
-	for i := range args {
-		if args[i] == "-shell-image" && strings.Contains(args[i+1], repo) {
-			return args[i+1]
-		}
+	desc, err := remote.Head(ref)
+	if err != nil {
+		t.Fatalf("%s in the local registry: %v", repo, err)
 	}
-	t.Fatalf("no %s image in the tekton controller args %v", repo, args)
-	return ""
+	return cluster.RegistryAddr + "/" + repo + "@" + desc.Digest.String()
 }
 
 func TestGenerateSSHKeysWithTkn(t *testing.T) {
