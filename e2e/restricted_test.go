@@ -90,15 +90,7 @@ func TestRestrictedNamespace(t *testing.T) {
 
 	tekvirt(t, f, "stop", vm.Name, "-n", ns)
 	framework.WaitGone(t, c, vmi, 2*time.Minute)
-	framework.Eventually(t, 30*time.Second, "VM printableStatus Stopped", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
-			return err
-		}
-		if vm.Status.PrintableStatus != v1.VirtualMachineStatusStopped {
-			return fmt.Errorf("printableStatus %q", vm.Status.PrintableStatus)
-		}
-		return nil
-	})
+	waitPrintableStatus(t, c, vm, v1.VirtualMachineStatusStopped, 30*time.Second)
 }
 
 // checkUnprivilegedQEMU checks, on this machine (the nodes' processes run

@@ -268,15 +268,7 @@ func TestSubresourcesGuestAgentAndPause(t *testing.T) {
 		}
 		return fmt.Errorf("conditions %+v", v.Status.Conditions)
 	})
-	framework.Eventually(t, time.Minute, "the VM Paused", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
-			return err
-		}
-		if vm.Status.PrintableStatus != v1.VirtualMachineStatusPaused {
-			return fmt.Errorf("VM %s", vm.Status.PrintableStatus)
-		}
-		return nil
-	})
+	waitPrintableStatus(t, c, vm, v1.VirtualMachineStatusPaused, time.Minute)
 	if _, err := vmiSubresource(t, f, "e2e-editor", "PUT", ns, vmi.Name, "pause", "{}"); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "VMI is already paused") {
 		t.Errorf("second pause: %v, want 409 VMI is already paused", err)
 	}

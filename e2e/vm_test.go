@@ -90,19 +90,25 @@ func TestVMLifecycle(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("VM directory %s left behind: %v", dir, err)
 	}
-	framework.Eventually(t, 30*time.Second, "VM printableStatus Stopped", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
-			return err
-		}
-		if vm.Status.PrintableStatus != v1.VirtualMachineStatusStopped {
-			return fmt.Errorf("printableStatus %q", vm.Status.PrintableStatus)
-		}
-		return nil
-	})
+	waitPrintableStatus(t, c, vm, v1.VirtualMachineStatusStopped, 30*time.Second)
 	// The VM's own events, as KubeVirt's VM controller records them: its
 	// VMIs created (start, restart) and deleted (restart, stop).
 	framework.Eventually(t, 30*time.Second, "the VM's events", func() error {
 		return hasEvents(f, vm, "SuccessfulCreate", "SuccessfulDelete")
+	})
+}
+
+// waitPrintableStatus waits until vm's printableStatus is want.
+func waitPrintableStatus(t *testing.T, c client.Client, vm *v1.VirtualMachine, want v1.VirtualMachinePrintableStatus, timeout time.Duration) {
+	t.Helper()
+	framework.Eventually(t, timeout, "VM "+vm.Name+" "+string(want), func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(vm), vm); err != nil {
+			return err
+		}
+		if vm.Status.PrintableStatus != want {
+			return fmt.Errorf("printableStatus %q", vm.Status.PrintableStatus)
+		}
+		return nil
 	})
 }
 
