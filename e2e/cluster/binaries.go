@@ -111,13 +111,30 @@ func (c *Cluster) toolModule(t toolBuild) (toolModule, error) {
 	if m, ok := c.tools[t.name]; ok {
 		return m, nil
 	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}} {{.Dir}}", t.module)
-	cmd.Dir = filepath.Join(c.Source, "e2e", "tools", t.name)
-	out, err := cmd.Output()
-	if err != nil {
-		return toolModule{}, fmt.Errorf("reading the %s version pinned in e2e/tools/%s: %w", t.module, t.name, err)
+	list := func() (string, string, error) {
+		cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}} {{.Dir}}", t.module)
+		cmd.Dir = filepath.Join(c.Source, "e2e", "tools", t.name)
+		out, err := cmd.Output()
+		if err != nil {
+			return "", "", fmt.Errorf("reading the %s version pinned in e2e/tools/%s: %w", t.module, t.name, err)
+		}
+		v, dir, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+		return v, dir, nil
 	}
-	v, dir, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	v, dir, err := list()
+	if err == nil && dir == "" {
+		// Not in the module cache (the tool's binary was cached, its
+		// source not needed until now): its files are read from there.
+		dl := exec.Command("go", "mod", "download", t.module)
+		dl.Dir = filepath.Join(c.Source, "e2e", "tools", t.name)
+		if out, derr := dl.CombinedOutput(); derr != nil {
+			return toolModule{}, fmt.Errorf("downloading %s: %w: %s", t.module, derr, out)
+		}
+		v, dir, err = list()
+	}
+	if err != nil {
+		return toolModule{}, err
+	}
 	if c.tools == nil {
 		c.tools = map[string]toolModule{}
 	}
