@@ -5,9 +5,7 @@ import (
 	"strings"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	psapi "k8s.io/pod-security-admission/api"
-	"k8s.io/utils/ptr"
 )
 
 // PodSecurityLevel is the Pod Security level a HostedCluster's
@@ -31,27 +29,6 @@ func PodSecurityLevel(annotations map[string]string) (psapi.Level, error) {
 
 // ControlPlaneUser runs the control plane's containers (etcd, the API
 // server, the controller manager, the scheduler): not root, so that their
-// Pods meet Pod Security "restricted".
+// Pods meet Pod Security "restricted" (podsecurity.Pod); its group reads
+// the Secret files mounted 0400 and writes etcd's volume.
 const ControlPlaneUser = 65532
-
-// PodSecurity is the control-plane Pods' security context: ControlPlaneUser,
-// whose group (fsGroup) may read the Secret files mounted 0400 and write
-// etcd's volume, and the runtime's seccomp profile.
-func PodSecurity() *corev1.PodSecurityContext {
-	return &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To(int64(ControlPlaneUser)),
-		RunAsGroup:     ptr.To(int64(ControlPlaneUser)),
-		FSGroup:        ptr.To(int64(ControlPlaneUser)),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-}
-
-// ContainerSecurity is their containers': no privilege escalation, no
-// capabilities.
-func ContainerSecurity() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
-}

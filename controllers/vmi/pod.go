@@ -14,6 +14,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
+	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 )
 
@@ -220,7 +221,7 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 				Command:         []string{"/ko-app/tekvirt-launcher", "--dir", launcherpod.VMDir, "--libvirtd", launcherpod.LibvirtdDir, "--disks-dir", launcherpod.DisksDir},
 				Resources:       res,
 				VolumeMounts:    mounts,
-				SecurityContext: containerSecurity(),
+				SecurityContext: podsecurity.Container(),
 			}},
 		},
 	}, nil
@@ -232,20 +233,7 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 // the handler's). The one sysctl, safe and namespaced, lets that user
 // serve the guest's ports below 1024 (SSH's 22) on the Pod's address.
 func podSecurity() *corev1.PodSecurityContext {
-	return &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To(int64(launcherpod.User)),
-		RunAsGroup:     ptr.To(int64(launcherpod.Group)),
-		FSGroup:        ptr.To(int64(launcherpod.Group)),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		Sysctls:        []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}},
-	}
-}
-
-func containerSecurity() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		RunAsNonRoot:             ptr.To(true),
-	}
+	sc := podsecurity.Pod(launcherpod.User)
+	sc.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}}
+	return sc
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // QEMUCapabilitiesCache is where a privileged libvirtd keeps what it probed
-// of each QEMU binary (an unprivileged one: SessionCapabilitiesCache), one file per binary (<sha256 of its path>.xml).
+// of each QEMU binary (an unprivileged one: SessionCapabilitiesCache), one
+// file per binary (<sha256 of its path>.xml).
 // libvirt trusts a file there only while it matches the binary and
 // libvirtd (their ctimes and versions), the host CPU and whether KVM is
 // usable, and probes QEMU again otherwise.

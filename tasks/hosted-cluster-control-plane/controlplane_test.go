@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	psapi "k8s.io/pod-security-admission/api"
-	"k8s.io/pod-security-admission/policy"
+
+	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 )
 
 func TestFirstServiceIP(t *testing.T) {
@@ -73,17 +73,11 @@ func TestAPIServerArgs(t *testing.T) {
 // Security Admission's own "restricted" checks, so that a control-plane
 // namespace may enforce it.
 func TestControlPlaneMeetsRestricted(t *testing.T) {
-	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cl := Cluster{Namespace: "ns", Image: "img", Replicas: 3, ServiceCIDR: "172.31.0.0/16", ClusterCIDR: "10.132.0.0/14", AdvertiseIP: "172.31.0.1", EtcdEndpoint: "https://etcd:2379"}
 	for _, d := range []*appsv1.Deployment{APIServer(cl), ControllerManager(cl), Scheduler(cl)} {
 		tmpl := d.Spec.Template
-		for _, r := range eval.EvaluatePod(psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}, &tmpl.ObjectMeta, &tmpl.Spec) {
-			if !r.Allowed {
-				t.Errorf("%s violates restricted: %s: %s", d.Name, r.ForbiddenReason, r.ForbiddenDetail)
-			}
+		if v, err := podsecurity.Violations(&tmpl.ObjectMeta, &tmpl.Spec); err != nil || len(v) > 0 {
+			t.Errorf("%s violates restricted: %v %v", d.Name, v, err)
 		}
 	}
 }

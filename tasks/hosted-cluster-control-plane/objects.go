@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 	"github.com/tekvirt/tekvirt/tasks/hostedcp"
 )
 
@@ -72,7 +73,7 @@ func deployment(ns, name, image string, replicas int32, hash string, args []stri
 	vols, vms := mounts(files)
 	c := corev1.Container{
 		Name: name, Image: image, Command: append([]string{"/usr/bin/" + name}, args...),
-		VolumeMounts: vms, ReadinessProbe: probe, SecurityContext: hc.ContainerSecurity(),
+		VolumeMounts: vms, ReadinessProbe: probe, SecurityContext: podsecurity.Container(),
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}},
 	}
@@ -89,7 +90,7 @@ func deployment(ns, name, image string, replicas int32, hash string, args []stri
 				Spec: corev1.PodSpec{
 					AutomountServiceAccountToken: new(bool),
 					EnableServiceLinks:           new(bool),
-					SecurityContext:              hc.PodSecurity(),
+					SecurityContext:              podsecurity.Pod(hc.ControlPlaneUser),
 					Containers:                   []corev1.Container{c},
 					Volumes:                      vols,
 					TopologySpreadConstraints:    hostedcp.SpreadOverNodes(labels(name)),

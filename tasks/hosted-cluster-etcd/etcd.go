@@ -19,6 +19,7 @@ import (
 
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
 	"github.com/tekvirt/tekvirt/contracts/pki"
+	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 	"github.com/tekvirt/tekvirt/tasks/hostedcp"
 )
 
@@ -170,10 +171,10 @@ func StatefulSet(p Params) *appsv1.StatefulSet {
 					AutomountServiceAccountToken: new(bool),
 					EnableServiceLinks:           new(bool),
 					TopologySpreadConstraints:    spread(),
-					SecurityContext:              hc.PodSecurity(),
+					SecurityContext:              podsecurity.Pod(hc.ControlPlaneUser),
 					Containers: []corev1.Container{{
 						Name:            "etcd",
-						SecurityContext: hc.ContainerSecurity(),
+						SecurityContext: podsecurity.Container(),
 						Image:           p.Image,
 						Command:         []string{"/usr/bin/etcd", "--config-file=/etc/etcd/config/$(POD_NAME).yaml"},
 						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{

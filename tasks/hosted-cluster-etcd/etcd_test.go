@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	psapi "k8s.io/pod-security-admission/api"
-	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 )
 
 func TestMemberConfig(t *testing.T) {
@@ -80,14 +80,8 @@ func TestStatefulSetKeepsDataOnAClaim(t *testing.T) {
 // TestStatefulSetMeetsRestricted: etcd's Pods pass Pod Security
 // Admission's own "restricted" checks.
 func TestStatefulSetMeetsRestricted(t *testing.T) {
-	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tmpl := StatefulSet(Params{Namespace: "ns", Image: "img", Replicas: 3, StorageSize: "2Gi"}).Spec.Template
-	for _, r := range eval.EvaluatePod(psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}, &tmpl.ObjectMeta, &tmpl.Spec) {
-		if !r.Allowed {
-			t.Errorf("etcd violates restricted: %s: %s", r.ForbiddenReason, r.ForbiddenDetail)
-		}
+	if v, err := podsecurity.Violations(&tmpl.ObjectMeta, &tmpl.Spec); err != nil || len(v) > 0 {
+		t.Errorf("etcd violates restricted: %v %v", v, err)
 	}
 }
