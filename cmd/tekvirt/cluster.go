@@ -28,6 +28,11 @@ import (
 func clusterCmds(g *globalFlags) []*cobra.Command {
 	o := clusterOptions{}
 	create := &cobra.Command{Use: "kubevirt", Short: "Create a hosted cluster whose workers are tekvirt VMs (HostedCluster, NodePool, pull secret)", Args: cobra.NoArgs,
+		Long: "Create a HyperShift HostedCluster of the KubeVirt platform, its NodePool and its pull secret, as\n" +
+			"`hcp create cluster kubevirt` does with the same flags. A bad value fails before anything is created.",
+		Example: `  echo '{"auths":{}}' > pull-secret.json
+  tekvirt create cluster kubevirt --name demo --pull-secret pull-secret.json --node-pool-replicas 2 --memory 1Gi --cores 1
+  kubectl wait hostedcluster demo -n clusters --for=condition=Available --timeout=10m`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.createCluster(cmd.Context(), o, cmd.OutOrStdout())
 		}}
@@ -53,6 +58,7 @@ func clusterCmds(g *globalFlags) []*cobra.Command {
 	var name, ns string
 	var destroyWait time.Duration
 	destroy := &cobra.Command{Use: "kubevirt", Short: "Delete a hosted cluster: its NodePools, HostedCluster and pull secret", Args: cobra.NoArgs,
+		Example: "  tekvirt destroy cluster kubevirt --name demo",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.destroyCluster(cmd.Context(), ns, name, destroyWait, cmd.OutOrStdout())
 		}}
@@ -60,13 +66,14 @@ func clusterCmds(g *globalFlags) []*cobra.Command {
 	destroy.Flags().StringVar(&ns, "namespace", "clusters", "namespace of the HostedCluster")
 	destroy.Flags().DurationVar(&destroyWait, "timeout", 10*time.Minute, "how long to wait until the cluster and its control plane are gone (0: do not wait)")
 
-	createCluster := &cobra.Command{Use: "cluster", Short: "Create a hosted cluster"}
+	createCluster := &cobra.Command{Use: "cluster", Short: "Create a hosted cluster", Example: "  tekvirt create cluster kubevirt --name demo --pull-secret pull-secret.json"}
 	createCluster.AddCommand(create)
-	destroyCluster := &cobra.Command{Use: "cluster", Short: "Destroy a hosted cluster"}
+	destroyCluster := &cobra.Command{Use: "cluster", Short: "Destroy a hosted cluster", Example: "  tekvirt destroy cluster kubevirt --name demo"}
 	destroyCluster.AddCommand(destroy)
-	createTop := &cobra.Command{Use: "create", Short: "Create hosted clusters, as hcp create"}
+	createTop := &cobra.Command{Use: "create", Short: "Create hosted clusters and their kubeconfigs, as hcp create",
+		Example: "  tekvirt create cluster kubevirt --name demo --pull-secret pull-secret.json\n  tekvirt create kubeconfig --name demo > demo.kubeconfig"}
 	createTop.AddCommand(createCluster, kubeconfigCmd(g))
-	destroyTop := &cobra.Command{Use: "destroy", Short: "Destroy hosted clusters, as hcp destroy"}
+	destroyTop := &cobra.Command{Use: "destroy", Short: "Destroy hosted clusters, as hcp destroy", Example: "  tekvirt destroy cluster kubevirt --name demo"}
 	destroyTop.AddCommand(destroyCluster)
 	return []*cobra.Command{createTop, destroyTop}
 }

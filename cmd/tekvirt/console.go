@@ -24,6 +24,7 @@ const escapeByte = 29
 func consoleCmd(g *globalFlags) *cobra.Command {
 	var ns string
 	cmd := &cobra.Command{Use: "console NAME", Short: "Attach to a VMI's serial console (Ctrl+] leaves)", Args: cobra.ExactArgs(1),
+		Example: "  tekvirt console demo",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conn, err := g.dialConsole(cmd.Context(), ns, args[0])
 			if err != nil {
@@ -40,7 +41,7 @@ func consoleCmd(g *globalFlags) *cobra.Command {
 			}
 			return attach(conn, cmd.InOrStdin(), cmd.OutOrStdout())
 		}}
-	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace of the VMI")
+	namespaceFlag(cmd.Flags(), &ns, "namespace of the VMI")
 	return cmd
 }
 

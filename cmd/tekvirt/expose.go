@@ -66,6 +66,8 @@ func exposeCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "expose (vmi|vm) NAME --name SERVICE --port PORT",
 		Short: "Make a Service that reaches a port of a VMI's or VM's guest through its launcher Pod",
+		Example: `  tekvirt expose vmi demo --name demo-ssh --port 2222 --target-port 22
+  tekvirt expose vm demo --name demo-web --port 80 --type NodePort`,
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.vmClient()
@@ -105,7 +107,7 @@ func exposeCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&ns, "namespace", "n", "default", "namespace of the VMI or VM")
+	namespaceFlag(fl, &ns, "namespace of the VMI or VM")
 	fl.StringVar(&f.name, "name", "", "name of the Service")
 	fl.Int32Var(&f.port, "port", 0, "port the Service serves")
 	fl.Int32Var(&f.targetPort, "target-port", 0, "guest port (default --port)")

@@ -19,6 +19,7 @@ import (
 func kubeconfigCmd(g *globalFlags) *cobra.Command {
 	var name, ns string
 	cmd := &cobra.Command{Use: "kubeconfig", Short: "Print a hosted cluster's admin kubeconfig", Args: cobra.NoArgs,
+		Example: "  tekvirt create kubeconfig --name demo > demo.kubeconfig\n  kubectl --kubeconfig demo.kubeconfig get nodes",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.printKubeconfig(cmd.Context(), ns, name, cmd.OutOrStdout())
 		}}

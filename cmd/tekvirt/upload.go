@@ -44,6 +44,7 @@ func imageUploadCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image-upload dv NAME --image-path FILE --size SIZE",
 		Short: "Upload a local disk image into a new DataVolume",
+		Example: "  tekvirt image-upload dv my-disk --size=1Gi --image-path=disk.qcow2.xz",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "dv" {
@@ -53,7 +54,7 @@ func imageUploadCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.ns, "namespace", "n", "default", "namespace of the DataVolume")
+	namespaceFlag(fl, &f.ns, "namespace of the DataVolume")
 	fl.StringVar(&f.size, "size", "", "size of the DataVolume's PVC, e.g. 10Gi (required unless --no-create)")
 	fl.StringVar(&f.imagePath, "image-path", "", "local disk image (raw, qcow2, vmdk, ... optionally gz/xz/zst compressed)")
 	fl.StringVar(&f.storageClass, "storage-class", "", "StorageClass of the PVC (default: the cluster's default)")

@@ -22,7 +22,15 @@ import (
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 )
 
-// vmClient connects with $KUBECONFIG, else the cluster's admin kubeconfig.
+// kubeconfigPath is $KUBECONFIG, else the local testbed's admin kubeconfig.
+func (g *globalFlags) kubeconfigPath() string {
+	if p := os.Getenv("KUBECONFIG"); p != "" {
+		return p
+	}
+	return filepath.Join(g.home, "kubeconfig")
+}
+
+// vmClient connects with kubeconfigPath.
 func (g *globalFlags) vmClient() (client.Client, error) {
 	c, _, err := g.kubeClient()
 	return c, err
@@ -31,10 +39,7 @@ func (g *globalFlags) vmClient() (client.Client, error) {
 // kubeClient is vmClient with its config, knowing the KubeVirt and CDI
 // groups (upload included).
 func (g *globalFlags) kubeClient() (client.Client, *rest.Config, error) {
-	kubeconfig := os.Getenv("KUBECONFIG")
-	if kubeconfig == "" {
-		kubeconfig = filepath.Join(g.home, "kubeconfig")
-	}
+	kubeconfig := g.kubeconfigPath()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading %s: %w", kubeconfig, err)
@@ -68,16 +73,19 @@ func vmCmds(g *globalFlags) []*cobra.Command {
 		}
 	}
 	start := &cobra.Command{Use: "start NAME", Short: "Start a VM (Halted: runStrategy becomes Always; Manual, RerunOnFailure: a start request)", Args: cobra.ExactArgs(1),
+		Example: "  tekvirt start demo\n  tekvirt start demo -n my-vms",
 		RunE: change("start")}
 	stop := &cobra.Command{Use: "stop NAME", Short: "Stop a VM (Always, Once: runStrategy becomes Halted; Manual, RerunOnFailure: a stop request)", Args: cobra.ExactArgs(1),
+		Example: "  tekvirt stop demo\n  tekvirt stop demo --grace-period 0   # at once, without waiting for the guest",
 		RunE: change("stop")}
 	restart := &cobra.Command{Use: "restart NAME", Short: "Restart a VM: its VMI is stopped and a new one started", Args: cobra.ExactArgs(1),
+		Example: "  tekvirt restart demo\n  tekvirt restart demo --grace-period 0   # forced",
 		RunE: change("restart")}
 	stop.Flags().Int64Var(&grace, "grace-period", -1, "seconds the guest has to shut down (default: the VMI's terminationGracePeriodSeconds)")
 	restart.Flags().Int64Var(&grace, "grace-period", -1, "0 stops the VMI at once (a forced restart)")
 	cmds := []*cobra.Command{start, stop, restart}
 	for _, c := range cmds {
-		c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace of the VM")
+		namespaceFlag(c.Flags(), &ns, "namespace of the VM")
 	}
 	return cmds
 }
