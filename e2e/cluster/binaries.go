@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -283,61 +282,3 @@ func (c *Cluster) knownToolDir(t toolBuild) string {
 	return c.toolDir(t, m.version)
 }
 
-// hostTools are the Debian executables the cluster needs, with their packages.
-var hostTools = []struct{ path, pkg string }{
-	{"/usr/bin/etcd", "etcd-server"},
-	{"/usr/bin/containerd", "containerd"},
-	{"/usr/sbin/runc", "runc"},
-	{cniBinDir + "/bridge", "containernetworking-plugins"},
-	{"/usr/sbin/iptables", "iptables"},
-	{"/usr/sbin/libvirtd", "libvirt-daemon libvirt-daemon-driver-qemu"},
-	{"/usr/sbin/virtlogd", "libvirt-daemon"},
-	{"/usr/bin/qemu-system-x86_64", "qemu-system-x86"},
-	{"/bin/busybox", "busybox-static"},
-	{"/usr/bin/virsh", "libvirt-clients"},
-	{"/usr/bin/qemu-img", "qemu-utils"},
-	{"/sbin/mkfs.xfs", "xfsprogs"},
-	{"/usr/sbin/depmod", "kmod"},
-}
-
-// preflight checks the host tools and names the packages that are missing.
-func (c *Cluster) preflight() error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("tekvirt up runs a kubelet, containerd and libvirtd and must run as root")
-	}
-	var missing []string
-	for _, t := range hostTools {
-		if _, err := os.Stat(t.path); err != nil {
-			missing = append(missing, t.pkg)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("missing host packages; install them with: apt-get install -y %s", strings.Join(missing, " "))
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		return fmt.Errorf("the go command is needed to build the cluster's binaries: %w", err)
-	}
-	dynamic, err := isDynamic("/bin/busybox")
-	if err != nil {
-		return fmt.Errorf("reading /bin/busybox: %w", err)
-	}
-	if dynamic {
-		return fmt.Errorf("/bin/busybox is dynamically linked; images need the static one: apt-get install -y busybox-static")
-	}
-	return nil
-}
-
-// isDynamic reports whether an ELF file needs a dynamic loader.
-func isDynamic(path string) (bool, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return true, nil
-		}
-	}
-	return false, nil
-}

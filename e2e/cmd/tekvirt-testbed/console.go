@@ -26,6 +26,7 @@ func consoleCmd(g *globalFlags) *cobra.Command {
 	var ns string
 	var follow bool
 	cmd := &cobra.Command{Use: "console-log NAME", Short: "Print the serial console log of a VMI running on this machine's testbed (-f follows)", Args: cobra.ExactArgs(1),
+		Example: "  tekvirt console-log demo\n  tekvirt console-log demo -f -n my-vms",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kubeconfig := os.Getenv("KUBECONFIG")
 			if kubeconfig == "" {

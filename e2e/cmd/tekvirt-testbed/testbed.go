@@ -30,6 +30,7 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "tekvirt",
 		Short:         "The local testbed: a bare cluster on this machine with tekvirt installed from its release",
+		Example:       "  tekvirt up --nodes 2\n  tekvirt status\n  tekvirt down",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -80,6 +81,11 @@ func upCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Bring the local cluster up (idempotent: starts only what is not running)",
+		Long: "Bring the local cluster up: build Kubernetes, Tekton, tkn and tekvirt from their Go modules (the\n" +
+			"first time, about 15 minutes on 2 cores), start the control plane and the nodes, and install\n" +
+			"tekvirt from its release. Needs root, the Debian packages .ci/setup-host installs, 4 GiB of\n" +
+			"memory and 20 GiB of free disk the first time; it says which is missing.",
+		Example: "  go run ./cmd/tekvirt up              # one node\n  go run ./cmd/tekvirt up --nodes 2    # as make test\n  tekvirt up --forge                   # also the local forge and Pipelines-as-Code",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if nodes < 1 {
 				return fmt.Errorf("--nodes %d: a cluster has at least one node", nodes)
@@ -129,6 +135,7 @@ func releaseCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release",
 		Short: "Build every image, push it to --registry and write the release (" + cluster.ReleaseOperatorFile + ", " + cluster.ReleaseCRFile + ") into --out",
+		Example: "  tekvirt release --registry registry.example/tekvirt --out _out/release",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.cluster(cmd)
@@ -154,6 +161,7 @@ func catalogCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "catalog",
 		Short: "Build the step image, push it to --registry and render the Tekton catalog (task/<name>/<version>/, pipeline/...) into --out",
+		Example: "  tekvirt catalog --registry registry.example/tekvirt --out _out/catalog --version 0.1",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, err := mail.ParseAddress(maintainer)
@@ -187,6 +195,7 @@ func downCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Stop what `tekvirt up` started",
+		Example: "  tekvirt down          # the state stays for the next up\n  tekvirt down --wipe   # the state goes too; the build caches stay",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.cluster(cmd)
 			if err != nil {
@@ -203,6 +212,7 @@ func statusCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Show which components run",
+		Example: "  tekvirt status",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.cluster(cmd)
 			if err != nil {
@@ -276,6 +286,7 @@ func guestURLCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "guest-url [FILE]",
 		Short: "Print the URL pods download the guest disk image from (default guest.qcow2.xz)",
+		Example: "  tekvirt guest-url\n  tekvirt guest-url guest.raw",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.cluster(cmd)
