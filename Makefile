@@ -13,8 +13,8 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e$$|/e2e/bench$$')
 
 .PHONY: help build test test-unit e2e e2e-hosted e2e-forge up down demo generate verify-gen lint bench fmt release catalog virtctl
 
-help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+help: ## list the targets (docs/development.md says more, with times)
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  %-11s %s\n", $$1, $$2}'
 
 build: ## compile everything
 	$(GO) build ./...
@@ -23,13 +23,13 @@ build: ## compile everything
 # must run, not skip: `up` has built the kube-apiserver they use by then.
 test: export TEKVIRT_REQUIRE_TESTENV=1
 test: NODES = 2
-test: verify-gen lint up test-unit e2e ## everything CI runs: generated files, lint, cluster up, unit and e2e tests
+test: verify-gen lint up test-unit e2e ## what CI runs: verify-gen, lint, up (2 nodes), test-unit, e2e (about 30 min warm)
 
-test-unit: ## unit tests (no cluster needed; API-server tests skip until `up` has built kube-apiserver)
+test-unit: ## go vet and the unit tests; no cluster needed (API-server tests skip until up built it)
 	$(GO) vet ./...
 	$(GO) test -count=1 $(UNIT_PKGS)
 
-up: ## bring the local cluster up with $(NODES) nodes (idempotent; UP_FLAGS=--forge adds the git forge and Pipelines-as-Code)
+up: ## the local testbed with NODES nodes, tekvirt installed (idempotent; UP_FLAGS=--forge adds the forge)
 	$(TEKVIRT) up --nodes $(NODES) $(UP_FLAGS)
 
 REGISTRY ?= 127.0.0.1:5000
@@ -37,36 +37,38 @@ CATALOG_VERSION ?= 0.1
 # Artifact Hub's maintainer of the rendered catalog: by default the author of the checked-out commit.
 CATALOG_MAINTAINER ?= $(shell git log -1 --format='%an <%ae>')
 
-catalog: ## render the Tekton catalog into _out/catalog (task/<name>/$(CATALOG_VERSION)/, pipeline/...), the step image pushed to $(REGISTRY) and named by digest; push each task and pipeline as a bundle to $(REGISTRY)/tekvirt/bundles/<name>:$(CATALOG_VERSION)
+catalog: ## render the catalog into _out/catalog and push its image and bundles to REGISTRY
 	$(TEKVIRT) catalog --registry $(REGISTRY) --out _out/catalog --version $(CATALOG_VERSION) --maintainer "$(CATALOG_MAINTAINER)"
 
-release: ## render _out/release/tekvirt-operator.yaml and tekvirt-cr.yaml, images pushed to $(REGISTRY) and named by digest (the default is the local cluster's registry: `make up` first)
+release: ## push every image to REGISTRY and write _out/release/tekvirt-{operator,cr}.yaml
 	$(TEKVIRT) release --registry $(REGISTRY) --out _out/release
 
-down: ## stop the local cluster
+down: ## stop the local testbed (its state stays)
 	$(TEKVIRT) down
 
-demo: up ## the main job: cluster up; golden-image imports the guest, boots it, checks it, publishes it; template-creation makes a template of it and boots a VM from that
+demo: up ## the main job: up, then the golden-image and template-creation pipelines
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig $(TEKVIRT_HOME)/bin/tkn pipeline start golden-image \
 	  -n tekvirt -s golden-image-pipeline -p url=$$($(TEKVIRT) guest-url) --use-param-defaults --showlog --exit-with-pipelinerun-error
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig $(TEKVIRT_HOME)/bin/tkn pipeline start template-creation \
 	  -n tekvirt -s template-creation-pipeline --use-param-defaults --showlog --exit-with-pipelinerun-error
 
 e2e: NODES = 2
-e2e: up $(TOOLS)/virtctl ## bring the cluster up (2 nodes) and run the e2e scenarios against it
+e2e: up $(TOOLS)/virtctl ## up (2 nodes), then the e2e scenarios of make test
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
 
 e2e-hosted: NODES = 2
-e2e-hosted: up ## the heavy scenarios: hosted clusters (control plane, NodePools, isolation, samples) and the pipeline samples (about 20 minutes; not in `make test`, CI's budget)
+e2e-hosted: up ## hosted clusters and the pipeline samples, outside make test (about 14 min)
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 $(GO) test -count=1 -timeout 40m -v -run 'TestNodePool$$|TestPipelineSamplesRun$$|TestHostedClusterControlPlane$$|TestHostedClustersIsolated$$|TestHostedSamplesRun$$' ./e2e/
 
 e2e-forge: NODES = 2
 e2e-forge: UP_FLAGS = --forge
-e2e-forge: up ## the forge scenarios: Pipelines-as-Code on the local Gitea, the git resolver, tkn pac resolve (builds Gitea and Pipelines-as-Code the first time, ~16 min; not in `make test`, CI's budget)
+e2e-forge: up ## Pipelines-as-Code and the git resolver on the local forge (about 4 min warm)
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_FORGE=1 $(GO) test -count=1 -timeout 40m -v -run 'TestPaC|TestCatalogThroughGit$$|TestTknPacResolve$$' ./e2e/
 
-bench: up $(TOOLS)/virtctl ## measurements (printed as ratios); slow, not part of `make test`
-	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_BENCH=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 60m -v ./e2e/bench/
+# BENCH picks benchmarks by name (go test -run), e.g. BENCH=TestStreams.
+BENCH ?= .
+bench: up $(TOOLS)/virtctl ## the measurements in e2e/bench as ratios (BENCH=TestName for one; about 20 min)
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_BENCH=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 60m -v -run '$(BENCH)' ./e2e/bench/
 
 $(TOOLS)/controller-gen: e2e/tools/controller-gen/go.mod
 	cd e2e/tools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -74,14 +76,14 @@ $(TOOLS)/controller-gen: e2e/tools/controller-gen/go.mod
 # KubeVirt's own virtctl, from KubeVirt's source at the version its go.mod
 # names: the e2e scenarios drive tekvirt with it as KubeVirt users do.
 VIRTCTL_VERSION = $(shell sed -n 's/^\tkubevirt.io\/kubevirt //p' e2e/tools/virtctl/go.mod)
-virtctl: $(TOOLS)/virtctl ## build KubeVirt's virtctl into _output/bin (the e2e scenarios run it)
+virtctl: $(TOOLS)/virtctl ## KubeVirt's virtctl from its source into _output/bin (e2e runs it)
 $(TOOLS)/virtctl: e2e/tools/virtctl/go.mod
 	cd e2e/tools/virtctl && $(GO) build -o $@ -ldflags "-X kubevirt.io/client-go/version.gitVersion=$(VIRTCTL_VERSION) -X kubevirt.io/client-go/version.gitTreeState=clean" .
 
 $(TOOLS)/golangci-lint: e2e/tools/golangci-lint/go.mod
 	cd e2e/tools/golangci-lint && $(GO) build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
-generate: $(TOOLS)/controller-gen ## regenerate deepcopy, CRDs and RBAC
+generate: $(TOOLS)/controller-gen ## regenerate deepcopy, CRDs and RBAC from the Go types
 	$(TOOLS)/controller-gen object paths=./controllers/apis/...
 	$(TOOLS)/controller-gen crd paths=./controllers/apis/... output:crd:dir=./controllers/config/crd
 	cd e2e/tools/crdgen && $(GO) run . -out $(CURDIR)/controllers/config/crd
@@ -90,11 +92,11 @@ generate: $(TOOLS)/controller-gen ## regenerate deepcopy, CRDs and RBAC
 	$(TOOLS)/controller-gen rbac:roleName=tekvirt-handler paths=./runtime/handler/... output:rbac:dir=./controllers/config/handler
 	$(TOOLS)/controller-gen rbac:roleName=tekvirt-hostpath paths=./controllers/hostpath/... output:rbac:dir=./controllers/config/hostpath
 
-verify-gen: generate ## fail when generated files differ from the committed ones
+verify-gen: generate ## fail when the generated files differ from the committed ones
 	@git diff --exit-code -- controllers/ || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- controllers/)" || { git status --porcelain -- controllers/; echo "untracked generated files: run make generate and commit"; exit 1; }
 
-lint: $(TOOLS)/golangci-lint ## golangci-lint (govet, staticcheck, errcheck, funlen, gocyclo, ...)
+lint: $(TOOLS)/golangci-lint ## golangci-lint (govet, staticcheck, errcheck, funlen, ...)
 	$(TOOLS)/golangci-lint run ./...
 
 fmt: ## gofmt every Go file
