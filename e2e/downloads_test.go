@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -24,50 +23,18 @@ import (
 
 	"github.com/tekvirt/tekvirt/contracts/trust"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+	"github.com/tekvirt/tekvirt/e2e/docexample"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
-// readmeBlock is the fenced shell block of the README section titled
-// heading.
-func readmeBlock(t *testing.T, heading string) string {
-	t.Helper()
-	f, err := os.Open("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var block []string
-	in, fenced := false, false
-	for s := bufio.NewScanner(f); s.Scan(); {
-		line := s.Text()
-		switch {
-		case strings.HasPrefix(line, "#"):
-			in = strings.TrimLeft(line, "# ") == heading
-		case in && !fenced && line == "```sh":
-			fenced = true
-		case in && fenced && line == "```":
-			return strings.Join(block, "\n") + "\n"
-		case in && fenced:
-			block = append(block, line)
-		}
-	}
-	t.Fatalf("no shell block under %q in the README", heading)
-	return ""
-}
-
-// TestClientDownloads: the README's lines fetch the tekvirt CLI from the
+// TestClientDownloads: the docs' lines (docs/install.md) fetch the tekvirt CLI from the
 // operator's downloads Service over HTTPS, verified with tekvirt's CA, and
 // it runs; the arm64 build is there too, an arm64 ELF, and both match the
 // server's SHA256SUMS.
 func TestClientDownloads(t *testing.T) {
 	f := framework.New(t)
 	dir := t.TempDir()
-	cmd := exec.Command("bash", "-euo", "pipefail", "-c", readmeBlock(t, "Get the CLI from the cluster"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig, "PATH="+filepath.Dir(f.Bin("kubectl"))+":"+os.Getenv("PATH"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the README's download lines: %v\n%s", err, out)
-	}
+	mustRunExample(t, f, docexample.Find(t, "install-cli-download"), dir, nil)
 	cli := filepath.Join(dir, "tekvirt")
 	if out, err := exec.Command(cli, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "Virtual machines on Kubernetes") {
 		t.Errorf("the downloaded tekvirt --help: %v\n%s", err, out)

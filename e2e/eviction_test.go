@@ -16,6 +16,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/e2e/docexample"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -44,19 +45,21 @@ func evict(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineInstance)
 	return pod.Name, f.Kube.CoreV1().Pods(vmi.Namespace).EvictV1(context.Background(), &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: pod.Name}})
 }
 
-// hyperConvergedPatch runs the documentation's kubectl patch of the
-// HyperConverged and returns what jsonpath then prints.
-func hyperConvergedPatch(t *testing.T, f *framework.Framework, patchType, patch string) string {
+// hyperConvergedKubectl runs kubectl on the HyperConverged's namespace.
+func hyperConvergedKubectl(t *testing.T, f *framework.Framework, args ...string) string {
 	t.Helper()
-	kubectl := func(args ...string) string {
-		out, err := exec.Command(f.Bin("kubectl"), append([]string{"--kubeconfig", f.Kubeconfig, "-n", "tekvirt-system"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
+	out, err := exec.Command(f.Bin("kubectl"), append([]string{"--kubeconfig", f.Kubeconfig, "-n", "tekvirt-system"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
 	}
-	kubectl("patch", "hyperconverged", "kubevirt-hyperconverged", "--type="+patchType, "-p", patch)
-	return kubectl("get", "hyperconverged", "kubevirt-hyperconverged", "-o", "jsonpath={.spec.evictionStrategy}")
+	return strings.TrimSpace(string(out))
+}
+
+// hyperConvergedEviction is the HyperConverged's spec.evictionStrategy, as
+// kubectl's jsonpath prints it.
+func hyperConvergedEviction(t *testing.T, f *framework.Framework) string {
+	t.Helper()
+	return hyperConvergedKubectl(t, f, "get", "hyperconverged", "kubevirt-hyperconverged", "-o", "jsonpath={.spec.evictionStrategy}")
 }
 
 // TestEvictionStrategy: evictions of launcher Pods (what kubectl drain
@@ -130,10 +133,14 @@ func TestEvictionStrategy(t *testing.T) {
 	if err != nil || json.Unmarshal(raw, wus) != nil || strings.Join(wus.Spec.WorkloadUpdateStrategy.WorkloadUpdateMethods, ",") != "LiveMigrate" || wus.Spec.WorkloadUpdateStrategy.BatchEvictionSize != 10 {
 		t.Errorf("workloadUpdateStrategy, want HCO's defaults: %v %s", err, raw)
 	}
-	if got := hyperConvergedPatch(t, f, "merge", `{"spec":{"evictionStrategy":"External"}}`); got != "External" {
+	// docs/vms.md's patch, as HCO's documentation shows it.
+	mustRunExample(t, f, docexample.Find(t, "vms-eviction-strategy"), t.TempDir(), nil, "patched")
+	t.Cleanup(func() {
+		hyperConvergedKubectl(t, f, "patch", "hyperconverged", "kubevirt-hyperconverged", "--type=json", "-p", `[{"op":"remove","path":"/spec/evictionStrategy"}]`)
+	})
+	if got := hyperConvergedEviction(t, f); got != "External" {
 		t.Fatalf("HyperConverged evictionStrategy after the patch: %q", got)
 	}
-	t.Cleanup(func() { hyperConvergedPatch(t, f, "json", `[{"op":"remove","path":"/spec/evictionStrategy"}]`) })
 	def := evictionVM(t, f, c, ns, "cluster-default", nil)
 	if _, err := evict(t, f, def); !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "evacuation") {
 		t.Errorf("evicting a VMI without its own strategy under the cluster's External: %v, want 429", err)

@@ -21,6 +21,7 @@ import (
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 
 	"github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/e2e/docexample"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -113,24 +114,18 @@ func TestHostedClusterControlPlane(t *testing.T) {
 		t.Errorf("the provisioning run ran %d tasks, want pki, etcd, control-plane, access, wait, bootstrap", len(got))
 	}
 
-	// The documentation's way to the hosted cluster: kubectl and base64.
-	kc := filepath.Join(dir, "kubeconfig")
-	out, err := run(f, "sh", "-c", fmt.Sprintf("kubectl get secret %s-admin-kubeconfig -n %s -o jsonpath='{.data.kubeconfig}' | base64 -d > %s", name, ns, kc))
-	if err != nil {
-		t.Fatalf("extracting the kubeconfig: %v\n%s", err, out)
-	}
-	out, err = run(f, f.Bin("kubectl"), "--kubeconfig", kc, "get", "nodes")
-	if err != nil || !strings.Contains(out, "No resources found") {
-		t.Errorf("kubectl get nodes on the hosted cluster: %v\n%s", err, out)
-	}
-	out, err = run(f, f.Bin("kubectl"), "--kubeconfig", kc, "get", "namespaces", "-o", "name")
+	// docs/hosted-clusters.md's way to the hosted cluster: kubectl and
+	// base64, then `tekvirt create kubeconfig`, which prints the same.
+	env := []string{"CLUSTER_NAME=" + name, "CLUSTER_NAMESPACE=" + ns}
+	mustRunExample(t, f, docexample.Find(t, "hosted-access"), dir, env, "No resources found")
+	kc := filepath.Join(dir, name+".kubeconfig")
+	out, err := run(f, f.Bin("kubectl"), "--kubeconfig", kc, "get", "namespaces", "-o", "name")
 	if err != nil || !strings.Contains(out, "namespace/kube-system") {
 		t.Errorf("kubectl get namespaces on the hosted cluster: %v\n%s", err, out)
 	}
-	// tekvirt create kubeconfig prints the same kubeconfig.
-	printed := tekvirt(t, f, "create", "kubeconfig", "--namespace", ns, "--name", name)
-	if saved, _ := os.ReadFile(kc); !bytes.Equal(saved, []byte(printed)) {
-		t.Errorf("tekvirt create kubeconfig differs from the Secret's kubeconfig")
+	saved, err := os.ReadFile(kc)
+	if printed, err2 := os.ReadFile(filepath.Join(dir, name+"-printed.kubeconfig")); err != nil || err2 != nil || len(saved) == 0 || !bytes.Equal(saved, printed) {
+		t.Errorf("tekvirt create kubeconfig differs from the Secret's kubeconfig (%v, %v)", err, err2)
 	}
 
 	// The kubeadmin password is the bearer token of a cluster-admin.
@@ -212,7 +207,7 @@ func TestHostedClusterControlPlane(t *testing.T) {
 	}
 
 	// destroy waits until everything is gone: namespace, access Secrets, etcd's volume.
-	out = tekvirt(t, f, "destroy", "cluster", "kubevirt", "--name", name, "--namespace", ns)
+	out = mustRunExample(t, f, docexample.Find(t, "hosted-destroy"), dir, env)
 	if !strings.Contains(out, "gone") {
 		t.Errorf("destroy output:\n%s", out)
 	}

@@ -26,6 +26,7 @@ import (
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 
 	"github.com/tekvirt/tekvirt/controllers/nodepool"
+	"github.com/tekvirt/tekvirt/e2e/docexample"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -115,12 +116,13 @@ func TestNodePool(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	// The control-plane namespace enforces Pod Security restricted
-	// (HyperShift's annotation): the provisioning tasks, the control plane
-	// and the workers' launcher Pods all run under it.
-	tekvirt(t, f, "create", "cluster", "kubevirt", "--name", name, "--namespace", ns, "--pull-secret", pullSecret,
-		"--node-pool-replicas", "1", "--memory", "1Gi", "--cores", "1", "--root-volume-size", "1", "--root-volume-cache-strategy", "PVC",
-		"--annotations", hyperv1.PodSecurityAdmissionLabelOverrideAnnotation+"=Restricted")
+	// docs/hosted-clusters.md's commands: create, then wait for the
+	// HostedCluster and the NodePool. The control-plane namespace enforces
+	// Pod Security restricted (HyperShift's annotation): the provisioning
+	// tasks, the control plane and the workers' launcher Pods all run
+	// under it.
+	env := []string{"CLUSTER_NAME=" + name, "CLUSTER_NAMESPACE=" + ns, "PULL_SECRET=" + pullSecret}
+	created, err := runExample(t, f, docexample.Find(t, "hosted-create"), t.TempDir(), env...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("keeping hosted cluster %s/%s of the failed test", ns, name)
@@ -131,6 +133,10 @@ func TestNodePool(t *testing.T) {
 		}
 	})
 
+	if err != nil {
+		t.Fatalf("the docs' create commands: %v\n%s", err, created)
+	}
+	t.Logf("the docs' create commands, to NodePool Ready: %s", time.Since(start).Round(time.Second))
 	hc := &hyperv1.HostedCluster{}
 	framework.Eventually(t, 8*time.Minute, "HostedCluster Available", func() error {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hc); err != nil {
@@ -188,9 +194,7 @@ func TestNodePool(t *testing.T) {
 
 	// Scale up: a second worker joins.
 	start = time.Now()
-	if out, err := run(f, f.Bin("kubectl"), "-n", ns, "patch", "nodepool", name, "--type=merge", "-p", `{"spec":{"replicas":2}}`); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	mustRunExample(t, f, docexample.Find(t, "hosted-scale"), t.TempDir(), env, "scaled")
 	waitPool(t, c, np, 2, 6*time.Minute)
 	t.Logf("replicas 1 -> 2: second node Ready in %s", time.Since(start).Round(time.Second))
 	workers2 := poolWorkers(t, c, cpNS, name)
@@ -321,7 +325,7 @@ func runPause(t *testing.T, hosted kubernetes.Interface, name, node string) {
 	}
 }
 
-// autoscaling: the docs' patch (replicas removed, autoScaling min 2 max 5)
+// autoscaling: docs/hosted-clusters.md's patch (replicas removed, autoScaling min 2 max 5)
 // grows the pool to its min; three Pods of 600m on 1-core workers leave
 // one unschedulable, and a third worker is added for it; with the load
 // gone and the HostedCluster's unneeded time at 30 s, one empty worker is
@@ -336,10 +340,7 @@ func autoscaling(t *testing.T, f *framework.Framework, c client.Client, hosted k
 		t.Fatalf("%v: %s", err, out)
 	}
 	start := time.Now()
-	if out, err := run(f, f.Bin("kubectl"), "-n", ns, "patch", "nodepool", name, "--type=json", "-p",
-		`[{"op":"remove","path":"/spec/replicas"},{"op":"add","path":"/spec/autoScaling","value":{"max":5,"min":2}}]`); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	mustRunExample(t, f, docexample.Find(t, "hosted-autoscale"), t.TempDir(), []string{"CLUSTER_NAME=" + name, "CLUSTER_NAMESPACE=" + ns}, "patched")
 	waitPool(t, c, np, 2, 6*time.Minute)
 	t.Logf("autoscaling min 2: second worker Ready in %s", time.Since(start).Round(time.Second))
 	if a := npCondition(np, hyperv1.NodePoolAutoscalingEnabledConditionType); a == nil || a.Status != corev1.ConditionTrue {

@@ -32,14 +32,14 @@ import (
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
-// permissionRow is a row of the README's permissions table.
+// permissionRow is a row of docs/security.md's permissions table.
 type permissionRow struct{ who, check, answer string }
 
-// readmePermissions reads the table under "Permissions of tekvirt's
-// components" in the README.
-func readmePermissions(t *testing.T) []permissionRow {
+// publishedPermissions reads the table under "Permissions of tekvirt's
+// components" in docs/security.md.
+func publishedPermissions(t *testing.T) []permissionRow {
 	t.Helper()
-	f, err := os.Open("../README.md")
+	f, err := os.Open("../docs/security.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,13 +66,13 @@ func nodeName(t *testing.T, f *framework.Framework) string {
 	return f.Nodes(t)[0]
 }
 
-// TestComponentPermissionsAsPublished: every row of the README's table of
-// the controller's and the handler's permissions, asked with `kubectl auth
-// can-i` as that component, gets the answer the README gives.
+// TestComponentPermissionsAsPublished: every row of docs/security.md's
+// table of the components' permissions, asked with `kubectl auth can-i` as
+// that component, gets the answer the table gives.
 func TestComponentPermissionsAsPublished(t *testing.T) {
 	f := framework.New(t)
 	ns := f.Namespace(t)
-	rows := readmePermissions(t)
+	rows := publishedPermissions(t)
 	as := map[string][]string{
 		"controller": {"--as=" + ctrlconfig.ControllerUser},
 		"operator":   {"--as=" + ctrlconfig.OperatorUser},
@@ -93,12 +93,12 @@ func TestComponentPermissionsAsPublished(t *testing.T) {
 			t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
 		}
 		if got := strings.TrimSpace(string(out)); got != r.answer {
-			t.Errorf("%s: kubectl auth can-i %s: %q, the README says %q", r.who, r.check, got, r.answer)
+			t.Errorf("%s: kubectl auth can-i %s: %q, docs/security.md says %q", r.who, r.check, got, r.answer)
 		}
 	}
 	for row, seen := range mustHave {
 		if !seen {
-			t.Errorf("the README's permissions table has no row %q", row)
+			t.Errorf("docs/security.md's permissions table has no row %q", row)
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/catalog"
+	"github.com/tekvirt/tekvirt/e2e/docexample"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -247,12 +248,14 @@ func TestCatalogThroughResolvers(t *testing.T) {
 	url := func(task string) string {
 		return tasks + "/task/" + task + "/" + resolvedVersion + "/" + task + ".yaml"
 	}
+	// The references as the README and docs/catalog.md write them, the
+	// http one pointed at the files served here.
 	r.run(t, f, "through the cluster and http resolvers and an applied Task", map[string]*pipelinev1.TaskRef{
-		"import-disk":             clusterRef(framework.CatalogNamespace, "import-disk"),
-		"create-vm-from-manifest": httpRef(url("create-vm-from-manifest")),
+		"import-disk":             exampleTaskRef(t, docexample.Find(t, "catalog-cluster-ref")),
+		"create-vm-from-manifest": exampleTaskRef(t, docexample.Find(t, "readme-cluster-resolver")),
 		"execute-in-vm":           {Name: "execute-in-vm"},
-		"cleanup-vm":              httpRef(url("cleanup-vm")),
-	}, map[string]string{"import-disk": "import-disk", "create-vm-from-manifest": url("create-vm-from-manifest"),
+		"cleanup-vm":              exampleTaskRef(t, docexample.Find(t, "catalog-http-ref").With(t, "https://files.example/catalog", tasks)),
+	}, map[string]string{"import-disk": "import-disk", "create-vm-from-manifest": "create-vm-from-manifest",
 		"execute-in-vm": "", "cleanup-vm": url("cleanup-vm")})
 
 	r.refused(t, f, "another tenant's Task through the cluster resolver", clusterRef(other, "theirs"), other)
@@ -287,6 +290,8 @@ func TestCatalogThroughBundles(t *testing.T) {
 		}
 		taskRefs[task], repos[task], digests[task] = bundleRef(ref.String(), task), ref.Context().String(), ref.DigestStr()
 	}
+	// import-disk as docs/catalog.md writes it: by its version's tag.
+	taskRefs["import-disk"] = exampleTaskRef(t, docexample.Find(t, "catalog-bundles-ref").With(t, "registry.example/tekvirt", host))
 	for _, tr := range r.run(t, f, "through the bundles resolver", taskRefs, repos) {
 		task := pipelineTasks[tr.Labels["tekton.dev/pipelineTask"]]
 		var got string
@@ -367,10 +372,12 @@ func TestCatalogThroughGit(t *testing.T) {
 	refs, want := map[string]*pipelinev1.TaskRef{}, map[string]string{}
 	for _, task := range resolvedTasks {
 		refs[task], want[task] = gitRef(g, repo, path(task)), repo
-		if task == "import-disk" || task == "execute-in-vm" {
+		if task == "execute-in-vm" {
 			refs[task] = gitCloneRef(g, repo, path(task))
 		}
 	}
+	// import-disk as docs/catalog.md writes it (clone mode), on this forge.
+	refs["import-disk"] = exampleTaskRef(t, docexample.Find(t, "catalog-git-ref").With(t, "http://forge.example/me/catalog.git", g.URL+"/"+g.User+"/"+repo+".git"))
 	for _, tr := range r.run(t, f, "through the git resolver", refs, want) {
 		if p := tr.Status.Provenance; p == nil || p.RefSource == nil || p.RefSource.Digest["sha1"] != sha {
 			t.Errorf("TaskRun %s: provenance %+v, want commit %s", tr.Name, p, sha)

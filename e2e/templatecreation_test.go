@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"regexp"
 	"sort"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/e2e/docexample"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -39,23 +38,25 @@ func TestTemplateCreationPipeline(t *testing.T) {
 	ns := framework.CatalogNamespace
 	name := "e2e-" + rand.String(5)
 	t.Cleanup(func() { cleanTemplateCreation(c, ns, name) })
-	cmd := exec.Command(f.Bin("tkn"), "pipeline", "start", "template-creation", "-n", ns, "-s", "template-creation-pipeline",
-		"-p", "url="+serveGuest(t, f)+"/guest.qcow2.xz", "-p", "templateName="+name, "-p", "dataSourceName="+name, "-p", "size=128Mi",
-		"--use-param-defaults", "--showlog", "--exit-with-pipelinerun-error")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
+	// docs/templates.md's command, given a boot source of its own (the
+	// docs' default is make demo's golden image) and names of its own, so
+	// that it runs beside other scenarios.
+	e := docexample.Find(t, "templates-pipeline")
+	e.Body = strings.TrimSpace(e.Body) + " -p url=" + serveGuest(t, f) + "/guest.qcow2.xz -p templateName=" + name +
+		" -p dataSourceName=" + name + " -p size=128Mi --exit-with-pipelinerun-error\n"
 	start := time.Now()
-	out, err := cmd.CombinedOutput()
+	out, err := runExample(t, f, e, t.TempDir())
 	wall := time.Since(start)
 	if err != nil {
 		t.Fatalf("template-creation pipeline: %v\n%s", err, out)
 	}
 	for _, want := range []string{"Succeeded 100.0%", "boot disk customized", "DataSource " + ns + "/" + name + ": Ready=True",
 		"template " + ns + "/" + name + " created", "template " + ns + "/" + name + " modified", "customized by template-creation"} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("pipeline output lacks %q:\n%s", want, out)
 		}
 	}
-	m := pipelineRunStarted.FindStringSubmatch(string(out))
+	m := pipelineRunStarted.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no PipelineRun name in:\n%s", out)
 	}
