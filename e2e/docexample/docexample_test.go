@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -151,5 +152,68 @@ func TestAllRefusesDuplicateIDs(t *testing.T) {
 	}
 	if _, err := All(dir); err == nil || !strings.Contains(err.Error(), `"same" is also used at README.md:2`) {
 		t.Errorf("All: %v, want the duplicate named", err)
+	}
+}
+
+var (
+	link    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading = regexp.MustCompile(`^#+ (.+)$`)
+	notSlug = regexp.MustCompile(`[^a-z0-9 _-]`)
+)
+
+// anchors are the GitHub anchors of a Markdown file's headings.
+func anchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	fenced := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+		}
+		if m := heading.FindStringSubmatch(line); m != nil && !fenced {
+			out[strings.ReplaceAll(notSlug.ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")] = true
+		}
+	}
+	return out
+}
+
+// TestLinksResolve: every relative link of the README and docs/ names a
+// file of the repository, and a heading of it when it has an anchor.
+func TestLinksResolve(t *testing.T) {
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := Pages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range pages {
+		data, err := os.ReadFile(filepath.Join(root, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := filepath.Join(root, page)
+			if file != "" {
+				path = filepath.Join(filepath.Dir(path), file)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s: link %s: %v", page, target, err)
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(path, ".md") && !anchors(t, path)[anchor] {
+				t.Errorf("%s: link %s: no heading with that anchor", page, target)
+			}
+		}
 	}
 }
