@@ -2,6 +2,7 @@ package datavolume
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,9 +17,9 @@ import (
 )
 
 // TestPlaceClone: a same-namespace clone's claim asks for its source's node
-// (one Pod mounts both); a clone from another namespace (sent over the
-// network), a source not bound yet and a claim that names its node already
-// are left alone.
+// (one Pod mounts both), and waits while the source has no volume yet; a
+// clone from another namespace (sent over the network), a missing source
+// and a claim that names its node already are left alone.
 func TestPlaceClone(t *testing.T) {
 	pinned := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-src"},
 		Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
@@ -36,22 +37,27 @@ func TestPlaceClone(t *testing.T) {
 		dv    *cdiv1.DataVolume
 		asked string
 		want  string
+		wait  bool
 	}{
-		{"same namespace", clone("", "src"), "", "node-2"},
-		{"same namespace named", clone("ns", "src"), "", "node-2"},
-		{"other namespace", clone("golden", "src"), "", ""},
-		{"source not bound", clone("", "pending"), "", ""},
-		{"source missing", clone("", "nope"), "", ""},
-		{"already asked", clone("", "src"), "node-9", "node-9"},
+		{"same namespace", clone("", "src"), "", "node-2", false},
+		{"same namespace named", clone("ns", "src"), "", "node-2", false},
+		{"other namespace", clone("golden", "src"), "", "", false},
+		{"source not bound", clone("", "pending"), "", "", true},
+		{"source missing", clone("", "nope"), "", "", false},
+		{"already asked", clone("", "src"), "node-9", "node-9", false},
 		{"import", &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x"},
-			Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://x"}}}}, "", ""},
+			Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://x"}}}}, "", "", false},
 	} {
 		pvc := &corev1.PersistentVolumeClaim{}
 		if tc.asked != "" {
 			pvc.Annotations = map[string]string{hostpath.AnnProvisionOnNode: tc.asked}
 		}
-		if err := r.placeClone(context.Background(), tc.dv, pvc); err != nil {
+		waiting, err := r.placeClone(context.Background(), tc.dv, pvc)
+		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
+		}
+		if (waiting != "") != tc.wait || (tc.wait && !strings.Contains(waiting, "ns/pending")) {
+			t.Errorf("%s: waiting %q, want a wait: %v", tc.name, waiting, tc.wait)
 		}
 		if got := pvc.Annotations[hostpath.AnnProvisionOnNode]; got != tc.want {
 			t.Errorf("%s: claim asks for node %q, want %q", tc.name, got, tc.want)

@@ -91,17 +91,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if dv.Status.Phase == cdiv1.Succeeded {
 		// Done for good, whatever became of the source since.
 		var err error
-		obs.pvc, err = r.ensureClaim(ctx, dv)
+		obs.pvc, err = r.ensureClaim(ctx, dv, &obs)
 		obs.invalid = err
 		return ctrl.Result{}, nil
 	}
 	if res, done, err := r.resolve(ctx, dv, &obs); done {
 		return res, err
 	}
-	pvc, err := r.ensureClaim(ctx, dv)
+	pvc, err := r.ensureClaim(ctx, dv, &obs)
 	if err != nil {
 		obs.invalid = err
 		return ctrl.Result{}, nil
+	}
+	if pvc == nil { // a clone whose source has no volume yet
+		return ctrl.Result{RequeueAfter: progressEvery}, nil
 	}
 	obs.pvc, obs.clone, obs.upload = pvc, dv.Spec.Source.PVC != nil, dv.Spec.Source.Upload != nil
 	if pvc.Status.Phase != corev1.ClaimBound {
@@ -250,7 +253,9 @@ func (r *Reconciler) progress(ctx context.Context, run *pipelinev1.TaskRun) stri
 	return rep.Progress
 }
 
-func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {
+// ensureClaim returns the DataVolume's claim, created if need be; nil
+// when a same-namespace clone must wait for its source's volume (placeClone).
+func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume, obs *observed) (*corev1.PersistentVolumeClaim, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(dv), pvc)
 	if err == nil {
@@ -265,7 +270,8 @@ func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume) (*co
 	if pvc, err = claimFor(dv); err != nil {
 		return nil, err
 	}
-	if err := r.placeClone(ctx, dv, pvc); err != nil {
+	if obs.sourcePending, err = r.placeClone(ctx, dv, pvc); err != nil || obs.sourcePending != "" {
+		obs.clone = obs.sourcePending != ""
 		return nil, err
 	}
 	if err := controllerutil.SetControllerReference(dv, pvc, r.Client.Scheme()); err != nil {
@@ -292,19 +298,25 @@ func (r *Reconciler) waitsForConsumer(ctx context.Context, pvc *corev1.Persisten
 
 // placeClone asks for a same-namespace clone's volume on the node of its
 // source's, since one Pod mounts both: node-local volumes elsewhere could
-// never meet. A source not bound yet leaves the choice to the provisioner.
-func (r *Reconciler) placeClone(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim) error {
+// never meet. While the source claim exists without a volume (made in the
+// same breath as the clone, say), it says what the clone waits for and
+// the claim is not made yet; a source that does not exist leaves the
+// choice to the provisioner (the run then fails naming it).
+func (r *Reconciler) placeClone(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim) (string, error) {
 	src := dv.Spec.Source
 	if src == nil || src.PVC == nil || crossNamespace(dv) || pvc.Annotations[hostpath.AnnProvisionOnNode] != "" {
-		return nil
+		return "", nil
 	}
 	claim := &corev1.PersistentVolumeClaim{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: dv.Namespace, Name: src.PVC.Name}, claim); err != nil || claim.Spec.VolumeName == "" {
-		return client.IgnoreNotFound(err)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: dv.Namespace, Name: src.PVC.Name}, claim); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if claim.Spec.VolumeName == "" {
+		return fmt.Sprintf("waiting for the source PersistentVolumeClaim %s/%s to get its volume", dv.Namespace, src.PVC.Name), nil
 	}
 	pv := &corev1.PersistentVolume{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
-		return client.IgnoreNotFound(err)
+		return "", client.IgnoreNotFound(err)
 	}
 	if node := hostpath.VolumeNode(pv); node != "" {
 		if pvc.Annotations == nil {
@@ -312,7 +324,7 @@ func (r *Reconciler) placeClone(ctx context.Context, dv *cdiv1.DataVolume, pvc *
 		}
 		pvc.Annotations[hostpath.AnnProvisionOnNode] = node
 	}
-	return nil
+	return "", nil
 }
 
 // ensureRun returns the run of the current attempt, creating it if needed.

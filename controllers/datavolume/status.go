@@ -130,6 +130,11 @@ func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataV
 		st.Phase = cdiv1.Pending
 		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionFalse, "DataSourceNotReady", obs.waiting, now)
 		return st
+	case obs.pvc == nil && obs.sourcePending != "":
+		st.Phase = cdiv1.CloneScheduled
+		setCond(&st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, CloneSourceNotPopulatedReason, obs.sourcePending, now)
+		setCond(&st, cdiv1.DataVolumeReady, corev1.ConditionFalse, CloneSourceNotPopulatedReason, obs.sourcePending, now)
+		return st
 	case !bound:
 		st.Phase = cdiv1.Pending
 		setCond(&st, cdiv1.DataVolumeBound, corev1.ConditionFalse, "Pending", "PVC "+dv.Name+" Pending", now)

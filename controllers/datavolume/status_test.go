@@ -78,6 +78,8 @@ func TestNextStatus(t *testing.T) {
 		{"clone running", observed{pvc: bound, clone: true, run: run(corev1.ConditionUnknown, true)}, cdiv1.CloneInProgress, "N/A", "", corev1.ConditionTrue},
 		{"clone waiting for its source", observed{pvc: bound, clone: true, sourcePending: "waiting for the source PersistentVolumeClaim ns/src: its DataVolume is ImportInProgress"},
 			cdiv1.CloneScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
+		{"clone waiting for its source's volume", observed{clone: true, sourcePending: "waiting for the source PersistentVolumeClaim ns/src to get its volume"},
+			cdiv1.CloneScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
 		{"image not pulled", observed{pvc: bound, run: pullRefused(corev1.ConditionUnknown, "PullImageFailed")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
 		{"image not pulled, run given up", observed{pvc: bound, run: pullRefused(corev1.ConditionFalse, "TaskRunImagePullFailed")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
 		{"Pod refused by a quota", observed{pvc: bound, run: podRefusedRun("ExceededResourceQuota")}, cdiv1.ImportScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
