@@ -6,6 +6,8 @@ export TEKVIRT_HOME
 TOOLS := $(CURDIR)/_output/bin
 TEKVIRT := $(GO) run ./cmd/tekvirt
 E2E_TIMEOUT ?= 40m
+# Scenarios that mostly wait (t.Parallel, see e2e/doc.go) run this many at a time.
+E2E_PARALLEL ?= 3
 # Nodes of the local cluster: `up` and `demo` make one; the e2e scenarios
 # (so `make test`) run on two.
 NODES ?= 1
@@ -54,7 +56,7 @@ demo: up ## the main job: up, then the golden-image and template-creation pipeli
 
 e2e: NODES = 2
 e2e: up $(TOOLS)/virtctl ## up (2 nodes), then the e2e scenarios of make test
-	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v ./e2e/
 
 e2e-hosted: NODES = 2
 e2e-hosted: up ## hosted clusters and the pipeline samples, outside make test (about 14 min)

@@ -32,6 +32,7 @@ import (
 // admission: a user name that is a path, a Secret of another namespace,
 // and a Secret the user may not read.
 func TestAccessCredentials(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)

@@ -25,6 +25,7 @@ import (
 // the same import runs to the end. A clone of its claim made meanwhile
 // waits for it (CloneScheduled, CloneSourceNotPopulated) and then runs.
 func TestDataVolumeImportPodRefused(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)

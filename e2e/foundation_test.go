@@ -170,6 +170,7 @@ func deleteSecrets(f *framework.Framework, ns string, names ...string) {
 // destination a TLS registry of the test's (its CA in CERT_CONFIGMAP). The
 // hosted-cluster tasks' samples run in TestHostedSamplesRun.
 func TestSamplesRun(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	samples, err := filepath.Glob("../tasks/*/samples/*.yaml")
 	if err != nil || len(samples) == 0 {

@@ -154,6 +154,7 @@ func TestImportDiskThenBoot(t *testing.T) {
 // clone succeeded; an unsupported source is rejected by name; a wrong
 // checksum fails with no retry.
 func TestDataVolumeImport(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)

@@ -28,6 +28,7 @@ import (
 // sets its CPU, or names a preference that does not exist, is refused
 // naming why, and nothing is created.
 func TestInstancetypeAndPreference(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)

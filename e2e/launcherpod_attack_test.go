@@ -42,6 +42,7 @@ import (
 //     no connection, the VMI is not ended by the planted record);
 //   - deleting the VMI leaves no mount of the node's image cache behind.
 func TestAttackLauncherPodFromItsTenant(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	admin := f.VMClient(t)

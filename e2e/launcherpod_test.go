@@ -174,6 +174,7 @@ func TestVMIInLauncherPod(t *testing.T) {
 // the VMI did not ask for), and the VM (runStrategy Always) starts a new
 // VMI in a new Pod.
 func TestDeletedLauncherPodFailsVMIAndVMRestarts(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)

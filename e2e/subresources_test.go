@@ -92,6 +92,7 @@ func bindUserFor(t *testing.T, f *framework.Framework, ns, user, role string, ra
 // refused with 403 naming the subresource and the VM is untouched, a user
 // with edit may.
 func TestSubresourcesStartStopRestart(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)
@@ -222,6 +223,7 @@ func guestUptime(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineIns
 // the guest; freeze and unfreeze go through (a malformed timeout is a
 // 400); softreboot reboots the guest in the same VMI.
 func TestSubresourcesGuestAgentAndPause(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)

@@ -65,6 +65,7 @@ func templateTaskRun(templateNS, templateName, vmNS string, extra map[string]any
 // parameter and a missing template fail the TaskRun naming the cause, and
 // create nothing.
 func TestCreateVMFromTemplateTask(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)
@@ -137,6 +138,7 @@ func TestCreateVMFromTemplateTask(t *testing.T) {
 // rule is written (templates are not validated) but the VM made from it is
 // refused with the rule's message; deleteTemplate removes the copy.
 func TestCopyAndModifyTemplateTasks(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)

@@ -43,6 +43,7 @@ import (
 // tokens get 401 and write nothing, a form upload with a token from the
 // UploadTokenRequest API succeeds; editors may request tokens, viewers not.
 func TestImageUpload(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)
@@ -252,6 +253,7 @@ func checkTokenRBAC(t *testing.T, f *framework.Framework, ns string) {
 // source's disk byte for byte, the sender is gone afterwards, and a user
 // without datavolumes/source in the source namespace is refused.
 func TestCrossNamespaceClone(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	srcNS, dstNS := f.Namespace(t), f.Namespace(t)

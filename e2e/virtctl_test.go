@@ -91,6 +91,7 @@ func sshKeyFile(t *testing.T) (string, string) {
 // display, a malformed port is a 400,
 // and port-forward to a VM that does not run is KubeVirt's conflict.
 func TestVirtctl(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)

@@ -44,6 +44,7 @@ func kubectlApply(f *framework.Framework, ns, manifest string, as ...string) (st
 // and a cloned PVC; another tenant cannot infer from this namespace's
 // DataSources. (Access credentials: TestAccessCredentials.)
 func TestVirtctlCreateVM(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)

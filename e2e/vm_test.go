@@ -28,6 +28,7 @@ import (
 // through execute-in-vm (exit code and output propagated), then stops the
 // VM and checks its domain and files are gone.
 func TestVMLifecycle(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)
@@ -168,6 +169,7 @@ func checkInItsPod(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineI
 // TestVMTestPipeline is the README's first pipeline: the vm-test pipeline boots
 // the guest, runs the default script in it, prints its output, and cleans up.
 func TestVMTestPipeline(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	// As the README shows it; tkn exits 0 whatever the run did, so its log
 	// is the check.
@@ -217,6 +219,7 @@ func TestUnsupportedVMFieldRejected(t *testing.T) {
 // persistentVolumeClaim volume and a dataVolume volume naming the same
 // claim, each on the node and in a launcher Pod.
 func TestVMBootsFromPVC(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)
@@ -279,6 +282,7 @@ func TestVMBootsFromPVC(t *testing.T) {
 // cloud-init installs the public key, and execute-in-vm runs a script over
 // SSH (dropbear in the guest, reached at its launcher Pod's address).
 func TestExecuteInVMOverSSH(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)
@@ -339,6 +343,7 @@ func TestExecuteInVMOverSSH(t *testing.T) {
 // (its start subresource), as kubevirt-tekton-tasks does, then runs the
 // script through the guest agent.
 func TestExecuteInVMStartsAHaltedVM(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)
@@ -376,6 +381,7 @@ func TestExecuteInVMStartsAHaltedVM(t *testing.T) {
 // makes a VM that boots: the guest answers with the hostname cloud-init
 // gave it.
 func TestCreateVMFromVirtctlFlags(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)

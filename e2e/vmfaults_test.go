@@ -201,6 +201,7 @@ func podReady(p *corev1.Pod) bool {
 // (and QEMU with it) and fails its VMI naming the Pod, and runStrategy
 // Always starts a new VMI.
 func TestKilledLauncherFailsVMIAndVMRestarts(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)
@@ -270,6 +271,7 @@ func TestKilledLauncherFailsVMIAndVMRestarts(t *testing.T) {
 // TestExecuteInVMWithoutAgentTimesOut runs execute-in-vm against a VM whose
 // disk boots nothing (so no guest agent ever connects).
 func TestExecuteInVMWithoutAgentTimesOut(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs and runs: see "Parallel" in doc.go
 	f := framework.New(t)
 	c := f.VMClient(t)
 	ns := f.Namespace(t)

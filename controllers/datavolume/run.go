@@ -73,6 +73,9 @@ func sourceSupported(name string, src *cdiv1.DataVolumeSource) error {
 	switch name {
 	case "http":
 		h := src.HTTP
+		if h.URL == "" {
+			return fmt.Errorf("spec.source.http.url is required")
+		}
 		if len(h.ExtraHeaders) > 0 || len(h.SecretExtraHeaders) > 0 || h.InsecureSkipVerify != nil {
 			return fmt.Errorf("spec.source.http: extraHeaders, secretExtraHeaders and insecureSkipVerify are not supported")
 		}
@@ -81,10 +84,17 @@ func sourceSupported(name string, src *cdiv1.DataVolumeSource) error {
 		if r.URL == nil || r.ImageStream != nil {
 			return fmt.Errorf("spec.source.registry: only url is supported (not imageStream)")
 		}
+		if *r.URL == "" {
+			return fmt.Errorf("spec.source.registry.url is required")
+		}
 		if nodePull(src) && (r.SecretRef != nil || r.CertConfigMap != nil) {
 			return fmt.Errorf("spec.source.registry: secretRef and certConfigMap do not apply to pullMethod node (the node's runtime pulls the image)")
 		}
-	case "blank", "pvc", "upload":
+	case "pvc":
+		if src.PVC.Name == "" {
+			return fmt.Errorf("spec.source.pvc.name is required")
+		}
+	case "blank", "upload":
 	default:
 		return fmt.Errorf("spec.source.%s is not supported (supported: http, registry, upload, blank, pvc)", name)
 	}

@@ -129,6 +129,10 @@ func TestSupportedAndClaim(t *testing.T) {
 		"none":     {nil, "spec.source or spec.sourceRef is required"},
 		"two":      {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "x"}, Blank: &cdiv1.DataVolumeBlankImage{}}, "exactly one source"},
 		"headers":  {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "x", ExtraHeaders: []string{"a: b"}}}, "extraHeaders"},
+		"no url":   {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{}}, "spec.source.http.url is required"},
+		"no image": {&cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: new(string)}}, "spec.source.registry.url is required"},
+		"no claim": {&cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "ns"}}, "spec.source.pvc.name is required"},
+		"pvc":      {&cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Name: "src"}}, ""},
 	} {
 		dv := &cdiv1.DataVolume{Spec: cdiv1.DataVolumeSpec{Source: tc.src}}
 		checkErr(t, name, Supported(dv), tc.want)

@@ -46,6 +46,7 @@ func newRoot() *cobra.Command {
 	return root
 }
 
+// cluster is the testbed, with the source tree it builds from.
 func (g *globalFlags) cluster(cmd *cobra.Command) (*cluster.Cluster, error) {
 	src := g.source
 	if src == "" {
@@ -53,6 +54,16 @@ func (g *globalFlags) cluster(cmd *cobra.Command) (*cluster.Cluster, error) {
 		if src, err = findSource(); err != nil {
 			return nil, err
 		}
+	}
+	return cluster.New(g.home, src, cmd.OutOrStdout())
+}
+
+// running is the testbed for the commands that build nothing (down,
+// status, guest-url): they work from any directory.
+func (g *globalFlags) running(cmd *cobra.Command) (*cluster.Cluster, error) {
+	src := g.source
+	if src == "" {
+		src, _ = findSource()
 	}
 	return cluster.New(g.home, src, cmd.OutOrStdout())
 }
@@ -133,10 +144,10 @@ func nodeLinkCmd() *cobra.Command {
 func releaseCmd(g *globalFlags) *cobra.Command {
 	var registry, out string
 	cmd := &cobra.Command{
-		Use:   "release",
-		Short: "Build every image, push it to --registry and write the release (" + cluster.ReleaseOperatorFile + ", " + cluster.ReleaseCRFile + ") into --out",
+		Use:     "release",
+		Short:   "Build every image, push it to --registry and write the release (" + cluster.ReleaseOperatorFile + ", " + cluster.ReleaseCRFile + ") into --out",
 		Example: "  tekvirt release --registry registry.example/tekvirt --out _out/release",
-		Args:  cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.cluster(cmd)
 			if err != nil {
@@ -159,10 +170,10 @@ func catalogCmd(g *globalFlags) *cobra.Command {
 	var registry, out, maintainer string
 	p := catalog.Publication{Provider: "tekvirt", HubRepository: "tekvirt"}
 	cmd := &cobra.Command{
-		Use:   "catalog",
-		Short: "Build the step image, push it to --registry and render the Tekton catalog (task/<name>/<version>/, pipeline/...) into --out",
+		Use:     "catalog",
+		Short:   "Build the step image, push it to --registry and render the Tekton catalog (task/<name>/<version>/, pipeline/...) into --out",
 		Example: "  tekvirt catalog --registry registry.example/tekvirt --out _out/catalog --version 0.1",
-		Args:  cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, err := mail.ParseAddress(maintainer)
 			if err != nil {
@@ -193,11 +204,11 @@ func catalogCmd(g *globalFlags) *cobra.Command {
 func downCmd(g *globalFlags) *cobra.Command {
 	var wipe bool
 	cmd := &cobra.Command{
-		Use:   "down",
-		Short: "Stop what `tekvirt up` started",
+		Use:     "down",
+		Short:   "Stop what `tekvirt up` started",
 		Example: "  tekvirt down          # the state stays for the next up\n  tekvirt down --wipe   # the state goes too; the build caches stay",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.cluster(cmd)
+			c, err := g.running(cmd)
 			if err != nil {
 				return err
 			}
@@ -210,11 +221,11 @@ func downCmd(g *globalFlags) *cobra.Command {
 
 func statusCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "status",
-		Short: "Show which components run",
+		Use:     "status",
+		Short:   "Show which components run",
 		Example: "  tekvirt status",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.cluster(cmd)
+			c, err := g.running(cmd)
 			if err != nil {
 				return err
 			}
@@ -284,12 +295,12 @@ func registryCmd() *cobra.Command {
 // guestURLCmd prints where pods can download the guest's disk images.
 func guestURLCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "guest-url [FILE]",
-		Short: "Print the URL pods download the guest disk image from (default guest.qcow2.xz)",
+		Use:     "guest-url [FILE]",
+		Short:   "Print the URL pods download the guest disk image from (default guest.qcow2.xz)",
 		Example: "  tekvirt guest-url\n  tekvirt guest-url guest.raw",
-		Args:  cobra.MaximumNArgs(1),
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.cluster(cmd)
+			c, err := g.running(cmd)
 			if err != nil {
 				return err
 			}
