@@ -281,4 +281,3 @@ func (c *Cluster) knownToolDir(t toolBuild) string {
 	m, _ := c.toolModule(t)
 	return c.toolDir(t, m.version)
 }
-
