@@ -68,7 +68,7 @@ func exposeCmd(g *globalFlags) *cobra.Command {
 		Short: "Make a Service that reaches a port of a VMI's or VM's guest through its launcher Pod",
 		Example: `  tekvirt expose vmi demo --name demo-ssh --port 2222 --target-port 22
   tekvirt expose vm demo --name demo-web --port 80 --type NodePort`,
-		Args:  cobra.ExactArgs(2),
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.vmClient()
 			if err != nil {

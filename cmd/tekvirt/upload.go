@@ -42,10 +42,10 @@ type uploadFlags struct {
 func imageUploadCmd(g *globalFlags) *cobra.Command {
 	var f uploadFlags
 	cmd := &cobra.Command{
-		Use:   "image-upload dv NAME --image-path FILE --size SIZE",
-		Short: "Upload a local disk image into a new DataVolume",
+		Use:     "image-upload dv NAME --image-path FILE --size SIZE",
+		Short:   "Upload a local disk image into a new DataVolume",
 		Example: "  tekvirt image-upload dv my-disk --size=1Gi --image-path=disk.qcow2.xz",
-		Args:  cobra.ExactArgs(2),
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "dv" {
 				return fmt.Errorf("image-upload %s: only dv is supported (uploads go into a DataVolume)", args[0])

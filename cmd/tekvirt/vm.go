@@ -74,13 +74,13 @@ func vmCmds(g *globalFlags) []*cobra.Command {
 	}
 	start := &cobra.Command{Use: "start NAME", Short: "Start a VM (Halted: runStrategy becomes Always; Manual, RerunOnFailure: a start request)", Args: cobra.ExactArgs(1),
 		Example: "  tekvirt start demo\n  tekvirt start demo -n my-vms",
-		RunE: change("start")}
+		RunE:    change("start")}
 	stop := &cobra.Command{Use: "stop NAME", Short: "Stop a VM (Always, Once: runStrategy becomes Halted; Manual, RerunOnFailure: a stop request)", Args: cobra.ExactArgs(1),
 		Example: "  tekvirt stop demo\n  tekvirt stop demo --grace-period 0   # at once, without waiting for the guest",
-		RunE: change("stop")}
+		RunE:    change("stop")}
 	restart := &cobra.Command{Use: "restart NAME", Short: "Restart a VM: its VMI is stopped and a new one started", Args: cobra.ExactArgs(1),
 		Example: "  tekvirt restart demo\n  tekvirt restart demo --grace-period 0   # forced",
-		RunE: change("restart")}
+		RunE:    change("restart")}
 	stop.Flags().Int64Var(&grace, "grace-period", -1, "seconds the guest has to shut down (default: the VMI's terminationGracePeriodSeconds)")
 	restart.Flags().Int64Var(&grace, "grace-period", -1, "0 stops the VMI at once (a forced restart)")
 	cmds := []*cobra.Command{start, stop, restart}

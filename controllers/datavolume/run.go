@@ -72,24 +72,9 @@ func sourcesSet(src *cdiv1.DataVolumeSource) []string {
 func sourceSupported(name string, src *cdiv1.DataVolumeSource) error {
 	switch name {
 	case "http":
-		h := src.HTTP
-		if h.URL == "" {
-			return fmt.Errorf("spec.source.http.url is required")
-		}
-		if len(h.ExtraHeaders) > 0 || len(h.SecretExtraHeaders) > 0 || h.InsecureSkipVerify != nil {
-			return fmt.Errorf("spec.source.http: extraHeaders, secretExtraHeaders and insecureSkipVerify are not supported")
-		}
+		return httpSupported(src.HTTP)
 	case "registry":
-		r := src.Registry
-		if r.URL == nil || r.ImageStream != nil {
-			return fmt.Errorf("spec.source.registry: only url is supported (not imageStream)")
-		}
-		if *r.URL == "" {
-			return fmt.Errorf("spec.source.registry.url is required")
-		}
-		if nodePull(src) && (r.SecretRef != nil || r.CertConfigMap != nil) {
-			return fmt.Errorf("spec.source.registry: secretRef and certConfigMap do not apply to pullMethod node (the node's runtime pulls the image)")
-		}
+		return registrySupported(src)
 	case "pvc":
 		if src.PVC.Name == "" {
 			return fmt.Errorf("spec.source.pvc.name is required")
@@ -97,6 +82,30 @@ func sourceSupported(name string, src *cdiv1.DataVolumeSource) error {
 	case "blank", "upload":
 	default:
 		return fmt.Errorf("spec.source.%s is not supported (supported: http, registry, upload, blank, pvc)", name)
+	}
+	return nil
+}
+
+func httpSupported(h *cdiv1.DataVolumeSourceHTTP) error {
+	if h.URL == "" {
+		return fmt.Errorf("spec.source.http.url is required")
+	}
+	if len(h.ExtraHeaders) > 0 || len(h.SecretExtraHeaders) > 0 || h.InsecureSkipVerify != nil {
+		return fmt.Errorf("spec.source.http: extraHeaders, secretExtraHeaders and insecureSkipVerify are not supported")
+	}
+	return nil
+}
+
+func registrySupported(src *cdiv1.DataVolumeSource) error {
+	r := src.Registry
+	if r.URL == nil || r.ImageStream != nil {
+		return fmt.Errorf("spec.source.registry: only url is supported (not imageStream)")
+	}
+	if *r.URL == "" {
+		return fmt.Errorf("spec.source.registry.url is required")
+	}
+	if nodePull(src) && (r.SecretRef != nil || r.CertConfigMap != nil) {
+		return fmt.Errorf("spec.source.registry: secretRef and certConfigMap do not apply to pullMethod node (the node's runtime pulls the image)")
 	}
 	return nil
 }

@@ -89,16 +89,8 @@ func Parse(root, page string) ([]Example, error) {
 		if strings.HasPrefix(trimmed, "```") {
 			lang := strings.TrimPrefix(trimmed, "```")
 			e := &Example{File: page, Line: n, Lang: lang}
-			if marker != "" {
-				if m := testMarker.FindStringSubmatch(marker); m != nil {
-					e.ID = m[1]
-				} else if m := untestedMarker.FindStringSubmatch(marker); m != nil {
-					e.Untested = m[1]
-				} else {
-					return nil, fmt.Errorf("%s:%d: marker %q is neither `<!-- test: ID -->` nor `<!-- not tested: WHY -->`", page, markerN, marker)
-				}
-			} else if checked[lang] {
-				return nil, fmt.Errorf("%s:%d: a %s example without a marker: say which test runs it (<!-- test: ID -->) or why none can (<!-- not tested: WHY -->)", page, n, lang)
+			if err := e.mark(marker, markerN); err != nil {
+				return nil, err
 			}
 			marker = ""
 			cur = e
@@ -123,6 +115,25 @@ func Parse(root, page string) ([]Example, error) {
 		return nil, fmt.Errorf("%s:%d: marker %q is not followed by a fenced block", page, markerN, marker)
 	}
 	return out, nil
+}
+
+// mark sets the example's test id or reason from the marker on line n
+// before its fence, which a shell or YAML example must have.
+func (e *Example) mark(marker string, n int) error {
+	switch {
+	case marker == "" && checked[e.Lang]:
+		return fmt.Errorf("%s:%d: a %s example without a marker: say which test runs it (<!-- test: ID -->) or why none can (<!-- not tested: WHY -->)", e.File, e.Line, e.Lang)
+	case marker == "":
+		return nil
+	}
+	if m := testMarker.FindStringSubmatch(marker); m != nil {
+		e.ID = m[1]
+	} else if m := untestedMarker.FindStringSubmatch(marker); m != nil {
+		e.Untested = m[1]
+	} else {
+		return fmt.Errorf("%s:%d: marker %q is neither `<!-- test: ID -->` nor `<!-- not tested: WHY -->`", e.File, n, marker)
+	}
+	return nil
 }
 
 // All parses every page under root; test ids must be unique.
