@@ -59,7 +59,7 @@ e2e: up $(TOOLS)/virtctl ## up (2 nodes), then the e2e scenarios of make test
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v ./e2e/
 
 e2e-hosted: NODES = 2
-e2e-hosted: up ## hosted clusters and the pipeline samples, outside make test (about 14 min)
+e2e-hosted: up ## hosted clusters and the pipeline samples, outside make test (about 18 min)
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 $(GO) test -count=1 -timeout 40m -v -run 'TestNodePool$$|TestPipelineSamplesRun$$|TestHostedClusterControlPlane$$|TestHostedClustersIsolated$$|TestHostedSamplesRun$$' ./e2e/
 
 e2e-forge: NODES = 2
