@@ -61,14 +61,21 @@ func callers(t *testing.T, root string) map[string][]string {
 	return ids
 }
 
-// TestEveryExampleIsRunOrSaysWhy: every shell and YAML block of the README
-// and docs/ is run by a test that names it, or says why none can; every
-// name a test asks for is a block's.
-func TestEveryExampleIsRunOrSaysWhy(t *testing.T) {
+// repoRoot is the repository's root, or fails the test.
+func repoRoot(t *testing.T) string {
+	t.Helper()
 	root, err := Root()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root
+}
+
+// TestEveryExampleIsRunOrSaysWhy: every shell and YAML block of the README
+// and docs/ is run by a test that names it, or says why none can; every
+// name a test asks for is a block's.
+func TestEveryExampleIsRunOrSaysWhy(t *testing.T) {
+	root := repoRoot(t)
 	all, err := All(root)
 	if err != nil {
 		t.Fatal(err)
@@ -184,10 +191,7 @@ func anchors(t *testing.T, path string) map[string]bool {
 // TestLinksResolve: every relative link of the README and docs/ names a
 // file of the repository, and a heading of it when it has an anchor.
 func TestLinksResolve(t *testing.T) {
-	root, err := Root()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	pages, err := Pages(root)
 	if err != nil {
 		t.Fatal(err)
