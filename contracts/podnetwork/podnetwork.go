@@ -1,0 +1,60 @@
+package podnetwork
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"net"
+	"net/netip"
+)
+
+// TunResource is the extended resource every launcher Pod requests, one
+// of: the handler's device plugin answers it with /dev/net/tun, which QEMU
+// opens the tap through. KubeVirt's name, so quotas written for it apply.
+const TunResource = "devices.kubevirt.io/tun"
+
+// PodInterface is the Pod's own interface, which the CNI plugin made.
+const PodInterface = "eth0"
+
+// BridgeName is the bridge in the Pod that the guest's tap joins: the
+// guest's gateway for masquerade. KubeVirt's name for the first interface.
+const BridgeName = "k6t-eth0"
+
+// TapName is the tap of the VMI's interface i on the pod network.
+func TapName(i int) string { return fmt.Sprintf("tap%d", i) }
+
+// DefaultMasqueradeCIDR is KubeVirt's network between the guest and its
+// launcher Pod when spec.networks[].pod.vmNetworkCIDR is empty.
+const DefaultMasqueradeCIDR = "10.0.2.0/24"
+
+// Masquerade are the addresses of a masquerade binding: the gateway (the
+// bridge in the Pod) and the guest's, the first two of the network.
+type Masquerade struct {
+	Gateway, Guest netip.Prefix
+}
+
+// MasqueradeAddresses are the gateway and guest addresses in cidr (empty:
+// DefaultMasqueradeCIDR), as KubeVirt gives them: .1 and .2. The network
+// must be IPv4 and hold at least the two and a broadcast address.
+func MasqueradeAddresses(cidr string) (Masquerade, error) {
+	if cidr == "" {
+		cidr = DefaultMasqueradeCIDR
+	}
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return Masquerade{}, fmt.Errorf("vmNetworkCIDR %q: %w", cidr, err)
+	}
+	p = p.Masked()
+	if !p.Addr().Is4() || p.Bits() > 29 {
+		return Masquerade{}, fmt.Errorf("vmNetworkCIDR %q: want an IPv4 network of /29 or larger", cidr)
+	}
+	gw := p.Addr().Next()
+	return Masquerade{Gateway: netip.PrefixFrom(gw, p.Bits()), Guest: netip.PrefixFrom(gw.Next(), p.Bits())}, nil
+}
+
+// MAC is the address of a VMI's interface that names none: stable for the
+// VMI (its UID) and interface, in QEMU's range 52:54:00, as libvirt would
+// pick one.
+func MAC(vmiUID, iface string) net.HardwareAddr {
+	sum := sha256.Sum256([]byte(vmiUID + "/" + iface))
+	return net.HardwareAddr{0x52, 0x54, 0x00, sum[0], sum[1], sum[2]}
+}

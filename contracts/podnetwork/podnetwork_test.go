@@ -1,0 +1,37 @@
+package podnetwork
+
+import "testing"
+
+func TestMasqueradeAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		cidr, gateway, guest, err string
+	}{
+		{cidr: "", gateway: "10.0.2.1/24", guest: "10.0.2.2/24"},
+		{cidr: "10.11.12.0/24", gateway: "10.11.12.1/24", guest: "10.11.12.2/24"},
+		{cidr: "192.168.7.9/28", gateway: "192.168.7.1/28", guest: "192.168.7.2/28"},
+		{cidr: "10.0.0.0/30", err: `vmNetworkCIDR "10.0.0.0/30": want an IPv4 network of /29 or larger`},
+		{cidr: "fd10:0:2::/120", err: `vmNetworkCIDR "fd10:0:2::/120": want an IPv4 network of /29 or larger`},
+		{cidr: "ten", err: `vmNetworkCIDR "ten": netip.ParsePrefix("ten"): no '/'`},
+	} {
+		m, err := MasqueradeAddresses(tc.cidr)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%q: error %v, want %s", tc.cidr, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || m.Gateway.String() != tc.gateway || m.Guest.String() != tc.guest {
+			t.Errorf("%q: %v %v %v, want %s %s", tc.cidr, m.Gateway, m.Guest, err, tc.gateway, tc.guest)
+		}
+	}
+}
+
+func TestMACIsStableAndLocalToQEMU(t *testing.T) {
+	a, b := MAC("uid-1", "default"), MAC("uid-1", "default")
+	if a.String() != b.String() || a.String()[:9] != "52:54:00:" {
+		t.Fatalf("MAC %s then %s", a, b)
+	}
+	if MAC("uid-1", "default").String() == MAC("uid-2", "default").String() || MAC("uid-1", "a").String() == MAC("uid-1", "b").String() {
+		t.Fatal("different VMIs or interfaces got the same MAC")
+	}
+}

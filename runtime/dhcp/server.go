@@ -1,0 +1,182 @@
+package dhcp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"syscall"
+)
+
+// Ports of DHCPv4.
+const (
+	ServerPort = 67
+	ClientPort = 68
+)
+
+// Lease is what the server hands its one client.
+type Lease struct {
+	// Client is the guest interface's MAC: other clients get no answer.
+	Client net.HardwareAddr
+	// Address is the client's address and network.
+	Address netip.Prefix
+	// Gateway is the server's address and the client's default route.
+	Gateway netip.Addr
+	// DNS servers and search domains, as the Pod's resolv.conf has them.
+	DNS    []netip.Addr
+	Search []string
+	// MTU of the link (0: not sent) and the guest's host name ("": none).
+	MTU      int
+	Hostname string
+}
+
+// Reply is the server's answer to req, nil when it gives none (another
+// client, a message a server does not answer).
+func (l *Lease) Reply(req *Message) (*Message, error) {
+	if req.Op != bootRequest || req.CHAddr.String() != l.Client.String() {
+		return nil, nil
+	}
+	typ := l.replyType(req)
+	if typ == 0 {
+		return nil, nil
+	}
+	rep := &Message{
+		Op: bootReply, XID: req.XID, Flags: req.Flags, GIAddr: req.GIAddr, CHAddr: req.CHAddr,
+		Options: map[byte][]byte{optMessageType: {typ}, optServerID: l.Gateway.AsSlice()},
+	}
+	if typ == Nak {
+		return rep, nil
+	}
+	if req.Type() == Inform {
+		rep.CIAddr = req.CIAddr
+	} else {
+		rep.YIAddr = l.Address.Addr()
+		rep.Options[optLeaseTime] = binary.BigEndian.AppendUint32(nil, infiniteLease)
+	}
+	rep.SIAddr = l.Gateway
+	return rep, l.configure(rep.Options)
+}
+
+// replyType is the type of the answer to req: an offer to a discover, an
+// acknowledgement (or a refusal, for another address) to a request or an
+// inform, 0 for none.
+func (l *Lease) replyType(req *Message) byte {
+	switch req.Type() {
+	case Discover:
+		return Offer
+	case Request:
+		if id := req.Options[optServerID]; len(id) == 4 && addr4(id) != l.Gateway {
+			return 0 // the client chose another server
+		}
+		requested := req.CIAddr
+		if v := req.Options[optRequestedIP]; len(v) == 4 {
+			requested = addr4(v)
+		}
+		if requested.IsValid() && !requested.IsUnspecified() && requested != l.Address.Addr() {
+			return Nak
+		}
+		return Ack
+	case Inform:
+		return Ack
+	}
+	return 0
+}
+
+// configure sets the options that configure the client: mask, router,
+// DNS servers (IPv4 ones) and search domains, MTU and host name.
+func (l *Lease) configure(opts map[byte][]byte) error {
+	opts[optSubnetMask] = []byte(net.CIDRMask(l.Address.Bits(), 32))
+	opts[optRouter] = l.Gateway.AsSlice()
+	var dns []byte
+	for _, a := range l.DNS {
+		if a.Is4() {
+			dns = append(dns, a.AsSlice()...)
+		}
+	}
+	if len(dns) > 0 {
+		opts[optDNS] = dns
+	}
+	if len(l.Search) > 0 {
+		enc, err := encodeDomains(l.Search)
+		if err != nil {
+			return err
+		}
+		opts[optDomainSearch] = enc
+		opts[optDomainName] = []byte(l.Search[0])
+	}
+	if l.MTU > 0 {
+		opts[optMTU] = binary.BigEndian.AppendUint16(nil, uint16(l.MTU))
+	}
+	if l.Hostname != "" {
+		opts[optHostName] = []byte(l.Hostname)
+	}
+	return nil
+}
+
+// Serve answers the client on the interface ifname until ctx ends,
+// calling listening (if not nil) once its socket is bound. The
+// socket is bound to that interface, so the Pod's own network never sees
+// the server; binding port 67 needs the network namespace's
+// ip_unprivileged_port_start at or below it (the launcher Pod sets it), or
+// CAP_NET_BIND_SERVICE.
+func (l *Lease) Serve(ctx context.Context, ifname string, log *slog.Logger, listening func()) error {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			if serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); serr != nil {
+				return
+			}
+			if serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_BROADCAST, 1); serr != nil {
+				return
+			}
+			serr = syscall.BindToDevice(int(fd), ifname)
+		})
+		return errors.Join(err, serr)
+	}}
+	pc, err := lc.ListenPacket(ctx, "udp4", fmt.Sprintf("0.0.0.0:%d", ServerPort))
+	if err != nil {
+		return fmt.Errorf("DHCP server on %s: %w", ifname, err)
+	}
+	go func() {
+		<-ctx.Done()
+		_ = pc.Close()
+	}()
+	if listening != nil {
+		listening()
+	}
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("DHCP server on %s: %w", ifname, err)
+		}
+		req, err := Parse(buf[:n])
+		if err != nil {
+			log.Info("DHCP message ignored", "from", from.String(), "err", err)
+			continue
+		}
+		rep, err := l.Reply(req)
+		if err != nil {
+			log.Error("no DHCP reply", "err", err)
+			continue
+		}
+		if rep == nil {
+			continue
+		}
+		to := &net.UDPAddr{IP: net.IPv4bcast, Port: ClientPort}
+		if req.CIAddr.IsValid() && !req.CIAddr.IsUnspecified() {
+			to.IP = net.IP(req.CIAddr.AsSlice())
+		}
+		if _, err := pc.WriteTo(rep.Marshal(), to); err != nil {
+			log.Error("sending the DHCP reply", "to", to.String(), "err", err)
+			continue
+		}
+		log.Info("DHCP reply", "type", rep.Type(), "client", req.CHAddr.String(), "address", l.Address.Addr().String())
+	}
+}
