@@ -1,0 +1,197 @@
+package podnet
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
+)
+
+// newPodNamespace is a fresh network namespace with an eth0 of MTU 1400
+// (one end of a veth pair), as a CNI plugin leaves a Pod's; it needs root.
+func newPodNamespace(t *testing.T) *os.File {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	type result struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: err}
+			return
+		}
+		defer own.Close()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: err}
+			return
+		}
+		f, err := os.Open("/proc/thread-self/ns/net")
+		// Back, so that no thread (the main one is never ended) stays in it.
+		if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: err} // the thread ends with this goroutine
+			return
+		}
+		runtime.UnlockOSThread()
+		ch <- result{f, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Cleanup(func() { r.f.Close() })
+	err := inNamespace(r.f, func() error {
+		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: podnetwork.PodInterface, MTU: 1400}, PeerName: "peer0"}
+		if err := netlink.LinkAdd(veth); err != nil {
+			return err
+		}
+		l, err := netlink.LinkByName(podnetwork.PodInterface)
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(l)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.f
+}
+
+func binding(t *testing.T, ports ...Port) Masquerade {
+	addrs, err := podnetwork.MasqueradeAddresses("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Masquerade{Tap: podnetwork.TapName(0), Owner: 107, Group: 107, MAC: podnetwork.MAC("uid", "default"), Addresses: addrs, Ports: ports}
+}
+
+func TestMasqueradeSetup(t *testing.T) {
+	ns := newPodNamespace(t)
+	m := binding(t)
+	// Twice: a handler that restarts mid-way runs it again.
+	for range 2 {
+		if err := m.Setup(ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := inNamespace(ns, func() error {
+		br, err := netlink.LinkByName(podnetwork.BridgeName)
+		if err != nil {
+			return err
+		}
+		if br.Type() != "bridge" || br.Attrs().MTU != 1400 || br.Attrs().Flags&net.FlagUp == 0 {
+			t.Errorf("bridge %s: type %s MTU %d flags %v", podnetwork.BridgeName, br.Type(), br.Attrs().MTU, br.Attrs().Flags)
+		}
+		addrs, err := netlink.AddrList(br, netlink.FAMILY_V4)
+		if err != nil {
+			return err
+		}
+		if len(addrs) != 1 || addrs[0].IPNet.String() != "10.0.2.1/24" {
+			t.Errorf("bridge addresses %v, want 10.0.2.1/24 once", addrs)
+		}
+		tap, err := netlink.LinkByName(podnetwork.TapName(0))
+		if err != nil {
+			return err
+		}
+		if tap.Attrs().MasterIndex != br.Attrs().Index || tap.Attrs().MTU != 1400 {
+			t.Errorf("tap: master %d (bridge %d), MTU %d", tap.Attrs().MasterIndex, br.Attrs().Index, tap.Attrs().MTU)
+		}
+		if tt, ok := tap.(*netlink.Tuntap); !ok || tt.Owner != 107 || tt.Group != 107 || tt.Mode != netlink.TUNTAP_MODE_TAP {
+			t.Errorf("tap %#v: want a tap owned by 107:107", tap)
+		}
+		for name, want := range map[string]string{"net/ipv4/ip_forward": "1"} {
+			got, err := os.ReadFile(filepath.Join("/proc/sys", name))
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(string(got)) != want {
+				t.Errorf("%s = %s, want %s", name, got, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ruleCounts(t, ns); got["antispoof"] != 2 || got["inbound"] != 2 || got["outbound"] != 1 {
+		t.Errorf("rules per chain %v, want antispoof 2, inbound 2 (tcp, udp), outbound 1", got)
+	}
+}
+
+func TestMasqueradeOnlyListedPorts(t *testing.T) {
+	ns := newPodNamespace(t)
+	if err := binding(t, Port{Protocol: "tcp", Port: 22}, Port{Protocol: "tcp", Port: 80}, Port{Protocol: "udp", Port: 53}).Setup(ns); err != nil {
+		t.Fatal(err)
+	}
+	if got := ruleCounts(t, ns); got["inbound"] != 3 {
+		t.Errorf("inbound rules %d, want one per port (3)", got["inbound"])
+	}
+}
+
+func ruleCounts(t *testing.T, ns *os.File) map[string]int {
+	t.Helper()
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, ch := range chains {
+		if ch.Table.Name != TableName {
+			t.Errorf("chain %s in table %s", ch.Name, ch.Table.Name)
+			continue
+		}
+		rules, err := c.GetRules(ch.Table, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[ch.Name] = len(rules)
+	}
+	return out
+}
+
+func TestSetupRefusesTheNodesNamespace(t *testing.T) {
+	own, err := os.Open("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if err := binding(t).Setup(own); !errors.Is(err, ErrNotPodNamespace) {
+		t.Fatalf("the caller's own namespace: %v, want ErrNotPodNamespace", err)
+	}
+	f, err := os.Open("/proc/self/ns/uts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := binding(t).Setup(f); !errors.Is(err, ErrNotPodNamespace) {
+		t.Fatalf("a UTS namespace: %v, want ErrNotPodNamespace", err)
+	}
+	plain, err := os.Open(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := binding(t).Setup(plain); !errors.Is(err, ErrNotPodNamespace) {
+		t.Fatalf("a file: %v, want ErrNotPodNamespace", err)
+	}
+}

@@ -1,0 +1,115 @@
+package podnet
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"slices"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
+)
+
+// TableName is the nftables table (family ip) of a binding's rules in
+// the Pod's namespace.
+const TableName = "tekvirt"
+
+// rules replaces the binding's nftables table in ns:
+//
+//	prerouting (raw):   from the bridge, drop frames not from the guest's
+//	                    MAC and packets not from its address (DHCP's
+//	                    0.0.0.0 aside)
+//	prerouting (dnat):  in on the Pod's interface, tcp and udp (or only
+//	                    Ports) to the guest
+//	postrouting (snat): from the guest out of the Pod's interface,
+//	                    masquerade
+func (m Masquerade) rules(ns *os.File) error {
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd())))
+	if err != nil {
+		return fmt.Errorf("nftables: %w", err)
+	}
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return fmt.Errorf("listing nftables tables: %w", err)
+	}
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName}
+	if slices.ContainsFunc(tables, func(x *nftables.Table) bool { return x.Name == TableName }) {
+		c.DelTable(t)
+	}
+	c.AddTable(t)
+	guest := m.Addresses.Guest.Addr().AsSlice()
+
+	spoof := c.AddChain(&nftables.Chain{Name: "antispoof", Table: t, Type: nftables.ChainTypeFilter, Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRaw})
+	fromBridge := ifname(expr.MetaKeyIIFNAME, podnetwork.BridgeName)
+	c.AddRule(&nftables.Rule{Table: t, Chain: spoof, Exprs: concat(fromBridge,
+		[]expr.Any{
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 6, Len: 6},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: m.MAC},
+			&expr.Verdict{Kind: expr.VerdictDrop},
+		})})
+	c.AddRule(&nftables.Rule{Table: t, Chain: spoof, Exprs: concat(fromBridge,
+		[]expr.Any{
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: guest},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: net.IPv4zero.To4()},
+			&expr.Verdict{Kind: expr.VerdictDrop},
+		})})
+
+	dnat := c.AddChain(&nftables.Chain{Name: "inbound", Table: t, Type: nftables.ChainTypeNAT, Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityNATDest})
+	fromPod := ifname(expr.MetaKeyIIFNAME, podnetwork.PodInterface)
+	toGuest := []expr.Any{
+		&expr.Immediate{Register: 1, Data: guest},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1},
+	}
+	if len(m.Ports) == 0 {
+		for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
+			c.AddRule(&nftables.Rule{Table: t, Chain: dnat, Exprs: concat(fromPod, l4proto(proto), toGuest)})
+		}
+	}
+	for _, p := range m.Ports {
+		proto := byte(unix.IPPROTO_TCP)
+		if p.Protocol == "udp" {
+			proto = unix.IPPROTO_UDP
+		}
+		dport := []expr.Any{
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{byte(p.Port >> 8), byte(p.Port)}},
+		}
+		c.AddRule(&nftables.Rule{Table: t, Chain: dnat, Exprs: concat(fromPod, l4proto(proto), dport, toGuest)})
+	}
+
+	snat := c.AddChain(&nftables.Chain{Name: "outbound", Table: t, Type: nftables.ChainTypeNAT, Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityNATSource})
+	c.AddRule(&nftables.Rule{Table: t, Chain: snat, Exprs: concat(
+		ifname(expr.MetaKeyOIFNAME, podnetwork.PodInterface),
+		[]expr.Any{
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: guest},
+			&expr.Masq{},
+		})})
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("nftables table %s: %w", TableName, err)
+	}
+	return nil
+}
+
+// ifname matches the input or output interface's name.
+func ifname(key expr.MetaKey, name string) []expr.Any {
+	b := make([]byte, unix.IFNAMSIZ)
+	copy(b, name)
+	return []expr.Any{
+		&expr.Meta{Key: key, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: b},
+	}
+}
+
+func l4proto(p byte) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{p}},
+	}
+}
+
+func concat(parts ...[]expr.Any) []expr.Any { return slices.Concat(parts...) }
