@@ -55,9 +55,12 @@ func TestLauncherBootsGuestThroughLibvirt(t *testing.T) {
 	if out, err := exec.Command("chown", "-R", "libvirt-qemu", dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
+	// No network: the handler builds a guest's tap in its launcher Pod.
+	noNIC := false
 	vmi := &v1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "e2e", Name: "launcher", UID: "3f0e4a8c-1b2d-4c5e-8f7a-9b0c1d2e3f40"},
 		Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{
+			Devices:   v1.Devices{AutoattachPodInterface: &noNIC},
 			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
 			Firmware: &v1.Firmware{KernelBoot: &v1.KernelBoot{
 				KernelArgs: "console=ttyS0 panic=-1 quiet",

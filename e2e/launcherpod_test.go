@@ -130,12 +130,12 @@ func TestVMIInLauncherPod(t *testing.T) {
 	if qemuNet == "" || qemuNet == nodeNet {
 		t.Errorf("QEMU's network namespace %q is the node's %q", qemuNet, nodeNet)
 	}
-	// 10.0.2.2 is the host side of the guest's user network: here, the
-	// Pod's loopback, where nothing listens; on the node, 127.0.0.1 serves
+	// 10.0.2.1 is the guest's gateway: the bridge in its launcher Pod,
+	// where nothing listens on these ports; on the node, 127.0.0.1 serves
 	// etcd (2379), the image registry (5000) and the kubelet's health
 	// (10248). The kubernetes Service is reachable, as from any pod.
 	res, err := podLauncher(t, f, &pod).Exec(ctx, guestexec.Request{Command: "/bin/sh", Args: []string{"-c",
-		"for p in 2379 5000 10248; do nc -w 3 10.0.2.2 $p </dev/null; echo loopback-$p=$?; done; nc -w 3 " +
+		"for p in 2379 5000 10248; do nc -w 3 10.0.2.1 $p </dev/null; echo loopback-$p=$?; done; nc -w 3 " +
 			kubernetesServiceIP(t, f) + " 443 </dev/null; echo service=$?"}, TimeoutSeconds: 30})
 	if err != nil {
 		t.Fatal(err)

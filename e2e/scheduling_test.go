@@ -174,7 +174,7 @@ func TestExposeVMIReachesGuestSSH(t *testing.T) {
 	ctx := context.Background()
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "exposed", Labels: map[string]string{"app": "exposed"}},
 		Spec: framework.GuestVMI(framework.GuestImage, "exposed")}
-	// Declared ports are forwarded from the Pod's address (22 always is).
+	// Listed ports are the only ones forwarded from the Pod's address.
 	vmi.Spec.Domain.Devices.Interfaces[0].Ports = []v1.Port{{Name: "ssh", Port: 22}, {Name: "web", Protocol: "TCP", Port: 8080}}
 	if err := c.Create(ctx, vmi); err != nil {
 		t.Fatal(err)

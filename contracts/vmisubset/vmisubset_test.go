@@ -16,9 +16,14 @@ func TestCheck(t *testing.T) {
 		PriorityClassName: "high",
 		Domain: v1.DomainSpec{
 			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
-			Devices:   v1.Devices{Disks: []v1.Disk{{Name: "root", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}}}},
+			Devices: v1.Devices{
+				Disks: []v1.Disk{{Name: "root", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}}},
+				Interfaces: []v1.Interface{{Name: "default", MacAddress: "02:00:00:00:00:01", Ports: []v1.Port{{Port: 80}},
+					InterfaceBindingMethod: v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}}},
+			},
 		},
-		Volumes: []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "img"}}}},
+		Networks: []v1.Network{{Name: "default", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{VMNetworkCIDR: "10.11.0.0/24"}}}},
+		Volumes:  []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "img"}}}},
 	}
 	if err := Check(spec); err != nil {
 		t.Fatalf("a supported spec: %v", err)
@@ -26,8 +31,9 @@ func TestCheck(t *testing.T) {
 	spec.Domain.Devices.Disks[0].Disk.Bus = v1.DiskBusSCSI
 	spec.Volumes[0].ContainerDisk.ImagePullSecret = "pull"
 	spec.DNSPolicy = corev1.DNSNone
+	spec.Networks[0].Pod.VMIPv6NetworkCIDR = "fd10::/120"
 	err := Check(spec)
-	for _, want := range []string{"fields not supported by tekvirt", `spec.domain.devices.disks[0].disk.bus: "scsi" (supported: virtio, sata)`,
+	for _, want := range []string{"spec.networks[0].pod.vmIPv6NetworkCIDR", "fields not supported by tekvirt", `spec.domain.devices.disks[0].disk.bus: "scsi" (supported: virtio, sata)`,
 		"spec.volumes[0].containerDisk.imagePullSecret", "spec.dnsPolicy"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)

@@ -14,6 +14,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 )
@@ -125,10 +126,23 @@ func resources(vmi *v1.VirtualMachineInstance) (corev1.ResourceRequirements, err
 		q.Add(*resource.NewQuantity(1, resource.DecimalSI))
 		out.Limits[rn], out.Requests[rn] = q, q
 	}
+	if hasPodInterface(vmi) {
+		one := *resource.NewQuantity(1, resource.DecimalSI)
+		out.Limits[podnetwork.TunResource], out.Requests[podnetwork.TunResource] = one, one
+	}
 	if len(out.Limits) == 0 {
 		out.Limits = nil
 	}
 	return out, nil
+}
+
+// hasPodInterface: the VMI lists an interface, or gets KubeVirt's default
+// one on the pod network (it lists no network and does not turn it off);
+// QEMU then opens a tap, through the /dev/net/tun the handler's device
+// plugin gives the Pod.
+func hasPodInterface(vmi *v1.VirtualMachineInstance) bool {
+	auto := vmi.Spec.Domain.Devices.AutoattachPodInterface
+	return len(vmi.Spec.Domain.Devices.Interfaces) > 0 || len(vmi.Spec.Networks) == 0 && (auto == nil || *auto)
 }
 
 // ExtendedResource checks that a host device's deviceName is an extended
@@ -228,12 +242,12 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 }
 
 // podSecurity meets Pod Security "restricted": the launcher, libvirtd and
-// QEMU run as launcherpod.User (QEMU emulates with TCG and networks in
-// user mode, so nothing in the Pod needs a privilege; the node-side work is
-// the handler's). The one sysctl, safe and namespaced, lets that user
-// serve the guest's ports below 1024 (SSH's 22) on the Pod's address.
+// QEMU run as launcherpod.User (QEMU emulates with TCG on a tap the
+// handler made for it, so nothing in the Pod needs a privilege; the
+// node-side work is the handler's). The one sysctl, safe and namespaced,
+// lets that user serve DHCP (port 67) to the guest.
 func podSecurity() *corev1.PodSecurityContext {
 	sc := podsecurity.Pod(launcherpod.User)
-	sc.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}}
+	sc.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "67"}}
 	return sc
 }

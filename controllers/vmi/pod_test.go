@@ -12,6 +12,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 )
 
@@ -30,22 +31,30 @@ func TestLauncherPodResources(t *testing.T) {
 		mod              func(*v1.VirtualMachineInstance)
 		requests, limits corev1.ResourceList
 	}{
-		"memory request, one vCPU": {func(*v1.VirtualMachineInstance) {},
+		"memory request, one vCPU, no pod interface": {func(vmi *v1.VirtualMachineInstance) {
+			vmi.Spec.Domain.Devices.AutoattachPodInterface = new(bool)
+		},
 			// 256Mi + 200Mi + 256Mi/512 + 8Mi = 464.5Mi
 			corev1.ResourceList{corev1.ResourceMemory: qty("487063552"), corev1.ResourceCPU: qty("100m")}, nil},
+		"the default pod interface: a tun device": {func(*v1.VirtualMachineInstance) {},
+			corev1.ResourceList{corev1.ResourceMemory: qty("487063552"), corev1.ResourceCPU: qty("100m"), podnetwork.TunResource: qty("1")},
+			corev1.ResourceList{podnetwork.TunResource: qty("1")}},
 		"four vCPUs and a CPU request": {func(vmi *v1.VirtualMachineInstance) {
 			vmi.Spec.Domain.CPU = &v1.CPU{Sockets: 2, Cores: 2}
 			vmi.Spec.Domain.Resources.Requests[corev1.ResourceCPU] = qty("1500m")
-		}, corev1.ResourceList{corev1.ResourceMemory: qty("512229376"), corev1.ResourceCPU: qty("1500m")}, nil},
+		}, corev1.ResourceList{corev1.ResourceMemory: qty("512229376"), corev1.ResourceCPU: qty("1500m"), podnetwork.TunResource: qty("1")},
+			corev1.ResourceList{podnetwork.TunResource: qty("1")}},
 		"overcommitted guest and a memory limit": {func(vmi *v1.VirtualMachineInstance) {
 			vmi.Spec.Domain.Memory = &v1.Memory{Guest: ptrQty("1Gi")}
 			vmi.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: qty("1Gi")}
-		}, corev1.ResourceList{corev1.ResourceMemory: qty("488636416"), corev1.ResourceCPU: qty("100m")}, // 256Mi + 200Mi + 2Mi + 8Mi
-			corev1.ResourceList{corev1.ResourceMemory: qty("1293942784")}}, // 1Gi + the same overhead
+			vmi.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default"}}
+		}, corev1.ResourceList{corev1.ResourceMemory: qty("488636416"), corev1.ResourceCPU: qty("100m"), podnetwork.TunResource: qty("1")}, // 256Mi + 200Mi + 2Mi + 8Mi
+			corev1.ResourceList{corev1.ResourceMemory: qty("1293942784"), podnetwork.TunResource: qty("1")}}, // 1Gi + the same overhead
 		"host devices and an extended resource": {func(vmi *v1.VirtualMachineInstance) {
 			vmi.Spec.Domain.Devices.GPUs = []v1.GPU{{Name: "g1", DeviceName: "nvidia.com/GP102"}, {Name: "g2", DeviceName: "nvidia.com/GP102"}}
 			vmi.Spec.Domain.Devices.HostDevices = []v1.HostDevice{{Name: "h1", DeviceName: "intel.com/qat"}}
 			vmi.Spec.Domain.Resources.Requests["example.com/dongle"] = qty("1")
+			vmi.Spec.Domain.Devices.AutoattachPodInterface = new(bool)
 		}, corev1.ResourceList{corev1.ResourceMemory: qty("487063552"), corev1.ResourceCPU: qty("100m"),
 			"nvidia.com/GP102": qty("2"), "intel.com/qat": qty("1"), "example.com/dongle": qty("1")},
 			corev1.ResourceList{"nvidia.com/GP102": qty("2"), "intel.com/qat": qty("1")}},

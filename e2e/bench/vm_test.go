@@ -57,8 +57,9 @@ func oursStart(t *testing.T, c client.Client, ns string, i int) time.Duration {
 }
 
 // virshStart writes the same domain XML the launcher builds for that VMI
-// (its own overlay on the cached containerDisk, and its seed), and returns
-// the time from `virsh create` until the guest agent answers guest-ping.
+// (its own overlay on the cached containerDisk, its seed, and a tap made
+// beforehand, as the handler makes one), and returns the time from `virsh
+// create` until the guest agent answers guest-ping.
 func virshStart(t *testing.T, f *framework.Framework, i int) time.Duration {
 	t.Helper()
 	dir := filepath.Join(cluster.NodeRoot, "bench", strconv.Itoa(i))
@@ -71,7 +72,14 @@ func virshStart(t *testing.T, f *framework.Framework, i int) time.Duration {
 	}
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("virsh-%d", i),
 		UID: types.UID(fmt.Sprintf("6f1d2c3b-0000-4000-8000-%012d", i))}, Spec: framework.GuestVMI(framework.GuestImage, "bench")}
-	d, err := domain.Convert(vmi, framework.GuestFiles(t, vmi, dir))
+	opts := framework.GuestFiles(t, vmi, dir)
+	tap := fmt.Sprintf("tkvbench%d", i)
+	if out, err := exec.Command("ip", "tuntap", "add", "dev", tap, "mode", "tap").CombinedOutput(); err != nil {
+		t.Fatalf("a tap for the bare domain: %v %s", err, out)
+	}
+	defer func() { _ = exec.Command("ip", "link", "del", tap).Run() }()
+	opts.Interfaces = map[string]domain.Interface{domain.DefaultInterface: {Tap: tap, MAC: "52:54:00:be:4c:0" + strconv.Itoa(i%10)}}
+	d, err := domain.Convert(vmi, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,7 +201,9 @@ nodePortAddresses: [primary]
 // containerdConfig is the CRI configuration known to work here: cgroupfs,
 // restrict_oom_score_adj (no CAP_SYS_RESOURCE), and the local registry as a
 // plain-HTTP mirror of itself (on an extra node, its loopback forwards to
-// the registry on the host's).
+// the registry on the host's). Devices a container gets from a device
+// plugin belong to its user (this machine has no udev to make
+// /dev/net/tun 0666, so the launcher's QEMU could not open it otherwise).
 func (c *Cluster) containerdConfig(n node) string {
 	return fmt.Sprintf(`version = 2
 root = %[1]q
@@ -212,6 +214,7 @@ state = %[2]q
   sandbox_image = "%[4]s/tekvirt/tekvirt-pause:latest"
   restrict_oom_score_adj = true
   disable_apparmor = true
+  device_ownership_from_security_context = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]

@@ -44,6 +44,9 @@ type Options struct {
 	// PCIDevices are the PCI addresses device plugins allocated to the
 	// launcher, by resource name (PCIDevicesFromEnv).
 	PCIDevices map[string][]string `json:",omitempty"`
+	// Interfaces are what the handler built for the guest's interfaces in
+	// the Pod's network namespace, by interface name.
+	Interfaces map[string]Interface `json:",omitempty"`
 }
 
 // Configurator adds one concern of vmi to d.

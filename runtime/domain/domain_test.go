@@ -2,6 +2,7 @@ package domain
 
 import (
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,10 @@ func cirrosOptions() Options {
 		AgentSocket:  "/run/tekvirt/vmi/uid/agent.sock",
 		SerialSocket: "/run/tekvirt/vmi/uid/serial.sock",
 		SerialLog:    "/run/tekvirt/vmi/uid/serial.log",
+		Interfaces: map[string]Interface{"default": {
+			Tap: "tap0", MAC: "52:54:00:5e:3a:1c",
+			Address: netip.MustParsePrefix("10.0.2.2/24"), Gateway: netip.MustParseAddr("10.0.2.1"),
+		}},
 	}
 }
 
@@ -165,6 +170,8 @@ func TestConvertNamesUnsupportedFields(t *testing.T) {
 		}, []string{"spec.domain.devices.interfaces[0] (default)"}},
 		{"e1000 model", func(v *v1.VirtualMachineInstance, _ *Options) { v.Spec.Domain.Devices.Interfaces[0].Model = "e1000" },
 			[]string{`spec.domain.devices.interfaces[0].model "e1000"`}},
+		{"interface not prepared", func(_ *v1.VirtualMachineInstance, o *Options) { o.Interfaces = nil },
+			[]string{"spec.domain.devices.interfaces[0] (default): the node prepared no tap for it"}},
 		{"efi", func(v *v1.VirtualMachineInstance, _ *Options) {
 			v.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{EFI: &v1.EFI{}}}
 		}, []string{"spec.domain.firmware.bootloader.efi"}},
@@ -215,8 +222,11 @@ func TestDefaultPodInterface(t *testing.T) {
 			if got := len(d.Devices.Interfaces); got != tc.nics {
 				t.Fatalf("%d interfaces, want %d", got, tc.nics)
 			}
-			if tc.nics == 1 && (d.Devices.Interfaces[0].Source.User == nil || d.Devices.Interfaces[0].Alias.Name != "ua-default") {
-				t.Errorf("interface %+v, want the user network named default", d.Devices.Interfaces[0])
+			if tc.nics == 1 {
+				nic := d.Devices.Interfaces[0]
+				if nic.Source.Ethernet == nil || nic.Target.Dev != "tap0" || nic.Target.Managed != "no" || nic.MAC.Address != "52:54:00:5e:3a:1c" || nic.Alias.Name != "ua-default" {
+					t.Errorf("interface %+v, want the handler's tap0 for the interface named default", nic)
+				}
 			}
 		})
 	}

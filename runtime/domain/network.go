@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"net/netip"
 
 	"libvirt.org/go/libvirtxml"
 
@@ -15,36 +16,67 @@ const nicSlot = 0x1f
 // DefaultInterface names the interface a VMI without any gets.
 const DefaultInterface = "default"
 
-// ConfigureNetwork gives the guest pod-like user-mode networking for its one
-// interface (masquerade or bridge binding to the pod network); other
-// bindings, models and more interfaces are errors naming the field.
-func ConfigureNetwork(vmi *v1.VirtualMachineInstance, _ *Options, d *libvirtxml.Domain) error {
+// Interface is what the handler built for one of the guest's interfaces
+// in the launcher Pod's network namespace.
+type Interface struct {
+	// Tap is the tap device QEMU opens (made by the handler, owned by the
+	// launcher's user).
+	Tap string
+	// MAC is the guest's address on it.
+	MAC string
+	// Address is the guest's address and network, Gateway the Pod's end:
+	// what the launcher's DHCP server hands out.
+	Address netip.Prefix
+	Gateway netip.Addr
+}
+
+// PodInterfaces are the VMI's interfaces as the runtime builds them: those
+// it lists, or KubeVirt's default (masquerade on the pod network, named
+// "default") when it lists none and does not turn the default off. Each
+// must be a masquerade or bridge binding with the virtio model; other
+// bindings, models and more than one interface are errors naming the field.
+func PodInterfaces(vmi *v1.VirtualMachineInstance) ([]v1.Interface, error) {
 	ifaces := vmi.Spec.Domain.Devices.Interfaces
 	if auto := vmi.Spec.Domain.Devices.AutoattachPodInterface; len(ifaces) == 0 && len(vmi.Spec.Networks) == 0 && (auto == nil || *auto) {
-		// KubeVirt's default: a VMI that names no network gets the pod
-		// network, masquerade.
 		ifaces = []v1.Interface{{Name: DefaultInterface, InterfaceBindingMethod: v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}}}
 	}
 	if len(ifaces) > 1 {
-		return fmt.Errorf("spec.domain.devices.interfaces: %d interfaces given; one is supported", len(ifaces))
+		return nil, fmt.Errorf("spec.domain.devices.interfaces: %d interfaces given; one is supported", len(ifaces))
 	}
 	for i, iface := range ifaces {
 		field := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
 		if iface.Masquerade == nil && iface.Bridge == nil {
-			return fmt.Errorf("%s (%s): only the masquerade and bridge bindings to the pod network are supported", field, iface.Name)
+			return nil, fmt.Errorf("%s (%s): only the masquerade and bridge bindings to the pod network are supported", field, iface.Name)
 		}
 		if iface.Model != "" && iface.Model != v1.VirtIO {
-			return fmt.Errorf("%s.model %q is not supported (virtio)", field, iface.Model)
+			return nil, fmt.Errorf("%s.model %q is not supported (virtio)", field, iface.Model)
 		}
-		slot := uint(nicSlot)
+	}
+	return ifaces, nil
+}
+
+// ConfigureNetwork gives the guest a virtio NIC on the tap the handler
+// made for each of its interfaces (libvirt's type='ethernet', managed='no':
+// libvirt opens the tap and changes nothing of it).
+func ConfigureNetwork(vmi *v1.VirtualMachineInstance, opts *Options, d *libvirtxml.Domain) error {
+	ifaces, err := PodInterfaces(vmi)
+	if err != nil {
+		return err
+	}
+	for i, iface := range ifaces {
+		built, ok := opts.Interfaces[iface.Name]
+		if !ok || built.Tap == "" {
+			return fmt.Errorf("spec.domain.devices.interfaces[%d] (%s): the node prepared no tap for it", i, iface.Name)
+		}
+		slot := uint(nicSlot + i)
 		zero := uint(0)
 		d.Devices.Interfaces = append(d.Devices.Interfaces, libvirtxml.DomainInterface{
-			Source: &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{}},
-			Model:  &libvirtxml.DomainInterfaceModel{Type: "virtio"},
-			Alias:  &libvirtxml.DomainAlias{Name: "ua-" + iface.Name},
-			Address: &libvirtxml.DomainAddress{PCI: &libvirtxml.DomainAddressPCI{
-				Domain: &zero, Bus: &zero, Slot: &slot, Function: &zero,
-			}},
+			Source:  &libvirtxml.DomainInterfaceSource{Ethernet: &libvirtxml.DomainInterfaceSourceEthernet{}},
+			Target:  &libvirtxml.DomainInterfaceTarget{Dev: built.Tap, Managed: "no"},
+			MAC:     &libvirtxml.DomainInterfaceMAC{Address: built.MAC},
+			Model:   &libvirtxml.DomainInterfaceModel{Type: "virtio"},
+			Alias:   &libvirtxml.DomainAlias{Name: "ua-" + iface.Name},
+			Address: &libvirtxml.DomainAddress{PCI: &libvirtxml.DomainAddressPCI{Domain: &zero, Bus: &zero, Slot: &slot, Function: &zero}},
 		})
 	}
 	return nil

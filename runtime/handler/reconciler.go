@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "kubevirt.io/api/core/v1"
 
@@ -207,6 +209,9 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	if err != nil {
 		return err
 	}
+	if opts.Interfaces, err = h.plugNetwork(ctx, vmi, d); err != nil {
+		return err
+	}
 	caps, err := h.publishCapabilities(d)
 	if err != nil {
 		return err
@@ -329,8 +334,8 @@ func (h *Handler) teardown(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 	return nil
 }
 
-// SetupWithManager registers the reconciler, the collector and, when
-// exec is set, the exec server. The manager's cache should hold only the
+// SetupWithManager registers the reconciler, the collector, the device
+// plugin of /dev/net/tun and, when exec is set, the exec server. The manager's cache should hold only the
 // VMIs labelled with this node (see CacheOptions).
 func (h *Handler) SetupWithManager(mgr ctrl.Manager, exec *ExecServer) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("vmi-handler").
@@ -341,6 +346,13 @@ func (h *Handler) SetupWithManager(mgr ctrl.Manager, exec *ExecServer) error {
 		return err
 	}
 	if err := mgr.Add(Collector{h}); err != nil {
+		return err
+	}
+	tun := h.tunPlugin()
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return tun.Start(logr.NewContext(ctx, mgr.GetLogger()))
+	}))
+	if err != nil {
 		return err
 	}
 	if exec != nil {

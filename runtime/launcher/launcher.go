@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -145,29 +143,6 @@ func (vm *VM) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	_ = vm.Agent().Shutdown(ctx)
-	return nil
-}
-
-// Forward forwards host:port (in the launcher's network namespace: its
-// Pod's) to port guestPort of the guest over protocol ("tcp" or "udp"),
-// through the user-mode network (QEMU's hostfwd).
-func (vm *VM) Forward(protocol, hostAddr string, guestPort int) error {
-	host, port, err := net.SplitHostPort(hostAddr)
-	if err != nil {
-		return fmt.Errorf("forward address %q: %w", hostAddr, err)
-	}
-	if protocol != "tcp" && protocol != "udp" {
-		return fmt.Errorf("forward protocol %q: want tcp or udp", protocol)
-	}
-	cmd := fmt.Sprintf("hostfwd_add %s:%s:%s-:%d", protocol, host, port, guestPort)
-	out, err := vm.dom.QemuMonitorCommand(cmd, libvirt.DOMAIN_QEMU_MONITOR_COMMAND_HMP)
-	if err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
-	}
-	// HMP reports failures as text, with success silent.
-	if out = strings.TrimSpace(out); out != "" {
-		return fmt.Errorf("%s: %s", cmd, out)
-	}
 	return nil
 }
 

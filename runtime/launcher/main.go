@@ -7,11 +7,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	v1 "kubevirt.io/api/core/v1"
-
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 )
 
@@ -29,6 +27,13 @@ const defaultGrace = 180 * time.Second
 // grace period; a Pod stopped (or a launch cancelled) before the spec came
 // ends without error.
 func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
+	nsCtx, stopNS := context.WithCancel(ctx)
+	defer stopNS()
+	go func() {
+		if err := serveNetNS(nsCtx, dir, log); err != nil {
+			log.Error("serving the network namespace", "err", err)
+		}
+	}()
 	spec, err := loadSpec(ctx, dir)
 	if spec == nil || err != nil {
 		if err == nil {
@@ -44,6 +49,11 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 		return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
 	}
 	defer stop()
+	dhcpCtx, stopDHCP := context.WithCancel(context.Background())
+	defer stopDHCP()
+	if err := serveDHCP(dhcpCtx, spec, log); err != nil {
+		return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
+	}
 	start := time.Now()
 	vm, err := Start(spec.URI, spec.VMI, spec.Options)
 	if err != nil {
@@ -56,7 +66,8 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	if len(spec.VMI.Spec.AccessCredentials) > 0 {
 		srv.creds = newCredentials(spec.VMI)
 	}
-	srv.podIPs = srv.forwards.expose(forwardedPorts(spec.VMI), log)
+	srv.forwards = newForwards(spec.Options)
+	srv.podIPs = podIPs()
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	go func() {
@@ -80,41 +91,20 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	return writeExit(dir, exit)
 }
 
-// GuestPort is a guest port the Pod's address forwards.
+// GuestPort is a port of the guest a port-forward stream leads to.
 type GuestPort struct {
 	Protocol string // "tcp" or "udp"
 	Port     int32
 }
 
-// forwardedPorts are SSH's (22/tcp, which execute-in-vm and SSH clients
-// taking the VMI's address use) and every port the VMI's interfaces
-// declare (spec.domain.devices.interfaces[].ports, TCP unless said),
-// without repeats.
-func forwardedPorts(vmi *v1.VirtualMachineInstance) []GuestPort {
-	out := []GuestPort{{"tcp", 22}}
-	seen := map[GuestPort]bool{out[0]: true}
-	if vmi == nil {
-		return out
-	}
-	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
-		for _, p := range iface.Ports {
-			gp := GuestPort{Protocol: strings.ToLower(p.Protocol), Port: p.Port}
-			if gp.Protocol == "" {
-				gp.Protocol = "tcp"
-			}
-			if !seen[gp] && gp.Port > 0 && (gp.Protocol == "tcp" || gp.Protocol == "udp") {
-				seen[gp] = true
-				out = append(out, gp)
-			}
-		}
-	}
-	return out
-}
-
-// podIPs are the addresses of this network namespace's interfaces, but
-// loopback and link-local ones: in a launcher Pod, the Pod's IPs.
+// podIPs are the addresses of the Pod's interface (the one its CNI plugin
+// made), but link-local ones.
 func podIPs() []string {
-	addrs, err := net.InterfaceAddrs()
+	pod, err := net.InterfaceByName(podnetwork.PodInterface)
+	if err != nil {
+		return nil
+	}
+	addrs, err := pod.Addrs()
 	if err != nil {
 		return nil
 	}

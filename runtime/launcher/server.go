@@ -42,7 +42,7 @@ type server struct {
 }
 
 func newServer(vm *VM, log *slog.Logger) *server {
-	return &server{vm: vm, started: time.Now(), log: log, forwards: newForwards(vm)}
+	return &server{vm: vm, started: time.Now(), log: log, forwards: &forwards{}}
 }
 
 // serve listens on sock until ctx ends.

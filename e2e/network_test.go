@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/guestexec"
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// guestShell runs a shell command in vmi's guest (through its launcher
+// Pod's agent) and returns what it printed.
+func guestShell(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineInstance, script string) string {
+	t.Helper()
+	res, err := podLauncher(t, f, f.LauncherPod(t, vmi)).Exec(context.Background(), guestexec.Request{Command: "/bin/sh", Args: []string{"-c", script}, TimeoutSeconds: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(res.Stdout) + string(res.Stderr)
+}
+
+// TestMasqueradePodNetwork: a guest on the pod network as KubeVirt's
+// masquerade binding puts it: 10.0.2.2/24 with the gateway, DNS and MTU
+// its launcher's DHCP server hands out; a Pod on the other node reaches it
+// at its launcher Pod's address on every port when the interface lists
+// none, and only on the listed ones when it lists some; and what the guest
+// opens to a Pod comes from its launcher Pod's address.
+func TestMasqueradePodNetwork(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VMs: see "Parallel" in doc.go
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	nodes := f.Nodes(t)
+	if len(nodes) < 2 {
+		t.Skip("needs two nodes")
+	}
+	onNode := map[string]string{"kubernetes.io/hostname": nodes[0]}
+	every := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "every"}, Spec: framework.GuestVMI(framework.GuestImage, "every")}
+	listed := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "listed"}, Spec: framework.GuestVMI(framework.GuestImage, "listed")}
+	listed.Spec.Domain.Devices.Interfaces[0].Ports = []v1.Port{{Name: "web", Port: 8080}}
+	for _, vmi := range []*v1.VirtualMachineInstance{every, listed} {
+		vmi.Spec.NodeSelector = onNode
+		if err := c.Create(ctx, vmi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serve := "mkdir -p /tmp/www && hostname > /tmp/www/index.html && httpd -p 8080 -h /tmp/www && httpd -p 9090 -h /tmp/www && echo serving"
+	podIPs := map[string]string{}
+	for _, vmi := range []*v1.VirtualMachineInstance{every, listed} {
+		got := framework.WaitVMI(t, c, ns, vmi.Name, 3*time.Minute, "runs", framework.AgentConnected)
+		*vmi = *got
+		pod := f.LauncherPod(t, vmi)
+		podIPs[vmi.Name] = pod.Status.PodIP
+		out := guestShell(t, f, vmi, serve+"; ip -4 addr show eth0; ip route; cat /etc/resolv.conf")
+		t.Logf("guest %s:\n%s", vmi.Name, out)
+		for _, want := range []string{"serving", "inet 10.0.2.2/24", "default via 10.0.2.1"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("guest %s: want %q in %q", vmi.Name, want, out)
+			}
+		}
+		if ifs := vmi.Status.Interfaces; len(ifs) != 1 || ifs[0].IP != pod.Status.PodIP {
+			t.Errorf("VMI %s interfaces %+v, want the Pod's address %s", vmi.Name, ifs, pod.Status.PodIP)
+		}
+	}
+
+	// A Pod on the other node: it reaches the guests, and serves them.
+	client := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"},
+		Spec: corev1.PodSpec{
+			NodeName:      nodes[1],
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "c", Image: registryImage(t, f, "tekvirt/busybox"),
+				Command: []string{"sh", "-c", fmt.Sprintf(`mkdir -p /www && echo from-a-pod > /www/index.html && httpd -f -vv -p 8081 -h /www &
+get() { printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 "${1%%:*}" "${1#*:}" 2>/dev/null | tail -n 1; }
+for target in every=%s:8080 every-other=%s:9090 listed=%s:8080 listed-other=%s:9090; do
+  body=$(get "${target#*=}")
+  echo "$target: ${body:-unreachable}"
+done
+echo checks done; sleep 300`, podIPs["every"], podIPs["every"], podIPs["listed"], podIPs["listed"])},
+			}},
+		},
+	}
+	if _, err := f.Kube.CoreV1().Pods(ns).Create(ctx, client, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	logs := func() string {
+		b, _ := f.Kube.CoreV1().Pods(ns).GetLogs(client.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		return string(b)
+	}
+	framework.Eventually(t, 2*time.Minute, "the Pod tried every guest port", func() error {
+		if !strings.Contains(logs(), "checks done") {
+			return fmt.Errorf("logs %q", logs())
+		}
+		return nil
+	})
+	out := logs()
+	for _, want := range []string{"every=" + podIPs["every"] + ":8080: every", "every-other=" + podIPs["every"] + ":9090: every",
+		"listed=" + podIPs["listed"] + ":8080: listed", "listed-other=" + podIPs["listed"] + ":9090: unreachable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("from a Pod on %s: want %q in\n%s", nodes[1], want, out)
+		}
+	}
+	pod, err := f.Kube.CoreV1().Pods(ns).Get(ctx, client.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := guestShell(t, f, every, `printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 `+pod.Status.PodIP+" 8081")
+	if !strings.Contains(got, "from-a-pod") {
+		t.Errorf("the guest did not reach the Pod at %s: %q", pod.Status.PodIP, got)
+	}
+	framework.Eventually(t, 30*time.Second, "the Pod saw the guest come from its launcher Pod's address", func() error {
+		if !strings.Contains(logs(), podIPs["every"]) {
+			return fmt.Errorf("no %s in the Pod's httpd log:\n%s", podIPs["every"], logs())
+		}
+		return nil
+	})
+}

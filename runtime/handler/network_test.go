@@ -1,0 +1,64 @@
+package handler
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
+	"github.com/tekvirt/tekvirt/runtime/podnet"
+)
+
+func TestMasqueradeOfInterface(t *testing.T) {
+	vmi := func(iface v1.Interface, cidr string) *v1.VirtualMachineInstance {
+		return &v1.VirtualMachineInstance{
+			ObjectMeta: metav1.ObjectMeta{UID: "uid-1"},
+			Spec: v1.VirtualMachineInstanceSpec{
+				Domain:   v1.DomainSpec{Devices: v1.Devices{Interfaces: []v1.Interface{iface}}},
+				Networks: []v1.Network{{Name: "default", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{VMNetworkCIDR: cidr}}}},
+			},
+		}
+	}
+	masq := v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}
+	for _, tc := range []struct {
+		name      string
+		iface     v1.Interface
+		cidr      string
+		mac, addr string
+		ports     []podnet.Port
+		err       string
+	}{
+		{name: "defaults: every port", iface: v1.Interface{Name: "default", InterfaceBindingMethod: masq},
+			mac: podnetwork.MAC("uid-1", "default").String(), addr: "10.0.2.2/24"},
+		{name: "listed ports only, TCP unless said", iface: v1.Interface{Name: "default", InterfaceBindingMethod: masq, Ports: []v1.Port{{Port: 80}, {Protocol: "UDP", Port: 53}}},
+			mac: podnetwork.MAC("uid-1", "default").String(), addr: "10.0.2.2/24", ports: []podnet.Port{{Protocol: "tcp", Port: 80}, {Protocol: "udp", Port: 53}}},
+		{name: "its MAC and network", iface: v1.Interface{Name: "default", InterfaceBindingMethod: masq, MacAddress: "02:00:00:00:00:0A"}, cidr: "10.20.0.0/16",
+			mac: "02:00:00:00:00:0a", addr: "10.20.0.2/16"},
+		{name: "bad MAC", iface: v1.Interface{Name: "default", InterfaceBindingMethod: masq, MacAddress: "02:00"},
+			err: `spec.domain.devices.interfaces[0].macAddress "02:00"`},
+		{name: "bad network", iface: v1.Interface{Name: "default", InterfaceBindingMethod: masq}, cidr: "10.0.0.0/30",
+			err: `spec.networks[0].pod: vmNetworkCIDR "10.0.0.0/30"`},
+		{name: "SCTP port", iface: v1.Interface{Name: "default", InterfaceBindingMethod: masq, Ports: []v1.Port{{Protocol: "SCTP", Port: 9}}},
+			err: "spec.domain.devices.interfaces[0].ports[0]: SCTP port 9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := masquerade(vmi(tc.iface, tc.cidr), 0, tc.iface)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.MAC.String() != tc.mac || m.Addresses.Guest.String() != tc.addr || !reflect.DeepEqual(m.Ports, tc.ports) || m.Tap != "tap0" || m.Owner != 107 {
+				t.Errorf("got %+v, want MAC %s guest %s ports %v on tap0 owned by 107", m, tc.mac, tc.addr, tc.ports)
+			}
+		})
+	}
+}

@@ -1,0 +1,56 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
+	"github.com/tekvirt/tekvirt/runtime/dhcp"
+)
+
+// resolvConf is the Pod's, which the kubelet wrote for its DNS policy.
+const resolvConf = "/etc/resolv.conf"
+
+// serveDHCP starts, for the guest's interface on the pod network, the DHCP
+// server that hands it its address, the gateway, the Pod's DNS servers and
+// search domains, the Pod's MTU and the VMI's host name. It returns once
+// the server listens; the server runs until ctx ends.
+func serveDHCP(ctx context.Context, spec *Spec, log *slog.Logger) error {
+	for name, iface := range spec.Options.Interfaces {
+		mac, err := net.ParseMAC(iface.MAC)
+		if err != nil {
+			return fmt.Errorf("interface %s: %w", name, err)
+		}
+		lease := &dhcp.Lease{Client: mac, Address: iface.Address, Gateway: iface.Gateway, Hostname: hostname(spec)}
+		if data, err := os.ReadFile(resolvConf); err == nil {
+			lease.DNS, lease.Search = dhcp.ResolvConf(data)
+		}
+		if pod, err := net.InterfaceByName(podnetwork.PodInterface); err == nil {
+			lease.MTU = pod.MTU
+		}
+		ready := make(chan error, 2)
+		go func() {
+			err := lease.Serve(ctx, podnetwork.BridgeName, log.With("interface", name), func() { ready <- nil })
+			if err != nil {
+				log.Error("the DHCP server stopped", "interface", name, "err", err)
+			}
+			ready <- err
+		}()
+		if err := <-ready; err != nil {
+			return fmt.Errorf("interface %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// hostname is the guest's, as KubeVirt gives it: spec.hostname, else the
+// VMI's name.
+func hostname(spec *Spec) string {
+	if spec.VMI.Spec.Hostname != "" {
+		return spec.VMI.Spec.Hostname
+	}
+	return spec.VMI.Name
+}
