@@ -201,18 +201,15 @@ func vmiSubresource(t *testing.T, f *framework.Framework, user, method, ns, vmi,
 	return res.Raw()
 }
 
-// guestUptime is the guest's uptime in seconds, read through its launcher.
-func guestUptime(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineInstance) float64 {
+// guestBootID is the guest kernel's boot_id, new at every boot (a clock
+// under TCG can run fast, so uptimes do not tell boots apart).
+func guestBootID(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineInstance) string {
 	t.Helper()
-	res, err := podLauncher(t, f, f.LauncherPod(t, vmi)).Exec(context.Background(), guestexec.Request{Command: "/bin/cat", Args: []string{"/proc/uptime"}, TimeoutSeconds: 10})
-	if err != nil {
-		t.Fatal(err)
+	res, err := podLauncher(t, f, f.LauncherPod(t, vmi)).Exec(context.Background(), guestexec.Request{Command: "/bin/cat", Args: []string{"/proc/sys/kernel/random/boot_id"}, TimeoutSeconds: 10})
+	if err != nil || len(strings.TrimSpace(string(res.Stdout))) == 0 {
+		t.Fatalf("the guest's boot_id: %v %+v", err, res)
 	}
-	var up float64
-	if _, err := fmt.Sscan(string(res.Stdout), &up); err != nil {
-		t.Fatalf("uptime %q: %v", res.Stdout, err)
-	}
-	return up
+	return strings.TrimSpace(string(res.Stdout))
 }
 
 // TestSubresourcesGuestAgentAndPause: the VMI operations go through the
@@ -298,7 +295,7 @@ func TestSubresourcesGuestAgentAndPause(t *testing.T) {
 		t.Errorf("freeze with a malformed unfreezeTimeout: %v, want 400", err)
 	}
 
-	before := guestUptime(t, f, vmi)
+	before := guestBootID(t, f, vmi)
 	if _, err := vmiSubresource(t, f, "e2e-editor", "PUT", ns, vmi.Name, "softreboot", "{}"); err != nil {
 		t.Fatalf("softreboot: %v", err)
 	}
@@ -307,13 +304,12 @@ func TestSubresourcesGuestAgentAndPause(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(vmi), got); err != nil || got.UID != vmi.UID {
 			return fmt.Errorf("VMI %v: %w", got.UID, err)
 		}
-		res, err := podLauncher(t, f, f.LauncherPod(t, got)).Exec(ctx, guestexec.Request{Command: "/bin/cat", Args: []string{"/proc/uptime"}, TimeoutSeconds: 5})
+		res, err := podLauncher(t, f, f.LauncherPod(t, got)).Exec(ctx, guestexec.Request{Command: "/bin/cat", Args: []string{"/proc/sys/kernel/random/boot_id"}, TimeoutSeconds: 5})
 		if err != nil {
 			return err
 		}
-		var up float64
-		if _, err := fmt.Sscan(string(res.Stdout), &up); err != nil || up >= before {
-			return fmt.Errorf("uptime %s, before the reboot %.1f", res.Stdout, before)
+		if now := strings.TrimSpace(string(res.Stdout)); now == "" || now == before {
+			return fmt.Errorf("boot_id %q, before the reboot %s", now, before)
 		}
 		return nil
 	})
