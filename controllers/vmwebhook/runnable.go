@@ -2,18 +2,22 @@ package vmwebhook
 
 import (
 	"fmt"
+	"net"
 
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 )
 
 // checkRunnable lists what in a VMI spec (at prefix; defaulted) the
 // runtime could not build a domain of, as KubeVirt's admission refuses
 // it: a disk without its volume, more interfaces than the runtime gives a
 // guest, an interface without its network or a network without its
-// interface, and, when the spec must size the guest itself (no
-// instancetype), no memory at all.
+// interface, a MAC that is not an Ethernet address, a masquerade network
+// (vmNetworkCIDR) the runtime cannot build, and, when the spec must size
+// the guest itself (no instancetype), no memory at all.
 func checkRunnable(prefix string, spec *v1.VirtualMachineInstanceSpec, needMemory bool) []string {
 	var msgs []string
 	volumes := map[string]bool{}
@@ -39,10 +43,18 @@ func checkRunnable(prefix string, spec *v1.VirtualMachineInstanceSpec, needMemor
 		if !networks[iface.Name] {
 			msgs = append(msgs, fmt.Sprintf("%s.domain.devices.interfaces[%d].name: no network named %q in %s.networks", prefix, i, iface.Name, prefix))
 		}
+		if hw, err := net.ParseMAC(iface.MacAddress); iface.MacAddress != "" && (err != nil || len(hw) != 6) {
+			msgs = append(msgs, fmt.Sprintf("%s.domain.devices.interfaces[%d].macAddress: %q is not an Ethernet address", prefix, i, iface.MacAddress))
+		}
 	}
 	for i, n := range spec.Networks {
 		if !named[n.Name] {
 			msgs = append(msgs, fmt.Sprintf("%s.networks[%d].name: no interface named %q in %s.domain.devices.interfaces", prefix, i, n.Name, prefix))
+		}
+		if n.Pod != nil && n.Pod.VMNetworkCIDR != "" {
+			if _, err := podnetwork.MasqueradeAddresses(n.Pod.VMNetworkCIDR); err != nil {
+				msgs = append(msgs, fmt.Sprintf("%s.networks[%d].pod.%v", prefix, i, err))
+			}
 		}
 	}
 	if needMemory && (spec.Domain.Memory == nil || spec.Domain.Memory.Guest == nil) &&
