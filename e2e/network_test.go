@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/tekvirt/tekvirt/contracts/guestexec"
 	"github.com/tekvirt/tekvirt/e2e/framework"
+	"github.com/tekvirt/tekvirt/runtime/domain"
+	"github.com/tekvirt/tekvirt/runtime/podnet"
 )
 
 // guestShell runs a shell command in vmi's guest (through its launcher
@@ -32,7 +35,8 @@ func guestShell(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineInst
 // its launcher's DHCP server hands out; a Pod on the other node reaches it
 // at its launcher Pod's address on every port when the interface lists
 // none, and only on the listed ones when it lists some; and what the guest
-// opens to a Pod comes from its launcher Pod's address.
+// opens to a Pod comes from its launcher Pod's address; frames it sends
+// as another MAC or address are dropped in the Pod.
 func TestMasqueradePodNetwork(t *testing.T) {
 	t.Parallel() // mostly waiting on its own VMs: see "Parallel" in doc.go
 	f := framework.New(t)
@@ -124,4 +128,30 @@ echo checks done; sleep 300`, podIPs["every"], podIPs["every"], podIPs["listed"]
 		}
 		return nil
 	})
+
+	// Attack: the guest sends as another MAC, then from another address.
+	// The anti-spoofing rules in its launcher Pod drop both, so the Pod's
+	// server answers neither.
+	ns0, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", qemuOf(t, domain.Name(every))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns0.Close()
+	mac0, addr0, err := podnet.Dropped(ns0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := `printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 ` + pod.Status.PodIP + " 8081 | tail -n 1"
+	got = guestShell(t, f, every, "mac=$(cat /sys/class/net/eth0/address); ip link set eth0 address 52:54:00:66:66:66 && "+
+		get+"; echo spoofed-mac; ip link set eth0 address $mac; "+
+		"ip addr add 10.0.2.99/24 dev eth0 && ip route replace default via 10.0.2.1 src 10.0.2.99 && "+get+"; echo spoofed-address; "+
+		"ip route replace default via 10.0.2.1 src 10.0.2.2; ip addr del 10.0.2.99/24 dev eth0")
+	mac1, addr1, err := podnet.Dropped(ns0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("spoofing guest: %q; dropped from another MAC %d, from another address %d", got, mac1-mac0, addr1-addr0)
+	if strings.Contains(got, "from-a-pod") || !strings.Contains(got, "spoofed-address") || mac1 == mac0 || addr1 == addr0 {
+		t.Errorf("a guest sending as another MAC or address: answered %q, dropped %d and %d packets; want no answer and both dropped", got, mac1-mac0, addr1-addr0)
+	}
 }

@@ -132,6 +132,9 @@ func TestMasqueradeSetup(t *testing.T) {
 	if got := ruleCounts(t, ns); got["antispoof"] != 2 || got["inbound"] != 2 || got["outbound"] != 1 {
 		t.Errorf("rules per chain %v, want antispoof 2, inbound 2 (tcp, udp), outbound 1", got)
 	}
+	if mac, addr, err := Dropped(ns); err != nil || mac != 0 || addr != 0 {
+		t.Errorf("dropped %d, %d, %v: want the two counters, at 0", mac, addr, err)
+	}
 }
 
 func TestMasqueradeOnlyListedPorts(t *testing.T) {

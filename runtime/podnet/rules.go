@@ -19,9 +19,9 @@ const TableName = "tekvirt"
 
 // rules replaces the binding's nftables table in ns:
 //
-//	prerouting (raw):   from the bridge, drop frames not from the guest's
-//	                    MAC and packets not from its address (DHCP's
-//	                    0.0.0.0 aside)
+//	prerouting (raw):   from the bridge, drop (and count) frames not from
+//	                    the guest's MAC and packets not from its address
+//	                    (DHCP's 0.0.0.0 aside)
 //	prerouting (dnat):  in on the Pod's interface, tcp and udp (or only
 //	                    Ports) to the guest
 //	postrouting (snat): from the guest out of the Pod's interface,
@@ -48,6 +48,7 @@ func (m Masquerade) rules(ns *os.File) error {
 		[]expr.Any{
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 6, Len: 6},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: m.MAC},
+			&expr.Counter{},
 			&expr.Verdict{Kind: expr.VerdictDrop},
 		})})
 	c.AddRule(&nftables.Rule{Table: t, Chain: spoof, Exprs: concat(fromBridge,
@@ -55,6 +56,7 @@ func (m Masquerade) rules(ns *os.File) error {
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: guest},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: net.IPv4zero.To4()},
+			&expr.Counter{},
 			&expr.Verdict{Kind: expr.VerdictDrop},
 		})})
 
@@ -113,3 +115,29 @@ func l4proto(p byte) []expr.Any {
 }
 
 func concat(parts ...[]expr.Any) []expr.Any { return slices.Concat(parts...) }
+
+// Dropped is how many packets the anti-spoofing rules of the binding in ns
+// dropped: those from another MAC, and those from another address.
+func Dropped(ns *os.File) (otherMAC, otherAddress uint64, err error) {
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd())))
+	if err != nil {
+		return 0, 0, fmt.Errorf("nftables: %w", err)
+	}
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName}
+	rules, err := c.GetRules(t, &nftables.Chain{Name: "antispoof", Table: t})
+	if err != nil {
+		return 0, 0, fmt.Errorf("the anti-spoofing rules: %w", err)
+	}
+	var counts []uint64
+	for _, r := range rules {
+		for _, e := range r.Exprs {
+			if ctr, ok := e.(*expr.Counter); ok {
+				counts = append(counts, ctr.Packets)
+			}
+		}
+	}
+	if len(counts) != 2 {
+		return 0, 0, fmt.Errorf("the anti-spoofing chain has %d counters, want 2", len(counts))
+	}
+	return counts[0], counts[1], nil
+}
