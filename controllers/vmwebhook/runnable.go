@@ -29,6 +29,20 @@ func checkRunnable(prefix string, spec *v1.VirtualMachineInstanceSpec, needMemor
 			msgs = append(msgs, fmt.Sprintf("%s.domain.devices.disks[%d].name: no volume named %q in %s.volumes", prefix, i, d.Name, prefix))
 		}
 	}
+	msgs = append(msgs, checkInterfaces(prefix, spec)...)
+	if needMemory && (spec.Domain.Memory == nil || spec.Domain.Memory.Guest == nil) &&
+		spec.Domain.Resources.Requests.Memory().IsZero() && spec.Domain.Resources.Limits.Memory().IsZero() {
+		msgs = append(msgs, fmt.Sprintf("no memory for the guest: set %[1]s.domain.memory.guest, %[1]s.domain.resources.requests.%[2]s or %[1]s.domain.resources.limits.%[2]s", prefix, corev1.ResourceMemory))
+	}
+	return msgs
+}
+
+// checkInterfaces lists what of the spec's interfaces and networks the
+// runtime cannot build: more interfaces than it gives a guest, one without
+// its network or a network without its interface, a MAC that is not an
+// Ethernet address, a masquerade network (vmNetworkCIDR) too small.
+func checkInterfaces(prefix string, spec *v1.VirtualMachineInstanceSpec) []string {
+	var msgs []string
 	ifaces := spec.Domain.Devices.Interfaces
 	if len(ifaces) > 1 {
 		msgs = append(msgs, fmt.Sprintf("%s.domain.devices.interfaces: %d interfaces given; one is supported", prefix, len(ifaces)))
@@ -56,10 +70,6 @@ func checkRunnable(prefix string, spec *v1.VirtualMachineInstanceSpec, needMemor
 				msgs = append(msgs, fmt.Sprintf("%s.networks[%d].pod.%v", prefix, i, err))
 			}
 		}
-	}
-	if needMemory && (spec.Domain.Memory == nil || spec.Domain.Memory.Guest == nil) &&
-		spec.Domain.Resources.Requests.Memory().IsZero() && spec.Domain.Resources.Limits.Memory().IsZero() {
-		msgs = append(msgs, fmt.Sprintf("no memory for the guest: set %[1]s.domain.memory.guest, %[1]s.domain.resources.requests.%[2]s or %[1]s.domain.resources.limits.%[2]s", prefix, corev1.ResourceMemory))
 	}
 	return msgs
 }
