@@ -66,7 +66,7 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	if len(spec.VMI.Spec.AccessCredentials) > 0 {
 		srv.creds = newCredentials(spec.VMI)
 	}
-	srv.forwards = newForwards(spec.Options)
+	srv.guest = guestAddress(spec.Options)
 	srv.podIPs = podIPs()
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()

@@ -1,7 +1,6 @@
 package launcher
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -38,29 +37,14 @@ func ParseGuestPort(port, protocol string) (GuestPort, error) {
 	return p, nil
 }
 
-// forwards lead port-forward streams to the guest: at its address on the
-// network between it and the Pod, where the launcher reaches every port.
-type forwards struct {
-	// guest is the guest's address; invalid when it has no interface on
-	// the pod network.
-	guest netip.Addr
-}
-
-func newForwards(opts domain.Options) *forwards {
-	f := &forwards{}
+// guestAddress is the guest's address on the network between it and its
+// Pod, where the launcher reaches every guest port; invalid when the guest
+// has no interface on the pod network.
+func guestAddress(opts domain.Options) netip.Addr {
 	for _, iface := range opts.Interfaces {
-		f.guest = iface.Address.Addr()
+		return iface.Address.Addr()
 	}
-	return f
-}
-
-// address is where, in the Pod's network namespace, p of the guest is
-// reached.
-func (f *forwards) address(p GuestPort) (string, error) {
-	if !f.guest.IsValid() {
-		return "", errors.New("the guest has no interface on the pod network")
-	}
-	return net.JoinHostPort(f.guest.String(), strconv.Itoa(int(p.Port))), nil
+	return netip.Addr{}
 }
 
 // handlePortForward connects the caller to a port of the guest: 400 for a
@@ -74,11 +58,11 @@ func (s *server) handlePortForward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	addr, err := s.forwards.address(p)
-	if err != nil {
-		http.Error(w, fmt.Sprintf("forwarding guest port %d/%s: %v", p.Port, p.Protocol, err), http.StatusBadGateway)
+	if !s.guest.IsValid() {
+		http.Error(w, fmt.Sprintf("forwarding guest port %d/%s: the guest has no interface on the pod network", p.Port, p.Protocol), http.StatusBadGateway)
 		return
 	}
+	addr := net.JoinHostPort(s.guest.String(), strconv.Itoa(int(p.Port)))
 	guest, err := net.DialTimeout(p.Protocol, addr, dialGuestTimeout)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("connecting to guest port %d/%s: %v", p.Port, p.Protocol, err), http.StatusBadGateway)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -30,8 +31,8 @@ type server struct {
 	log     *slog.Logger
 	// podIPs are reported with every status.
 	podIPs []string
-	// forwards lead to the guest's ports.
-	forwards *forwards
+	// guest is where port-forward streams lead (guestAddress).
+	guest netip.Addr
 	// creds keeps the guest's access credentials in step (nil: none).
 	creds *credentials
 
@@ -42,7 +43,7 @@ type server struct {
 }
 
 func newServer(vm *VM, log *slog.Logger) *server {
-	return &server{vm: vm, started: time.Now(), log: log, forwards: &forwards{}}
+	return &server{vm: vm, started: time.Now(), log: log}
 }
 
 // serve listens on sock until ctx ends.

@@ -173,28 +173,18 @@ func ruleCounts(t *testing.T, ns *os.File) map[string]int {
 }
 
 func TestSetupRefusesTheNodesNamespace(t *testing.T) {
-	own, err := os.Open("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Close()
-	if err := binding(t).Setup(own); !errors.Is(err, ErrNotPodNamespace) {
-		t.Fatalf("the caller's own namespace: %v, want ErrNotPodNamespace", err)
-	}
-	f, err := os.Open("/proc/self/ns/uts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := binding(t).Setup(f); !errors.Is(err, ErrNotPodNamespace) {
-		t.Fatalf("a UTS namespace: %v, want ErrNotPodNamespace", err)
-	}
-	plain, err := os.Open(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	if err := binding(t).Setup(plain); !errors.Is(err, ErrNotPodNamespace) {
-		t.Fatalf("a file: %v, want ErrNotPodNamespace", err)
+	for name, path := range map[string]string{
+		"the caller's own network namespace": "/proc/self/ns/net",
+		"a UTS namespace":                    "/proc/self/ns/uts",
+		"a plain file":                       os.Args[0],
+	} {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := binding(t).Setup(f); !errors.Is(err, ErrNotPodNamespace) {
+			t.Errorf("%s: %v, want ErrNotPodNamespace", name, err)
+		}
+		f.Close()
 	}
 }
