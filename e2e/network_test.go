@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
 
@@ -153,5 +155,136 @@ echo checks done; sleep 300`, podIPs["every"], podIPs["every"], podIPs["listed"]
 	t.Logf("spoofing guest: %q; dropped from another MAC %d, from another address %d", got, mac1-mac0, addr1-addr0)
 	if strings.Contains(got, "from-a-pod") || !strings.Contains(got, "spoofed-address") || mac1 == mac0 || addr1 == addr0 {
 		t.Errorf("a guest sending as another MAC or address: answered %q, dropped %d and %d packets; want no answer and both dropped", got, mac1-mac0, addr1-addr0)
+	}
+}
+
+// TestBridgePodNetwork: a guest on the pod network as KubeVirt's bridge
+// binding puts it: it takes its launcher Pod's address, gateway and MTU by
+// DHCP, a Pod on the other node reaches it there on every port and sees
+// its connections come from that address; port-forward reaches it through
+// the bridge; frames it sends from another address are dropped in the Pod.
+func TestBridgePodNetwork(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VM: see "Parallel" in doc.go
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	nodes := f.Nodes(t)
+	if len(nodes) < 2 {
+		t.Skip("needs two nodes")
+	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bridged"}, Spec: framework.GuestVMI(framework.GuestImage, "bridged")}
+	vmi.Spec.Domain.Devices.Interfaces[0].InterfaceBindingMethod = v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}
+	vmi.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": nodes[0]}
+	if err := c.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	vmi = framework.WaitVMI(t, c, ns, vmi.Name, 3*time.Minute, "runs", framework.AgentConnected)
+	launcherPod := f.LauncherPod(t, vmi)
+	podIP := launcherPod.Status.PodIP
+	out := guestShell(t, f, vmi, "mkdir -p /tmp/www && hostname > /tmp/www/index.html && httpd -p 8080 -h /tmp/www && httpd -p 9090 -h /tmp/www && echo serving; ip -4 addr show eth0; ip route")
+	t.Logf("guest:\n%s", out)
+	gateway := podIP[:strings.LastIndex(podIP, ".")] + ".1" // the node's pod bridge
+	for _, want := range []string{"serving", "inet " + podIP + "/24", "default via " + gateway, "169.254.75.10 dev eth0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("guest: want %q in %q", want, out)
+		}
+	}
+	framework.Eventually(t, time.Minute, "the VMI reports the Pod's address", func() error {
+		got := &v1.VirtualMachineInstance{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vmi), got); err != nil {
+			return err
+		}
+		if ifs := got.Status.Interfaces; len(ifs) != 1 || ifs[0].IP != podIP || ifs[0].Name != "default" {
+			return fmt.Errorf("interfaces %+v, want default at %s", ifs, podIP)
+		}
+		return nil
+	})
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"},
+		Spec: corev1.PodSpec{
+			NodeName:      nodes[1],
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "c", Image: registryImage(t, f, "tekvirt/busybox"),
+				Command: []string{"sh", "-c", fmt.Sprintf(`mkdir -p /www && echo from-a-pod > /www/index.html && httpd -f -vv -p 8081 -h /www &
+get() { printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 "${1%%:*}" "${1#*:}" 2>/dev/null | tail -n 1; }
+for target in %[1]s:8080 %[1]s:9090; do
+  body=$(get "$target")
+  echo "$target: ${body:-unreachable}"
+done
+echo checks done; sleep 300`, podIP)},
+			}},
+		},
+	}
+	if _, err := f.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	logs := func() string {
+		b, _ := f.Kube.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		return string(b)
+	}
+	framework.Eventually(t, 2*time.Minute, "the Pod tried the guest's ports", func() error {
+		if !strings.Contains(logs(), "checks done") {
+			return fmt.Errorf("logs %q", logs())
+		}
+		return nil
+	})
+	for _, want := range []string{podIP + ":8080: bridged", podIP + ":9090: bridged"} {
+		if !strings.Contains(logs(), want) {
+			t.Errorf("from a Pod on %s: want %q in\n%s", nodes[1], want, logs())
+		}
+	}
+	pod, err := f.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := `printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 ` + pod.Status.PodIP + " 8081 | tail -n 1"
+	if got := guestShell(t, f, vmi, get); !strings.Contains(got, "from-a-pod") {
+		t.Errorf("the guest did not reach the Pod at %s: %q", pod.Status.PodIP, got)
+	}
+	framework.Eventually(t, 30*time.Second, "the Pod saw the guest come from the Pod's address", func() error {
+		if !strings.Contains(logs(), podIP) {
+			return fmt.Errorf("no %s in the Pod's httpd log:\n%s", podIP, logs())
+		}
+		return nil
+	})
+
+	// port-forward: the launcher reaches the guest across the bridge.
+	stream, err := portForwardStream(t, f, "", ns, "virtualmachineinstances", vmi.Name, "8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Write([]byte("GET / HTTP/1.0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(io.LimitReader(stream, 4096))
+	_ = stream.Close()
+	if !strings.Contains(string(body), "bridged") {
+		t.Errorf("port-forward to guest port 8080: %q", body)
+	}
+
+	// Attack: the guest sends from another address of the Pods' network.
+	// The anti-spoofing rules in its launcher Pod drop it.
+	podNS, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", qemuOf(t, domain.Name(vmi))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer podNS.Close()
+	_, addr0, err := podnet.Dropped(podNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoofed := podIP[:strings.LastIndex(podIP, ".")] + ".250"
+	got := guestShell(t, f, vmi, "ip addr add "+spoofed+"/24 dev eth0 && ip route replace default via "+gateway+" src "+spoofed+" && "+get+"; echo spoofed-address; "+
+		"ip route replace default via "+gateway+" src "+podIP+"; ip addr del "+spoofed+"/24 dev eth0")
+	_, addr1, err := podnet.Dropped(podNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("spoofing guest: %q; dropped from another address %d", got, addr1-addr0)
+	if strings.Contains(got, "from-a-pod") || !strings.Contains(got, "spoofed-address") || addr1 == addr0 {
+		t.Errorf("a guest sending from %s: answered %q, dropped %d packets; want no answer and the packets dropped", spoofed, got, addr1-addr0)
 	}
 }

@@ -58,3 +58,15 @@ func MAC(vmiUID, iface string) net.HardwareAddr {
 	sum := sha256.Sum256([]byte(vmiUID + "/" + iface))
 	return net.HardwareAddr{0x52, 0x54, 0x00, sum[0], sum[1], sum[2]}
 }
+
+// BridgeServerAddress is the address the bridge in the Pod holds for the
+// bridge binding (KubeVirt's link-local one): the guest's DHCP server and
+// where the launcher reaches the guest from. It never leaves the Pod.
+var BridgeServerAddress = netip.MustParseAddr("169.254.75.10")
+
+// Route is a route the guest is handed: to Dest via Via (unspecified: on
+// the link).
+type Route struct {
+	Dest netip.Prefix
+	Via  netip.Addr
+}

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 )
 
 var guestMAC = net.HardwareAddr{0x52, 0x54, 0x00, 0xaa, 0xbb, 0xcc}
@@ -92,6 +94,49 @@ func TestOfferCarriesTheBinding(t *testing.T) {
 		if !bytes.Equal(got.Options[code], want) {
 			t.Errorf("option %d = %v, want %v", code, got.Options[code], want)
 		}
+	}
+}
+
+// The bridge binding's lease: the Pod's address, its gateway and routes,
+// from the link-local server address, which the guest reaches on the link.
+func TestBridgeLeaseRoutes(t *testing.T) {
+	l := lease()
+	l.Address = netip.MustParsePrefix("10.244.1.7/24")
+	l.Gateway = netip.MustParseAddr("10.244.1.1")
+	l.Server = netip.MustParseAddr("169.254.75.10")
+	l.Routes = []podnetwork.Route{
+		{Dest: netip.MustParsePrefix("169.254.75.10/32")},
+		{Dest: netip.MustParsePrefix("10.96.0.0/12"), Via: netip.MustParseAddr("10.244.1.1")},
+	}
+	rep, err := l.Reply(request(Discover, guestMAC, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[byte][]byte{
+		optServerID: {169, 254, 75, 10},
+		optRouter:   {10, 244, 1, 1},
+		optStaticRoutes: {
+			32, 169, 254, 75, 10, 0, 0, 0, 0,
+			12, 10, 96, 10, 244, 1, 1,
+			0, 10, 244, 1, 1,
+		},
+	}
+	for code, w := range want {
+		if !bytes.Equal(rep.Options[code], w) {
+			t.Errorf("option %d = %v, want %v", code, rep.Options[code], w)
+		}
+	}
+	if rep.SIAddr != l.Server {
+		t.Errorf("siaddr %s", rep.SIAddr)
+	}
+	// The guest asks again of the server it chose.
+	ack, _ := l.Reply(request(Request, guestMAC, map[byte][]byte{optServerID: {169, 254, 75, 10}, optRequestedIP: {10, 244, 1, 7}}))
+	if ack == nil || ack.Type() != Ack {
+		t.Fatalf("request to the link-local server: %+v", ack)
+	}
+	l.Routes = []podnetwork.Route{{Dest: netip.MustParsePrefix("fd00::/64")}}
+	if _, err := l.Reply(request(Discover, guestMAC, nil)); err == nil {
+		t.Error("an IPv6 route was encoded")
 	}
 }
 

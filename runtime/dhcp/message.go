@@ -35,6 +35,7 @@ const (
 	optMessageType   = 53
 	optServerID      = 54
 	optDomainSearch  = 119
+	optStaticRoutes  = 121 // classless, RFC 3442
 	optPad           = 0
 	optEnd           = 255
 	bootRequest      = 1

@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"syscall"
+
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 )
 
 // Ports of DHCPv4.
@@ -23,8 +26,14 @@ type Lease struct {
 	Client net.HardwareAddr
 	// Address is the client's address and network.
 	Address netip.Prefix
-	// Gateway is the server's address and the client's default route.
+	// Gateway is the client's default route, and the server's address
+	// unless Server is set.
 	Gateway netip.Addr
+	Server  netip.Addr
+	// Routes, when set, are handed as classless static routes, with the
+	// default route through Gateway added (a client that reads them
+	// ignores the router option).
+	Routes []podnetwork.Route
 	// DNS servers and search domains, as the Pod's resolv.conf has them.
 	DNS    []netip.Addr
 	Search []string
@@ -45,7 +54,7 @@ func (l *Lease) Reply(req *Message) (*Message, error) {
 	}
 	rep := &Message{
 		Op: bootReply, XID: req.XID, Flags: req.Flags, GIAddr: req.GIAddr, CHAddr: req.CHAddr,
-		Options: map[byte][]byte{optMessageType: {typ}, optServerID: l.Gateway.AsSlice()},
+		Options: map[byte][]byte{optMessageType: {typ}, optServerID: l.server().AsSlice()},
 	}
 	if typ == Nak {
 		return rep, nil
@@ -56,8 +65,16 @@ func (l *Lease) Reply(req *Message) (*Message, error) {
 		rep.YIAddr = l.Address.Addr()
 		rep.Options[optLeaseTime] = binary.BigEndian.AppendUint32(nil, infiniteLease)
 	}
-	rep.SIAddr = l.Gateway
+	rep.SIAddr = l.server()
 	return rep, l.configure(rep.Options)
+}
+
+// server is the address the server answers from.
+func (l *Lease) server() netip.Addr {
+	if l.Server.IsValid() {
+		return l.Server
+	}
+	return l.Gateway
 }
 
 // replyType is the type of the answer to req: an offer to a discover, an
@@ -68,7 +85,7 @@ func (l *Lease) replyType(req *Message) byte {
 	case Discover:
 		return Offer
 	case Request:
-		if id := req.Options[optServerID]; len(id) == 4 && addr4(id) != l.Gateway {
+		if id := req.Options[optServerID]; len(id) == 4 && addr4(id) != l.server() {
 			return 0 // the client chose another server
 		}
 		requested := req.CIAddr
@@ -89,7 +106,16 @@ func (l *Lease) replyType(req *Message) byte {
 // DNS servers (IPv4 ones) and search domains, MTU and host name.
 func (l *Lease) configure(opts map[byte][]byte) error {
 	opts[optSubnetMask] = []byte(net.CIDRMask(l.Address.Bits(), 32))
-	opts[optRouter] = l.Gateway.AsSlice()
+	if l.Gateway.IsValid() {
+		opts[optRouter] = l.Gateway.AsSlice()
+	}
+	if len(l.Routes) > 0 {
+		routes, err := classlessRoutes(l.Routes, l.Gateway)
+		if err != nil {
+			return err
+		}
+		opts[optStaticRoutes] = routes
+	}
 	var dns []byte
 	for _, a := range l.DNS {
 		if a.Is4() {
@@ -114,6 +140,31 @@ func (l *Lease) configure(opts map[byte][]byte) error {
 		opts[optHostName] = []byte(l.Hostname)
 	}
 	return nil
+}
+
+// classlessRoutes encodes routes, and the default one through gateway
+// (when valid) unless they have one, as RFC 3442's option: the prefix length, the
+// destination's significant octets, the router (0.0.0.0: on the link).
+func classlessRoutes(routes []podnetwork.Route, gateway netip.Addr) ([]byte, error) {
+	def := podnetwork.Route{Dest: netip.PrefixFrom(netip.IPv4Unspecified(), 0), Via: gateway}
+	if gateway.IsValid() && !slices.ContainsFunc(routes, func(r podnetwork.Route) bool { return r.Dest.Bits() == 0 }) {
+		routes = append(slices.Clip(routes), def)
+	}
+	var out []byte
+	for _, r := range routes {
+		via := r.Via
+		if !via.IsValid() {
+			via = netip.IPv4Unspecified()
+		}
+		if !r.Dest.Addr().Is4() || !via.Is4() {
+			return nil, fmt.Errorf("route to %s via %s: not IPv4", r.Dest, r.Via)
+		}
+		dest := r.Dest.Masked().Addr().As4()
+		out = append(out, byte(r.Dest.Bits()))
+		out = append(out, dest[:(r.Dest.Bits()+7)/8]...)
+		out = append(out, via.AsSlice()...)
+	}
+	return out, nil
 }
 
 // Serve answers the client on the interface ifname until ctx ends,

@@ -7,6 +7,8 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 )
 
 // nicSlot is the PCI slot of the first NIC: a fixed, free slot, since
@@ -24,11 +26,24 @@ type Interface struct {
 	Tap string
 	// MAC is the guest's address on it.
 	MAC string
-	// Address is the guest's address and network, Gateway the Pod's end:
-	// what the launcher's DHCP server hands out.
+	// Binding is the interface's binding to the pod network: "masquerade"
+	// or "bridge" (the guest takes the Pod's address).
+	Binding string `json:",omitempty"`
+	// Address is the guest's address and network, Gateway its default
+	// route: what the launcher's DHCP server hands out, with Routes (the
+	// Pod's, for the bridge binding) and from Server (the gateway when
+	// unset).
 	Address netip.Prefix
 	Gateway netip.Addr
+	Server  netip.Addr         `json:",omitzero"`
+	Routes  []podnetwork.Route `json:",omitempty"`
 }
+
+// Bindings of an Interface.
+const (
+	BindingMasquerade = "masquerade"
+	BindingBridge     = "bridge"
+)
 
 // PodInterfaces are the VMI's interfaces as the runtime builds them: those
 // it lists, or KubeVirt's default (masquerade on the pod network, named

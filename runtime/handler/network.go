@@ -2,9 +2,12 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/tekvirt/tekvirt/runtime/domain"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 	"github.com/tekvirt/tekvirt/runtime/podnet"
+	"github.com/tekvirt/tekvirt/runtime/podvolume"
 )
 
 // plugNetwork builds the guest's interfaces in its launcher Pod's network
@@ -29,9 +33,9 @@ func (h *Handler) plugNetwork(ctx context.Context, vmi *v1.VirtualMachineInstanc
 	if len(ifaces) == 0 {
 		return nil, nil
 	}
-	plan := make([]podnet.Masquerade, len(ifaces))
+	plan := make([]binding, len(ifaces))
 	for i, iface := range ifaces {
-		if plan[i], err = masquerade(vmi, i, iface); err != nil {
+		if plan[i], err = planBinding(vmi, i, iface); err != nil {
 			return nil, &permanentError{reason: "NetworkInvalid", err: err}
 		}
 	}
@@ -48,33 +52,134 @@ func (h *Handler) plugNetwork(ctx context.Context, vmi *v1.VirtualMachineInstanc
 	}
 	defer ns.Close()
 	out := map[string]domain.Interface{}
-	for i, m := range plan {
-		if err := m.Setup(ns); err != nil {
-			if errors.Is(err, podnet.ErrNotPodNamespace) {
-				return nil, &permanentError{reason: "NetworkInvalid", err: fmt.Errorf("the launcher Pod handed over %w", err)}
-			}
-			return nil, fmt.Errorf("spec.domain.devices.interfaces[%d] (%s): %w", i, ifaces[i].Name, err)
+	for i, b := range plan {
+		field := fmt.Sprintf("spec.domain.devices.interfaces[%d] (%s)", i, ifaces[i].Name)
+		built, err := b.setup(ns, d, i)
+		if errors.Is(err, podnet.ErrNotPodNamespace) {
+			return nil, &permanentError{reason: "NetworkInvalid", err: fmt.Errorf("the launcher Pod handed over %w", err)}
 		}
-		out[ifaces[i].Name] = domain.Interface{Tap: m.Tap, MAC: m.MAC.String(), Address: m.Addresses.Guest, Gateway: m.Addresses.Gateway.Addr()}
+		var perr *permanentError
+		if errors.As(err, &perr) {
+			perr.err = fmt.Errorf("%s: %w", field, perr.err)
+			return nil, perr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		out[ifaces[i].Name] = built
 	}
 	return out, nil
 }
 
-// masquerade is the binding of vmi's interface i (iface) to the pod
-// network: its MAC (spec.domain.devices.interfaces[].macAddress, else a
-// stable one), the network of its spec.networks[].pod.vmNetworkCIDR and
-// the ports it lists (none: every port). The bridge binding gets the same
-// for now.
-func masquerade(vmi *v1.VirtualMachineInstance, i int, iface v1.Interface) (podnet.Masquerade, error) {
+// binding is one interface's binding to the pod network, ready to be
+// built in the Pod's network namespace.
+type binding struct {
+	masquerade *podnet.Masquerade
+	bridge     *podnet.Bridge
+	// explicitMAC is the interface's macAddress: the bridge binding gives
+	// the guest the Pod's MAC otherwise.
+	explicitMAC bool
+}
+
+// planBinding checks vmi's interface i (iface) and plans its binding,
+// everything but what the Pod's namespace tells.
+func planBinding(vmi *v1.VirtualMachineInstance, i int, iface v1.Interface) (binding, error) {
 	field := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
 	mac := podnetwork.MAC(string(vmi.UID), iface.Name)
-	if iface.MacAddress != "" {
+	explicit := iface.MacAddress != ""
+	if explicit {
 		hw, err := net.ParseMAC(iface.MacAddress)
 		if err != nil || len(hw) != 6 {
-			return podnet.Masquerade{}, fmt.Errorf("%s.macAddress %q is not an Ethernet address", field, iface.MacAddress)
+			return binding{}, fmt.Errorf("%s.macAddress %q is not an Ethernet address", field, iface.MacAddress)
 		}
 		mac = hw
 	}
+	if iface.Bridge != nil {
+		return binding{
+			bridge:      &podnet.Bridge{Tap: podnetwork.TapName(i), Owner: launcherpod.User, Group: launcherpod.Group, MAC: mac},
+			explicitMAC: explicit,
+		}, nil
+	}
+	m, err := masquerade(vmi, i, iface, mac)
+	return binding{masquerade: &m}, err
+}
+
+// setup builds the binding in ns, for the VMI's interface i.
+func (b binding) setup(ns *os.File, d vmDir, i int) (domain.Interface, error) {
+	if m := b.masquerade; m != nil {
+		if err := m.Setup(ns); err != nil {
+			return domain.Interface{}, err
+		}
+		return domain.Interface{
+			Tap: m.Tap, MAC: m.MAC.String(), Binding: domain.BindingMasquerade,
+			Address: m.Addresses.Guest, Gateway: m.Addresses.Gateway.Addr(),
+		}, nil
+	}
+	br := *b.bridge
+	link, err := d.podLink(ns, i)
+	if err != nil {
+		return domain.Interface{}, err
+	}
+	br.Link = link
+	if !b.explicitMAC {
+		if br.MAC, err = net.ParseMAC(link.MAC); err != nil {
+			return domain.Interface{}, &permanentError{reason: "NetworkInvalid", err: fmt.Errorf("the Pod's MAC %q: %w", link.MAC, err)}
+		}
+	}
+	if err := br.Setup(ns); err != nil {
+		return domain.Interface{}, err
+	}
+	// The guest reaches the bridge's address (the DHCP server, the
+	// launcher's port-forward) on the link, the rest as the Pod did.
+	routes := append([]podnetwork.Route{{Dest: netip.PrefixFrom(podnetwork.BridgeServerAddress, 32)}}, link.Routes...)
+	return domain.Interface{
+		Tap: br.Tap, MAC: br.MAC.String(), Binding: domain.BindingBridge,
+		Address: link.Address, Gateway: link.Gateway, Server: podnetwork.BridgeServerAddress, Routes: routes,
+	}, nil
+}
+
+// podLink is what the Pod's interface had before the bridge binding of
+// interface i took it: read once from the namespace, then kept in the
+// handler's directory (which the Pod cannot write), since the Pod no
+// longer holds it.
+func (d vmDir) podLink(ns *os.File, i int) (podnet.PodLink, error) {
+	name := fmt.Sprintf("podlink-%d.json", i)
+	path := d.file(name)
+	var link podnet.PodLink
+	data, err := os.ReadFile(path)
+	if err == nil {
+		if err := json.Unmarshal(data, &link); err != nil {
+			return link, fmt.Errorf("reading %s: %w", path, err)
+		}
+		return link, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return link, err
+	}
+	if link, err = podnet.DiscoverPodLink(ns); err != nil {
+		if errors.Is(err, podnet.ErrNotPodNamespace) {
+			return link, err
+		}
+		return link, &permanentError{reason: "NetworkInvalid", err: err}
+	}
+	if data, err = json.Marshal(link); err != nil {
+		return link, err
+	}
+	if err := os.MkdirAll(d.path, 0o755); err != nil {
+		return link, err
+	}
+	if err := (podvolume.Dir{Path: d.path}).WriteFile(name, data); err != nil {
+		return link, fmt.Errorf("keeping the Pod's link: %w", err)
+	}
+	return link, nil
+}
+
+// masquerade is the binding of vmi's interface i (iface) to the pod
+// network, with the guest's MAC: the network of its
+// spec.networks[].pod.vmNetworkCIDR and the ports it lists (none: every
+// port).
+func masquerade(vmi *v1.VirtualMachineInstance, i int, iface v1.Interface, mac net.HardwareAddr) (podnet.Masquerade, error) {
+	field := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
 	addrs, err := podnetwork.MasqueradeAddresses("")
 	for k, n := range vmi.Spec.Networks {
 		if n.Name == iface.Name && n.Pod != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/tekvirt/tekvirt/runtime/podnet"
 )
 
-func TestMasqueradeOfInterface(t *testing.T) {
+func TestPlanBinding(t *testing.T) {
 	vmi := func(iface v1.Interface, cidr string) *v1.VirtualMachineInstance {
 		return &v1.VirtualMachineInstance{
 			ObjectMeta: metav1.ObjectMeta{UID: "uid-1"},
@@ -24,14 +24,20 @@ func TestMasqueradeOfInterface(t *testing.T) {
 		}
 	}
 	masq := v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}
+	bridge := v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}
 	for _, tc := range []struct {
 		name      string
 		iface     v1.Interface
 		cidr      string
 		mac, addr string
 		ports     []podnet.Port
+		bridge    bool // and the MAC is the interface's (else the Pod's)
 		err       string
 	}{
+		{name: "bridge: the Pod's MAC", iface: v1.Interface{Name: "default", InterfaceBindingMethod: bridge}, bridge: true},
+		{name: "bridge with its MAC", iface: v1.Interface{Name: "default", InterfaceBindingMethod: bridge, MacAddress: "02:00:00:00:00:0b"}, bridge: true, mac: "02:00:00:00:00:0b"},
+		{name: "bridge, bad MAC", iface: v1.Interface{Name: "default", InterfaceBindingMethod: bridge, MacAddress: "x"},
+			err: `spec.domain.devices.interfaces[0].macAddress "x"`},
 		{name: "defaults: every port", iface: v1.Interface{Name: "default", InterfaceBindingMethod: masq},
 			mac: podnetwork.MAC("uid-1", "default").String(), addr: "10.0.2.2/24"},
 		{name: "listed ports only, TCP unless said", iface: v1.Interface{Name: "default", InterfaceBindingMethod: masq, Ports: []v1.Port{{Port: 80}, {Protocol: "UDP", Port: 53}}},
@@ -46,7 +52,7 @@ func TestMasqueradeOfInterface(t *testing.T) {
 			err: "spec.domain.devices.interfaces[0].ports[0]: SCTP port 9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := masquerade(vmi(tc.iface, tc.cidr), 0, tc.iface)
+			b, err := planBinding(vmi(tc.iface, tc.cidr), 0, tc.iface)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %s", err, tc.err)
@@ -55,6 +61,19 @@ func TestMasqueradeOfInterface(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.bridge {
+				if b.bridge == nil || b.masquerade != nil || b.explicitMAC != (tc.mac != "") || b.bridge.Tap != "tap0" || b.bridge.Owner != 107 {
+					t.Fatalf("plan %+v, want a bridge on tap0, explicit MAC %v", b, tc.mac != "")
+				}
+				if tc.mac != "" && b.bridge.MAC.String() != tc.mac {
+					t.Errorf("MAC %s, want %s", b.bridge.MAC, tc.mac)
+				}
+				return
+			}
+			m := b.masquerade
+			if m == nil {
+				t.Fatalf("plan %+v, want masquerade", b)
 			}
 			if m.MAC.String() != tc.mac || m.Addresses.Guest.String() != tc.addr || !reflect.DeepEqual(m.Ports, tc.ports) || m.Tap != "tap0" || m.Owner != 107 {
 				t.Errorf("got %+v, want MAC %s guest %s ports %v on tap0 owned by 107", m, tc.mac, tc.addr, tc.ports)

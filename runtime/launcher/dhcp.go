@@ -24,7 +24,10 @@ func serveDHCP(ctx context.Context, spec *Spec, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("interface %s: %w", name, err)
 		}
-		lease := &dhcp.Lease{Client: mac, Address: iface.Address, Gateway: iface.Gateway, Hostname: hostname(spec)}
+		lease := &dhcp.Lease{
+			Client: mac, Address: iface.Address, Gateway: iface.Gateway, Server: iface.Server, Routes: iface.Routes,
+			Hostname: hostname(spec),
+		}
 		if data, err := os.ReadFile(resolvConf); err == nil {
 			lease.DNS, lease.Search = dhcp.ResolvConf(data)
 		}

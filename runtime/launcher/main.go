@@ -67,7 +67,7 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 		srv.creds = newCredentials(spec.VMI)
 	}
 	srv.guest = guestAddress(spec.Options)
-	srv.podIPs = podIPs()
+	srv.podIPs = podIPs(spec.Options)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	go func() {
@@ -98,8 +98,18 @@ type GuestPort struct {
 }
 
 // podIPs are the addresses of the Pod's interface (the one its CNI plugin
-// made), but link-local ones.
-func podIPs() []string {
+// made), but link-local ones; a bridge binding took them for its guest, so
+// they are its interface's then.
+func podIPs(opts domain.Options) []string {
+	var out []string
+	for _, iface := range opts.Interfaces {
+		if iface.Binding == domain.BindingBridge {
+			out = append(out, iface.Address.Addr().String())
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
 	pod, err := net.InterfaceByName(podnetwork.PodInterface)
 	if err != nil {
 		return nil
@@ -108,7 +118,6 @@ func podIPs() []string {
 	if err != nil {
 		return nil
 	}
-	var out []string
 	for _, a := range addrs {
 		ipn, ok := a.(*net.IPNet)
 		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {

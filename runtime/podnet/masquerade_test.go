@@ -148,12 +148,16 @@ func TestMasqueradeOnlyListedPorts(t *testing.T) {
 }
 
 func ruleCounts(t *testing.T, ns *os.File) map[string]int {
+	return familyRuleCounts(t, ns, nftables.TableFamilyIPv4)
+}
+
+func familyRuleCounts(t *testing.T, ns *os.File, family nftables.TableFamily) map[string]int {
 	t.Helper()
 	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd())))
 	if err != nil {
 		t.Fatal(err)
 	}
-	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+	chains, err := c.ListChainsOfTableFamily(family)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package podnet
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -31,27 +32,22 @@ func (m Masquerade) rules(ns *os.File) error {
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
 	}
-	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	t, err := replaceTable(c, nftables.TableFamilyIPv4)
 	if err != nil {
-		return fmt.Errorf("listing nftables tables: %w", err)
+		return err
 	}
-	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName}
-	if slices.ContainsFunc(tables, func(x *nftables.Table) bool { return x.Name == TableName }) {
-		c.DelTable(t)
-	}
-	c.AddTable(t)
 	guest := m.Addresses.Guest.Addr().AsSlice()
 
 	spoof := c.AddChain(&nftables.Chain{Name: "antispoof", Table: t, Type: nftables.ChainTypeFilter, Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRaw})
 	fromBridge := ifname(expr.MetaKeyIIFNAME, podnetwork.BridgeName)
-	c.AddRule(&nftables.Rule{Table: t, Chain: spoof, Exprs: concat(fromBridge,
+	c.AddRule(&nftables.Rule{Table: t, Chain: spoof, UserData: []byte(counterMAC), Exprs: concat(fromBridge,
 		[]expr.Any{
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 6, Len: 6},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: m.MAC},
 			&expr.Counter{},
 			&expr.Verdict{Kind: expr.VerdictDrop},
 		})})
-	c.AddRule(&nftables.Rule{Table: t, Chain: spoof, Exprs: concat(fromBridge,
+	c.AddRule(&nftables.Rule{Table: t, Chain: spoof, UserData: []byte(counterAddress), Exprs: concat(fromBridge,
 		[]expr.Any{
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: guest},
@@ -116,28 +112,59 @@ func l4proto(p byte) []expr.Any {
 
 func concat(parts ...[]expr.Any) []expr.Any { return slices.Concat(parts...) }
 
+// Labels of the anti-spoofing rules' counters (the rules' user data).
+const (
+	counterMAC     = "antispoof:mac"
+	counterAddress = "antispoof:address"
+)
+
+// replaceTable deletes the binding's table of family if it exists and adds
+// it again, empty, in c's batch: the whole change is applied at once.
+func replaceTable(c *nftables.Conn, family nftables.TableFamily) (*nftables.Table, error) {
+	tables, err := c.ListTablesOfFamily(family)
+	if err != nil {
+		return nil, fmt.Errorf("listing nftables tables: %w", err)
+	}
+	t := &nftables.Table{Family: family, Name: TableName}
+	if slices.ContainsFunc(tables, func(x *nftables.Table) bool { return x.Name == TableName }) {
+		c.DelTable(t)
+	}
+	return c.AddTable(t), nil
+}
+
 // Dropped is how many packets the anti-spoofing rules of the binding in ns
-// dropped: those from another MAC, and those from another address.
+// (masquerade or bridge) dropped: those from another MAC, and those from
+// another address.
 func Dropped(ns *os.File) (otherMAC, otherAddress uint64, err error) {
 	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd())))
 	if err != nil {
 		return 0, 0, fmt.Errorf("nftables: %w", err)
 	}
-	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName}
-	rules, err := c.GetRules(t, &nftables.Chain{Name: "antispoof", Table: t})
-	if err != nil {
-		return 0, 0, fmt.Errorf("the anti-spoofing rules: %w", err)
-	}
-	var counts []uint64
-	for _, r := range rules {
-		for _, e := range r.Exprs {
-			if ctr, ok := e.(*expr.Counter); ok {
-				counts = append(counts, ctr.Packets)
+	found := 0
+	for _, family := range []nftables.TableFamily{nftables.TableFamilyIPv4, nftables.TableFamilyBridge} {
+		t := &nftables.Table{Family: family, Name: TableName}
+		rules, err := c.GetRules(t, &nftables.Chain{Name: "antispoof", Table: t})
+		if err != nil {
+			continue // no binding of that kind
+		}
+		for _, r := range rules {
+			for _, e := range r.Exprs {
+				ctr, ok := e.(*expr.Counter)
+				if !ok {
+					continue
+				}
+				found++
+				switch string(r.UserData) {
+				case counterMAC:
+					otherMAC += ctr.Packets
+				case counterAddress:
+					otherAddress += ctr.Packets
+				}
 			}
 		}
 	}
-	if len(counts) != 2 {
-		return 0, 0, fmt.Errorf("the anti-spoofing chain has %d counters, want 2", len(counts))
+	if found == 0 {
+		return 0, 0, errors.New("no anti-spoofing rules with counters in the Pod's network namespace")
 	}
-	return counts[0], counts[1], nil
+	return otherMAC, otherAddress, nil
 }

@@ -1,0 +1,126 @@
+package podnet
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
+)
+
+// cniPod is a Pod namespace as a CNI plugin leaves it: eth0 with
+// 10.244.1.7/24, a default route and one more route.
+func cniPod(t *testing.T) *os.File {
+	t.Helper()
+	ns := newPodNamespace(t)
+	err := inNamespace(ns, func() error {
+		eth0, err := netlink.LinkByName(podnetwork.PodInterface)
+		if err != nil {
+			return err
+		}
+		addr, _ := netlink.ParseAddr("10.244.1.7/24")
+		if err := netlink.AddrAdd(eth0, addr); err != nil {
+			return err
+		}
+		gw := net.ParseIP("10.244.1.1")
+		_, svc, _ := net.ParseCIDR("10.96.0.0/12")
+		for _, r := range []*netlink.Route{{LinkIndex: eth0.Attrs().Index, Gw: gw}, {LinkIndex: eth0.Attrs().Index, Dst: svc, Gw: gw}} {
+			if err := netlink.RouteAdd(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+func TestDiscoverPodLink(t *testing.T) {
+	ns := cniPod(t)
+	pl, err := DiscoverPodLink(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []podnetwork.Route{{Dest: netip.MustParsePrefix("10.96.0.0/12"), Via: netip.MustParseAddr("10.244.1.1")}}
+	if pl.Address.String() != "10.244.1.7/24" || pl.Gateway.String() != "10.244.1.1" || pl.MTU != 1400 || len(pl.Routes) != 1 || pl.Routes[0] != want[0] {
+		t.Errorf("pod link %+v", pl)
+	}
+	if hw, err := net.ParseMAC(pl.MAC); err != nil || len(hw) != 6 {
+		t.Errorf("MAC %q: %v", pl.MAC, err)
+	}
+}
+
+func TestBridgeSetup(t *testing.T) {
+	ns := cniPod(t)
+	pl, err := DiscoverPodLink(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podMAC, _ := net.ParseMAC(pl.MAC)
+	b := Bridge{Tap: podnetwork.TapName(0), Owner: 107, Group: 107, MAC: podMAC, Link: pl}
+	// Twice: a handler that restarts mid-way runs it again.
+	for range 2 {
+		if err := b.Setup(ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = inNamespace(ns, func() error {
+		br, err := netlink.LinkByName(podnetwork.BridgeName)
+		if err != nil {
+			return err
+		}
+		eth0, err := netlink.LinkByName(podnetwork.PodInterface)
+		if err != nil {
+			return err
+		}
+		if eth0.Attrs().MasterIndex != br.Attrs().Index || eth0.Attrs().Flags&net.FlagUp == 0 {
+			t.Errorf("eth0: master %d (bridge %d), flags %v", eth0.Attrs().MasterIndex, br.Attrs().Index, eth0.Attrs().Flags)
+		}
+		if eth0.Attrs().HardwareAddr.String() == pl.MAC {
+			t.Error("eth0 kept the MAC the guest took")
+		}
+		if addrs, _ := netlink.AddrList(eth0, netlink.FAMILY_V4); len(addrs) != 0 {
+			t.Errorf("eth0 kept %v", addrs)
+		}
+		addrs, err := netlink.AddrList(br, netlink.FAMILY_V4)
+		if err != nil {
+			return err
+		}
+		if len(addrs) != 1 || addrs[0].IPNet.String() != "169.254.75.10/32" {
+			t.Errorf("bridge addresses %v, want 169.254.75.10/32", addrs)
+		}
+		tap, err := netlink.LinkByName(podnetwork.TapName(0))
+		if err != nil {
+			return err
+		}
+		if tap.Attrs().MasterIndex != br.Attrs().Index || tap.Attrs().MTU != 1400 {
+			t.Errorf("tap: master %d, MTU %d", tap.Attrs().MasterIndex, tap.Attrs().MTU)
+		}
+		routes, err := netlink.RouteGet(net.ParseIP("10.244.1.7"))
+		if err != nil {
+			return err
+		}
+		if len(routes) != 1 || routes[0].LinkIndex != br.Attrs().Index || !routes[0].Src.Equal(net.ParseIP("169.254.75.10")) {
+			t.Errorf("route to the guest %+v, want on %s from 169.254.75.10", routes, podnetwork.BridgeName)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := familyRuleCounts(t, ns, nftables.TableFamilyBridge); got["antispoof"] != 4 || got["isolate"] != 3 || got["input"] != 2 || got["output"] != 2 {
+		t.Errorf("rules per chain %v", got)
+	}
+	if mac, addr, err := Dropped(ns); err != nil || mac != 0 || addr != 0 {
+		t.Errorf("dropped %d, %d, %v: want the counters, at 0", mac, addr, err)
+	}
+	if _, err := DiscoverPodLink(ns); err == nil {
+		t.Error("the Pod's link was found again after the binding took its address")
+	}
+}
