@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -53,6 +54,17 @@ func TestMasqueradePodNetwork(t *testing.T) {
 	every := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "every"}, Spec: framework.GuestVMI(framework.GuestImage, "every")}
 	listed := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "listed"}, Spec: framework.GuestVMI(framework.GuestImage, "listed")}
 	listed.Spec.Domain.Devices.Interfaces[0].Ports = []v1.Port{{Name: "web", Port: 8080}}
+	every.Labels = map[string]string{"app": "every"}
+	// A Service to the guest by name: the cluster DNS resolves it in the
+	// Pod and in the guest (its DHCP lease names the cluster's DNS server
+	// and search domains).
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "every-web"},
+		Spec:       corev1.ServiceSpec{Selector: every.Labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(9090)}}},
+	}
+	if _, err := f.Kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for _, vmi := range []*v1.VirtualMachineInstance{every, listed} {
 		vmi.Spec.NodeSelector = onNode
 		if err := c.Create(ctx, vmi); err != nil {
@@ -66,9 +78,9 @@ func TestMasqueradePodNetwork(t *testing.T) {
 		*vmi = *got
 		pod := f.LauncherPod(t, vmi)
 		podIPs[vmi.Name] = pod.Status.PodIP
-		out := guestShell(t, f, vmi, serve+"; ip -4 addr show eth0; ip route; cat /etc/resolv.conf")
+		out := guestShell(t, f, vmi, serve+"; ip -4 addr show eth0; ip route; cat /etc/resolv.conf; nslookup every-web")
 		t.Logf("guest %s:\n%s", vmi.Name, out)
-		for _, want := range []string{"serving", "inet 10.0.2.2/24", "default via 10.0.2.1"} {
+		for _, want := range []string{"serving", "inet 10.0.2.2/24", "default via 10.0.2.1", "search " + ns + ".svc.cluster.local", "nameserver 10.96.0.10", "every-web." + ns + ".svc.cluster.local"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("guest %s: want %q in %q", vmi.Name, want, out)
 			}
@@ -88,7 +100,7 @@ func TestMasqueradePodNetwork(t *testing.T) {
 				Name: "c", Image: registryImage(t, f, "tekvirt/busybox"),
 				Command: []string{"sh", "-c", fmt.Sprintf(`mkdir -p /www && echo from-a-pod > /www/index.html && httpd -f -vv -p 8081 -h /www &
 get() { printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 "${1%%:*}" "${1#*:}" 2>/dev/null | tail -n 1; }
-for target in every=%s:8080 every-other=%s:9090 listed=%s:8080 listed-other=%s:9090; do
+for target in every=%s:8080 every-other=%s:9090 listed=%s:8080 listed-other=%s:9090 service=every-web:80; do
   body=$(get "${target#*=}")
   echo "$target: ${body:-unreachable}"
 done
@@ -111,7 +123,7 @@ echo checks done; sleep 300`, podIPs["every"], podIPs["every"], podIPs["listed"]
 	})
 	out := logs()
 	for _, want := range []string{"every=" + podIPs["every"] + ":8080: every", "every-other=" + podIPs["every"] + ":9090: every",
-		"listed=" + podIPs["listed"] + ":8080: listed", "listed-other=" + podIPs["listed"] + ":9090: unreachable"} {
+		"listed=" + podIPs["listed"] + ":8080: listed", "listed-other=" + podIPs["listed"] + ":9090: unreachable", "service=every-web:80: every"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("from a Pod on %s: want %q in\n%s", nodes[1], want, out)
 		}
@@ -119,6 +131,10 @@ echo checks done; sleep 300`, podIPs["every"], podIPs["every"], podIPs["listed"]
 	pod, err := f.Kube.CoreV1().Pods(ns).Get(ctx, client.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	events, err := f.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=MissingClusterDNS"})
+	if err != nil || len(events.Items) > 0 {
+		t.Errorf("MissingClusterDNS events %v, %v: want none (the kubelets name the cluster DNS)", events, err)
 	}
 	got := guestShell(t, f, every, `printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 `+pod.Status.PodIP+" 8081")
 	if !strings.Contains(got, "from-a-pod") {

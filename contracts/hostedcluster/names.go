@@ -76,8 +76,8 @@ const (
 )
 
 // EtcdMemberService is the Service of etcd member i, whose ClusterIP is the
-// member's address (the testbed has no cluster DNS, so nothing is named by
-// DNS).
+// member's address: nothing depends on the cluster's DNS, which a
+// management cluster may lack or lose.
 func EtcdMemberService(i int) string { return fmt.Sprintf("etcd-%d", i) }
 
 // Deployments of the control plane.

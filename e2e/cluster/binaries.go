@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ type binaries struct {
 	tekton  string // dir with controller, webhook, entrypoint, ...
 	tkn     string
 	etcd    string // the hosted control planes' etcd (the cluster's own is Debian's)
+	coredns string // the cluster DNS server
 	tekvirt string // dir with tekvirt, tekvirt-testbed, tekvirt-controller, tekvirt-step
 }
 
@@ -90,6 +92,14 @@ var toolBuilds = []toolBuild{
 		ldflags:  func(string) string { return "-s -w" },
 		coldHint: "~3 min on 2 cores the first time",
 	},
+	{
+		name:     "coredns",
+		module:   "github.com/coredns/coredns",
+		pkgs:     []string{"coredns"},
+		paths:    map[string]string{"coredns": "github.com/tekvirt/tekvirt/e2e/tools/coredns"},
+		ldflags:  func(string) string { return "-s -w" },
+		coldHint: "~3 min on 2 cores the first time",
+	},
 }
 
 // importPath maps a tool's short package name to its import path.
@@ -141,8 +151,25 @@ func (c *Cluster) toolModule(t toolBuild) (toolModule, error) {
 	return c.tools[t.name], nil
 }
 
+// toolDir is where t's binaries at version are cached; a tools module
+// with a program of its own (CoreDNS's plugin list) adds a digest of its
+// source, so that a change to it builds again.
 func (c *Cluster) toolDir(t toolBuild, version string) string {
-	return c.path("cache", t.name+"-"+version)
+	dir := c.path("cache", t.name+"-"+version)
+	srcs, _ := filepath.Glob(filepath.Join(c.Source, "e2e", "tools", t.name, "*.go"))
+	if len(srcs) == 0 {
+		return dir
+	}
+	h := sha256.New()
+	for _, f := range srcs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return dir
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(data))
+		h.Write(data)
+	}
+	return fmt.Sprintf("%s-%x", dir, h.Sum(nil)[:4])
 }
 
 // buildTool builds t into its versioned cache folder unless it is there.
@@ -233,6 +260,7 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 		dirs[i] = d
 	}
 	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "server")
+	b.coredns = filepath.Join(dirs[4], "coredns")
 	b.tekvirt = c.path("cache", "tekvirt")
 	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath", "./cmd/tekvirt-downloads"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
@@ -273,6 +301,7 @@ func (c *Cluster) knownBinaries() binaries {
 		dirs[i] = c.knownToolDir(t)
 	}
 	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "server")
+	b.coredns = filepath.Join(dirs[4], "coredns")
 	return b
 }
 

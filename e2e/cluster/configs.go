@@ -176,12 +176,13 @@ readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: 10248
 clusterDomain: cluster.local
+clusterDNS: [%[5]s]
 serializeImagePulls: false
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%%, imagefs.available: 1%%, nodefs.inodesFree: 1%%}
 imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 95
 maxPods: 250
-%[4]s`, c.pkiDir(), c.containerdSocketOf(n), n.proc("kubelet-serving"), extra)
+%[4]s`, c.pkiDir(), c.containerdSocketOf(n), n.proc("kubelet-serving"), extra, clusterDNSIP)
 }
 
 func (c *Cluster) kubeProxyConfig(n node) string {

@@ -108,6 +108,7 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 		tekvirtModule + "/cmd/tekvirt-operator":   goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-operator")),
 		tekvirtModule + "/cmd/tekvirt-step":       nonRoot(goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-step"))),
 		tekvirtModule + "/cmd/tekvirt-downloads":  downloadsImage(b),
+		CoreDNSImageKey:                           nonRoot(goBinaryImage(b.coredns)),
 	}
 	// Tekton's images run as a non-root user, as its release's do: with
 	// set-security-context its init containers must (runAsNonRoot).

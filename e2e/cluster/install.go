@@ -45,6 +45,11 @@ func (c *Cluster) install(ctx context.Context, b binaries) error {
 		return err
 	}
 	start := time.Now()
+	if err := c.installDNS(ctx, a, k, images); err != nil {
+		return err
+	}
+	c.progress("%-24s available in %s", "cluster DNS", since(start))
+	start = time.Now()
 	if err := c.installTekton(ctx, a, k, images); err != nil {
 		return err
 	}
