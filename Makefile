@@ -34,7 +34,7 @@ test-unit: ## go vet and the unit tests; no cluster needed (API-server tests ski
 up: ## the local testbed with NODES nodes, tekvirt installed (idempotent; UP_FLAGS=--forge adds the forge)
 	$(TEKVIRT) up --nodes $(NODES) $(UP_FLAGS)
 
-REGISTRY ?= 127.0.0.1:5000
+REGISTRY ?= 10.96.0.11:5000
 CATALOG_VERSION ?= 0.1
 # Artifact Hub's maintainer of the rendered catalog: by default the author of the checked-out commit.
 CATALOG_MAINTAINER ?= $(shell git log -1 --format='%an <%ae>')

@@ -23,6 +23,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/catalog"
+	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/docexample"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
@@ -263,8 +264,9 @@ func TestCatalogThroughResolvers(t *testing.T) {
 }
 
 // TestCatalogThroughBundles: the catalog pushed as Tekton bundles
-// (catalog.PushBundles, as `make catalog` does) to a registry Pods reach
-// runs the same pipeline with every task through the bundles resolver, the
+// (catalog.PushBundles, as `make catalog` does) to the testbed's registry
+// at its cluster address (make catalog's default REGISTRY, under a path of
+// the test's own) runs the same pipeline with every task through the bundles resolver, the
 // TaskRuns naming the bundle they came from. A bundle that does not exist
 // and a bundle whose layer claims to be a Task but is not a Tekton object
 // fail naming the reference; neither runs anything.
@@ -273,7 +275,7 @@ func TestCatalogThroughBundles(t *testing.T) {
 	f := framework.New(t)
 	ctx := context.Background()
 	r := newResolverTenant(t, f, "bundled")
-	host := f.ServeRegistry(t, r.ns)
+	host := cluster.RegistryClusterAddr + "/" + r.ns
 	installed, err := f.Tekton.TektonV1().Tasks(framework.CatalogNamespace).Get(ctx, "import-disk", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

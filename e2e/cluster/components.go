@@ -29,8 +29,9 @@ func (c *Cluster) processes(b binaries) []*process {
 		{
 			name: "registry", binary: b.testbed(),
 			args: []string{"registry", "--addr", RegistryAddr, "--dir", c.path("data", "registry"),
-				"--files-addr", c.guestFilesAddr(), "--files-dir", c.GuestDir()},
-			ports: []string{RegistryAddr, c.guestFilesAddr()}, ready: httpReady(nil, "http://"+RegistryAddr+"/v2/"),
+				"--files-addr", c.guestFilesAddr(), "--files-dir", c.GuestDir(),
+				"--cluster-addr", c.registryNodeAddr(), "--pusher", c.NodeIP.String(), "--pusher", "127.0.0.1"},
+			ports: []string{RegistryAddr, c.guestFilesAddr(), c.registryNodeAddr()}, ready: httpReady(nil, "http://"+RegistryAddr+"/v2/"),
 		},
 		{
 			name: "etcd", binary: "/usr/bin/etcd",

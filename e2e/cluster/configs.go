@@ -201,8 +201,8 @@ nodePortAddresses: [primary]
 
 // containerdConfig is the CRI configuration known to work here: cgroupfs,
 // restrict_oom_score_adj (no CAP_SYS_RESOURCE), and the local registry as a
-// plain-HTTP mirror of itself (on an extra node, its loopback forwards to
-// the registry on the host's). Devices a container gets from a device
+// plain-HTTP mirror of itself and of its cluster address (on an extra
+// node, its loopback forwards to the registry on the host's). Devices a container gets from a device
 // plugin belong to its user (this machine has no udev to make
 // /dev/net/tun 0666, so the launcher's QEMU could not open it otherwise).
 func (c *Cluster) containerdConfig(n node) string {
@@ -227,8 +227,10 @@ state = %[2]q
     conf_dir = %[6]q
   [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[4]s"]
     endpoint = ["http://%[4]s"]
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[7]s"]
+    endpoint = ["http://%[4]s"]
 `, filepath.Join(c.dataDir(n), "containerd"), filepath.Join(c.runDir(n), "containerd", "state"), c.containerdSocketOf(n),
-		RegistryAddr, cniBinDir, filepath.Dir(c.etc(n, filepath.Join("cni", "x"))))
+		RegistryAddr, cniBinDir, filepath.Dir(c.etc(n, filepath.Join("cni", "x"))), RegistryClusterAddr)
 }
 
 // cniConfig bridges n's pods on the node's own subnet; their traffic to

@@ -48,6 +48,9 @@ func (c *Cluster) install(ctx context.Context, b binaries) error {
 	if err := c.installDNS(ctx, a, k, images); err != nil {
 		return err
 	}
+	if err := c.installRegistryService(ctx, a); err != nil {
+		return err
+	}
 	c.progress("%-24s available in %s", "cluster DNS", since(start))
 	start = time.Now()
 	if err := c.installTekton(ctx, a, k, images); err != nil {

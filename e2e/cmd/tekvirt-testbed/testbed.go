@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/mail"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,7 +162,7 @@ func releaseCmd(g *globalFlags) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&registry, "registry", cluster.RegistryAddr, "registry (host:port[/path]) the images are pushed to and named from")
+	cmd.Flags().StringVar(&registry, "registry", cluster.RegistryClusterAddr, "registry (host:port[/path]) the images are pushed to and named from")
 	cmd.Flags().StringVar(&out, "out", "_out/release", "directory the release's files are written to")
 	return cmd
 }
@@ -192,7 +193,7 @@ func catalogCmd(g *globalFlags) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&registry, "registry", cluster.RegistryAddr, "registry (host:port[/path]) the step image is pushed to and named from")
+	cmd.Flags().StringVar(&registry, "registry", cluster.RegistryClusterAddr, "registry (host:port[/path]) the step image is pushed to and named from")
 	cmd.Flags().StringVar(&out, "out", "_out/catalog", "directory the catalog is written to (replaced)")
 	cmd.Flags().StringVar(&p.Version, "version", "0.1", "the catalog's version (MAJOR.MINOR[.PATCH]): each task's folder and version label")
 	cmd.Flags().StringVar(&maintainer, "maintainer", "", "the catalog's maintainer on Artifact Hub, \"Name <email>\"")
@@ -252,7 +253,8 @@ func statusCmd(g *globalFlags) *cobra.Command {
 }
 
 func registryCmd() *cobra.Command {
-	var addr, dir, filesAddr, filesDir string
+	var addr, dir, filesAddr, filesDir, clusterAddr string
+	var pushers []string
 	cmd := &cobra.Command{
 		Use:    "registry",
 		Short:  "Serve the local OCI registry (started by `tekvirt up`)",
@@ -263,6 +265,19 @@ func registryCmd() *cobra.Command {
 				return err
 			}
 			servers := []*http.Server{{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+			if clusterAddr != "" {
+				// For Pods and guests, behind the registry's Service: they
+				// pull, the host (its own addresses) pushes.
+				var from []netip.Addr
+				for _, p := range pushers {
+					a, err := netip.ParseAddr(p)
+					if err != nil {
+						return fmt.Errorf("--pusher %q: %w", p, err)
+					}
+					from = append(from, a)
+				}
+				servers = append(servers, &http.Server{Addr: clusterAddr, Handler: registry.PullOnly(h, from...), ReadHeaderTimeout: 10 * time.Second})
+			}
 			if filesAddr != "" {
 				// Read-only, for pods: they cannot reach the registry on loopback.
 				servers = append(servers, &http.Server{Addr: filesAddr, Handler: http.FileServer(http.Dir(filesDir)), ReadHeaderTimeout: 10 * time.Second})
@@ -288,6 +303,8 @@ func registryCmd() *cobra.Command {
 	cmd.Flags().StringVar(&dir, "dir", "", "storage directory")
 	cmd.Flags().StringVar(&filesAddr, "files-addr", "", "also serve --files-dir over plain HTTP on this address")
 	cmd.Flags().StringVar(&filesDir, "files-dir", "", "directory served on --files-addr")
+	cmd.Flags().StringVar(&clusterAddr, "cluster-addr", "", "also serve the registry here, taking pushes only from --pusher")
+	cmd.Flags().StringSliceVar(&pushers, "pusher", nil, "address whose pushes --cluster-addr takes (repeatable)")
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
