@@ -28,6 +28,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	nacv1 "github.com/tekvirt/tekvirt/controllers/apis/networkaddons/v1"
 	"github.com/tekvirt/tekvirt/controllers/claimimport"
 	"github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/dataimportcron"
@@ -36,6 +37,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/eviction"
 	"github.com/tekvirt/tekvirt/controllers/frontproxy"
 	"github.com/tekvirt/tekvirt/controllers/hostedcluster"
+	"github.com/tekvirt/tekvirt/controllers/macpool"
 	"github.com/tekvirt/tekvirt/controllers/manager"
 	"github.com/tekvirt/tekvirt/controllers/metrics"
 	"github.com/tekvirt/tekvirt/controllers/nodepool"
@@ -84,7 +86,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	stepImage := img.step
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
-		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, kubevirtv1.AddToScheme, instancetypev1beta1.AddToScheme, templatev1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme, hyperv1.AddToScheme},
+		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, nacv1.AddToScheme, kubevirtv1.AddToScheme, instancetypev1beta1.AddToScheme, templatev1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme, hyperv1.AddToScheme},
 		WebhookCertDir: certDir, WebhookPort: port.webhook,
 	})
 	if err != nil {
@@ -116,7 +118,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 		// One call per request for both: a second mutating webhook costs
 		// a VM create a third of its admission time.
 		mgr.GetWebhookServer().Register(config.MutatingWebhookPath, &webhook.Admission{Handler: admission.MultiMutatingHandler(
-			requester.Recorder{Controller: config.ControllerUser}, vmdefaults.Defaulter{Reader: mgr.GetAPIReader(), Client: mgr.GetClient()})})
+			requester.Recorder{Controller: config.ControllerUser}, vmdefaults.Defaulter{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), MACs: &macpool.Pool{Reader: mgr.GetClient()}})})
 		mgr.GetWebhookServer().Register(vmwebhook.Path, &webhook.Admission{Handler: vmwebhook.Validator{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}})
 		mgr.GetWebhookServer().Register(eviction.Path, &webhook.Admission{Handler: eviction.Webhook{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Log: ctrl.Log.WithName("eviction")}})
 		if err := addAPIServers(mgr, certDir, key, port); err != nil {

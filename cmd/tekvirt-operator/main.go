@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	nacv1 "github.com/tekvirt/tekvirt/controllers/apis/networkaddons/v1"
 	"github.com/tekvirt/tekvirt/controllers/hyperconverged"
 	"github.com/tekvirt/tekvirt/controllers/manager"
 )
@@ -49,7 +50,7 @@ func run(images hyperconverged.Images, probeAddr, metricsAddr string) error {
 	}
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
-		AddToScheme: []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, apiextensionsv1.AddToScheme},
+		AddToScheme: []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, nacv1.AddToScheme, apiextensionsv1.AddToScheme},
 		Cache:       hyperconverged.CacheOptions(),
 	})
 	if err != nil {

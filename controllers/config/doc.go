@@ -40,6 +40,7 @@ var Files = []string{
 	"crd/instancetype.kubevirt.io_virtualmachineclusterpreferences.yaml",
 	"crd/hypershift.openshift.io_hostedclusters.yaml",
 	"crd/hypershift.openshift.io_nodepools.yaml",
+	"crd/networkaddonsoperator.network.kubevirt.io_networkaddonsconfigs.yaml",
 	"rbac/role.yaml",
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",

@@ -29,6 +29,11 @@ func (r *Reconciler) deploy(ctx context.Context, hc *hcov1beta1.HyperConverged, 
 	if err != nil {
 		return time.Time{}, err
 	}
+	nac, err := networkAddonsConfig(hc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	objs = append(objs, nac)
 	hc.Status.RelatedObjects = hc.Status.RelatedObjects[:0]
 	for _, o := range objs {
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {
@@ -45,6 +50,9 @@ func (r *Reconciler) deploy(ctx context.Context, hc *hcov1beta1.HyperConverged, 
 		}
 	}
 	obs.components, obs.version = len(objs), r.Images.Version()
+	if err := r.networkAddonsStatus(ctx, obs.notReady, obs.version); err != nil {
+		return time.Time{}, err
+	}
 	return renew, nil
 }
 

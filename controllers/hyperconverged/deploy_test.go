@@ -20,6 +20,7 @@ import (
 
 	"github.com/tekvirt/tekvirt/contracts/trust"
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	nacv1 "github.com/tekvirt/tekvirt/controllers/apis/networkaddons/v1"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/testenv"
 )
@@ -150,6 +151,43 @@ func TestOperatorDeploysCertifiesAndRestoresComponents(t *testing.T) {
 	testenv.Eventually(t, "the handlers' certificate reissued for a new node", func() error {
 		return verifies(c, bundle, client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerCertSecret}, "node-b")
 	})
+	// The network add-ons: NetworkAddonsConfig "cluster" with the MAC pool
+	// on, Available, named among the related objects; restored when
+	// deleted, with the same range.
+	nac := &nacv1.NetworkAddonsConfig{}
+	testenv.Eventually(t, "NetworkAddonsConfig cluster Available", func() error {
+		if err := c.Get(ctx, client.ObjectKey{Name: nacv1.Name}, nac); err != nil {
+			return err
+		}
+		if mp := nac.Spec.KubeMacPool; mp == nil || !strings.HasPrefix(mp.RangeStart, "02:") || !strings.HasSuffix(mp.RangeEnd, ":ff:ff:ff") || mp.RangeStart[:8] != mp.RangeEnd[:8] {
+			return fmt.Errorf("kubeMacPool %+v, want a 02:XX:XX range", mp)
+		}
+		if !slices.ContainsFunc(nac.Status.Conditions, func(c nacv1.Condition) bool { return c.Type == "Available" && c.Status == corev1.ConditionTrue }) {
+			return fmt.Errorf("conditions %+v", nac.Status.Conditions)
+		}
+		got := &hcov1beta1.HyperConverged{}
+		if err := c.Get(ctx, key, got); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(got.Status.RelatedObjects, func(r corev1.ObjectReference) bool { return r.Kind == "NetworkAddonsConfig" && r.Name == nacv1.Name }) {
+			return fmt.Errorf("relatedObjects %v do not name the NetworkAddonsConfig", got.Status.RelatedObjects)
+		}
+		return nil
+	})
+	if err := c.Delete(ctx, nac); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "deleted NetworkAddonsConfig restored", func() error {
+		got := &nacv1.NetworkAddonsConfig{}
+		if err := c.Get(ctx, client.ObjectKey{Name: nacv1.Name}, got); err != nil {
+			return err
+		}
+		if got.UID == nac.UID || *got.Spec.KubeMacPool != *nac.Spec.KubeMacPool {
+			return fmt.Errorf("uid %s (was %s), pool %+v (was %+v)", got.UID, nac.UID, got.Spec.KubeMacPool, nac.Spec.KubeMacPool)
+		}
+		return nil
+	})
+
 	if err := c.Delete(ctx, handler); err != nil {
 		t.Fatal(err)
 	}

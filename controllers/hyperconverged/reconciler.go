@@ -25,6 +25,7 @@ import (
 
 	"github.com/tekvirt/tekvirt/catalog"
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	nacv1 "github.com/tekvirt/tekvirt/controllers/apis/networkaddons/v1"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 )
 
@@ -59,6 +60,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networkaddonsoperator.network.kubevirt.io,resources=networkaddonsconfigs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networkaddonsoperator.network.kubevirt.io,resources=networkaddonsconfigs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=instancetype.kubevirt.io,resources=virtualmachineclusterinstancetypes;virtualmachineclusterpreferences,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=tekvirt-system,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=tekvirt-system,resources=services;secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
@@ -189,6 +192,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hc *hcov1beta1.HyperCo
 			return reconcile.TerminalError(err)
 		}
 		objs = append(append(objs, components...), tlsSecret(caSecretName, ctrlconfig.Namespace, keyPair{}))
+		if nac, err := networkAddonsConfig(&hcov1beta1.HyperConverged{}); err == nil {
+			objs = append(objs, nac)
+		}
 	}
 	templates, err := commonTemplates(hc.TemplatesNamespace())
 	if err != nil {
@@ -238,6 +244,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService"},
 		{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
+		{APIVersion: nacv1.GroupVersion.String(), Kind: "NetworkAddonsConfig"},
 		{APIVersion: "instancetype.kubevirt.io/v1beta1", Kind: "VirtualMachineClusterInstancetype"},
 		{APIVersion: "instancetype.kubevirt.io/v1beta1", Kind: "VirtualMachineClusterPreference"},
 	} {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	nacv1 "github.com/tekvirt/tekvirt/controllers/apis/networkaddons/v1"
 	"github.com/tekvirt/tekvirt/controllers/testenv"
 )
 
@@ -43,6 +44,9 @@ func startReconciler(t *testing.T, r *Reconciler) client.Client {
 		t.Fatal(err)
 	}
 	if err := hcov1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := nacv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {

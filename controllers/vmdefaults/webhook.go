@@ -17,6 +17,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/controllers/macpool"
 	"github.com/tekvirt/tekvirt/controllers/requester"
 )
 
@@ -31,6 +32,9 @@ type Defaulter struct {
 	// Client asks the API server whether the requester may read the
 	// volumes of another namespace (SubjectAccessReviews).
 	Client client.Client
+	// MACs, when set, gives the template's interfaces MACs from the MAC
+	// pool, after the defaults (the pod network's interface among them).
+	MACs *macpool.Pool
 }
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -107,6 +111,11 @@ func (d Defaulter) vmFields(ctx context.Context, raw []byte, mayRead func(contex
 		Firmware(spec, uid)
 	} else {
 		VMISpec(spec, uid)
+	}
+	if d.MACs != nil {
+		if err := d.MACs.Assign(ctx, &vm, spec); err != nil {
+			return nil, fmt.Errorf("VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
+		}
 	}
 	return map[string]any{"spec.template.spec": spec, "spec.instancetype": vm.Spec.Instancetype, "spec.preference": vm.Spec.Preference}, nil
 }

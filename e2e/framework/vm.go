@@ -28,6 +28,8 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
+	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	nacv1 "github.com/tekvirt/tekvirt/controllers/apis/networkaddons/v1"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 )
@@ -39,7 +41,8 @@ const GuestImage = cluster.GuestImage
 const VMRoot = cluster.NodeRoot + "/vms"
 
 // VMClient is a client that knows the KubeVirt, CDI (upload too),
-// HyperShift and OpenShift Template types.
+// HyperShift, OpenShift Template, HyperConverged and NetworkAddonsConfig
+// types.
 func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 	t.Helper()
 	s := runtime.NewScheme()
@@ -60,6 +63,11 @@ func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 	}
 	if err := templatev1.Install(s); err != nil {
 		t.Fatal(err)
+	}
+	for _, add := range []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, nacv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c, err := client.NewWithWatch(f.Config, client.Options{Scheme: s})
 	if err != nil {
