@@ -17,6 +17,7 @@ import (
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
 	nacv1 "github.com/tekvirt/tekvirt/controllers/apis/networkaddons/v1"
 	"github.com/tekvirt/tekvirt/controllers/macpool"
+	"github.com/tekvirt/tekvirt/e2e/docexample"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -107,6 +108,27 @@ func TestMACPool(t *testing.T) {
 		_, err := create(other, "d", macA)
 		if err != nil {
 			return fmt.Errorf("creating d with %s: %w", macA, err)
+		}
+		return nil
+	})
+
+	// The range set as install.md shows (HCO's JSON patch annotation).
+	if out, err := runExample(t, f, docexample.Find(t, "install-macpool-range"), t.TempDir()); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	framework.Eventually(t, time.Minute, "the annotated range in use", func() error {
+		if err := c.Get(ctx, client.ObjectKey{Name: nacv1.Name}, nac); err != nil {
+			return err
+		}
+		if mp := nac.Spec.KubeMacPool; mp == nil || mp.RangeStart != "02:00:00:00:00:00" || mp.RangeEnd != "02:00:00:0f:ff:ff" {
+			return fmt.Errorf("kubeMacPool %+v", mp)
+		}
+		vm, err := create(ns, fmt.Sprintf("e-%d", time.Now().UnixNano()%100000), "")
+		if err != nil {
+			return err
+		}
+		if m := macOf(vm); !strings.HasPrefix(m, "02:00:00:0") {
+			return fmt.Errorf("a new VM got %s, not from 02:00:00:00:00:00-02:00:00:0f:ff:ff", m)
 		}
 		return nil
 	})
