@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
@@ -106,8 +108,11 @@ func TestMissingContainerDiskFailsTheVMI(t *testing.T) {
 
 // TestHandlerRestartReadoptsVMs deletes the node's handler Pod while two
 // VMs run in their launcher Pods: both keep running (same VMI, same QEMU),
+// a TCP connection from a Pod to one of them stays open through the
+// restart (the network lives in the launcher Pod, not in the handler),
 // and the handler Pod the DaemonSet makes in its place manages them again: deleting one stops its QEMU, ends
-// its Pod and removes its files from the node; the other runs on.
+// its Pod and removes its files from the node, leaving no tap or bridge
+// there; the other runs on.
 func TestHandlerRestartReadoptsVMs(t *testing.T) {
 	f := framework.New(t)
 	c := f.VMClient(t)
@@ -134,6 +139,27 @@ func TestHandlerRestartReadoptsVMs(t *testing.T) {
 		vmi := framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
 		before[vm.Name] = running{vmi.UID, framework.QEMUPid(ns + "_" + vm.Name), f.LauncherPod(t, vmi).Name}
 	}
+	// A connection to the second guest, open before the restart, that
+	// sends again 45 s later.
+	second := framework.WaitVMI(t, c, ns, vms[1].Name, time.Minute, "running", framework.AgentConnected)
+	guestShell(t, f, second, "(sleep 600 | nc -l -p 7000 > /tmp/got 2>&1) < /dev/null > /dev/null 2>&1 &")
+	podIP := f.LauncherPod(t, second).Status.PodIP
+	conn := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "connected"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "c", Image: registryImage(t, f, "tekvirt/busybox"),
+			Command: []string{"sh", "-c", "( echo before; sleep 45; echo after-restart; sleep 2 ) | nc " + podIP + " 7000; echo closed"},
+		}}},
+	}
+	if _, err := f.Kube.CoreV1().Pods(ns).Create(ctx, conn, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "the connection from a Pod open", func() error {
+		if got := guestShell(t, f, second, "cat /tmp/got"); !strings.Contains(got, "before") {
+			return fmt.Errorf("the guest got %q", got)
+		}
+		return nil
+	})
 	old := f.HandlerPod(t, node)
 	if err := f.Kube.CoreV1().Pods(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -157,6 +183,12 @@ func TestHandlerRestartReadoptsVMs(t *testing.T) {
 			t.Errorf("VM %s restarted with the handler: VMI %s -> %s, QEMU %d -> %d", vm.Name, b.uid, vmi.UID, b.qemu, qemu)
 		}
 	}
+	framework.Eventually(t, 90*time.Second, "the connection opened before the restart still carries data", func() error {
+		if got := guestShell(t, f, second, "cat /tmp/got"); !strings.Contains(got, "after-restart") {
+			return fmt.Errorf("the guest got %q", got)
+		}
+		return nil
+	})
 	// The new handler owns them: deleting one stops it and removes its files.
 	if err := c.Delete(ctx, vms[0]); err != nil {
 		t.Fatal(err)
@@ -171,6 +203,12 @@ func TestHandlerRestartReadoptsVMs(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(framework.VMRoot, string(before[vms[0].Name].uid))); !os.IsNotExist(err) {
 			return fmt.Errorf("its directory is still there: %w", err)
+		}
+		// The tap and bridge were the Pod's: the node never had them.
+		for _, link := range []string{podnetwork.BridgeName, podnetwork.TapName(0)} {
+			if _, err := net.InterfaceByName(link); err == nil {
+				return fmt.Errorf("the node has an interface %s", link)
+			}
 		}
 		return nil
 	})
