@@ -10,6 +10,7 @@ require (
 	github.com/google/nftables v0.3.0
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674
+	github.com/k8snetworkplumbingwg/network-attachment-definition-client v1.7.7
 	github.com/klauspost/compress v1.19.2
 	github.com/lima-vm/go-qcow2reader v0.7.0
 	github.com/openshift/api v0.0.0-20250609083529-2b129d95495e

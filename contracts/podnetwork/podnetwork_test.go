@@ -1,6 +1,9 @@
 package podnetwork
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestMasqueradeAddresses(t *testing.T) {
 	for _, tc := range []struct {
@@ -33,5 +36,40 @@ func TestMACIsStableAndLocalToQEMU(t *testing.T) {
 	}
 	if MAC("uid-1", "default").String() == MAC("uid-2", "default").String() || MAC("uid-1", "a").String() == MAC("uid-1", "b").String() {
 		t.Fatal("different VMIs or interfaces got the same MAC")
+	}
+}
+
+// KubeVirt's names for the networks "red" and "green", as its own tests
+// spell them: a Pod's network-status must read the same.
+func TestSecondaryNamesAreKubeVirts(t *testing.T) {
+	for _, tc := range []struct{ network, iface, bridge, tap string }{
+		{network: "red", iface: "podb1f51a511f1", bridge: "k6t-b1f51a511f1", tap: "tapb1f51a511f1"},
+		{network: "green", iface: "podba4788b226a", bridge: "k6t-ba4788b226a", tap: "tapba4788b226a"},
+	} {
+		iface := SecondaryInterface(tc.network)
+		if iface != tc.iface || SecondaryBridge(iface) != tc.bridge || SecondaryTap(iface) != tc.tap {
+			t.Errorf("%s: %s %s %s, want %s %s %s", tc.network, iface, SecondaryBridge(iface), SecondaryTap(iface), tc.iface, tc.bridge, tc.tap)
+		}
+	}
+}
+
+func TestNetworkAttachment(t *testing.T) {
+	for _, tc := range []struct{ networkName, ns, name, err string }{
+		{networkName: "blue", ns: "own", name: "blue"},
+		{networkName: "other/blue", ns: "other", name: "blue"},
+		{networkName: "Other/blue", err: `networkName "Other/blue": namespace "Other": a lowercase RFC 1123 label`},
+		{networkName: "a/b/c", err: `networkName "a/b/c": name "b/c": a lowercase RFC 1123 subdomain`},
+		{networkName: "", err: `networkName "": name "": a lowercase RFC 1123 subdomain`},
+	} {
+		ns, name, err := NetworkAttachment(tc.networkName, "own")
+		if tc.err != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Errorf("%q: %v, want %s...", tc.networkName, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || ns != tc.ns || name != tc.name {
+			t.Errorf("%q: %s/%s %v, want %s/%s", tc.networkName, ns, name, err, tc.ns, tc.name)
+		}
 	}
 }

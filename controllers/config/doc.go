@@ -41,6 +41,7 @@ var Files = []string{
 	"crd/hypershift.openshift.io_hostedclusters.yaml",
 	"crd/hypershift.openshift.io_nodepools.yaml",
 	"crd/networkaddonsoperator.network.kubevirt.io_networkaddonsconfigs.yaml",
+	"crd/k8s.cni.cncf.io_network-attachment-definitions.yaml",
 	"rbac/role.yaml",
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",

@@ -1,10 +1,12 @@
 package vmi
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,10 +138,10 @@ func resources(vmi *v1.VirtualMachineInstance) (corev1.ResourceRequirements, err
 	return out, nil
 }
 
-// hasPodInterface: the VMI lists an interface, or gets KubeVirt's default
-// one on the pod network (it lists no network and does not turn it off);
-// QEMU then opens a tap, through the /dev/net/tun the handler's device
-// plugin gives the Pod.
+// hasPodInterface: the VMI lists an interface (on the pod network or a
+// Multus one), or gets KubeVirt's default one on the pod network (it lists
+// no network and does not turn it off); QEMU then opens a tap, through the
+// /dev/net/tun the handler's device plugin gives the Pod.
 func hasPodInterface(vmi *v1.VirtualMachineInstance) bool {
 	auto := vmi.Spec.Domain.Devices.AutoattachPodInterface
 	return len(vmi.Spec.Domain.Devices.Interfaces) > 0 || len(vmi.Spec.Networks) == 0 && (auto == nil || *auto)
@@ -206,6 +208,12 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 		labels[k] = v
 	}
 	labels[AppLabel], labels[CreatedByLabel], labels[VMNameLabel] = AppLauncher, string(vmi.UID), vmi.Name
+	var annotations map[string]string
+	if nets, err := NetworksAnnotation(vmi); err != nil {
+		return nil, err
+	} else if nets != "" {
+		annotations = map[string]string{podnetwork.NetworksAnnotation: nets}
+	}
 	grace := int64(180)
 	if g := vmi.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = *g
@@ -213,7 +221,7 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 	spec := vmi.Spec
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: vmi.Namespace, GenerateName: "virt-launcher-" + vmi.Name + "-", Labels: labels,
+			Namespace: vmi.Namespace, GenerateName: "virt-launcher-" + vmi.Name + "-", Labels: labels, Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vmi, v1.VirtualMachineInstanceGroupVersionKind)},
 		},
 		Spec: corev1.PodSpec{
@@ -250,4 +258,33 @@ func podSecurity() *corev1.PodSecurityContext {
 	sc := podsecurity.Pod(launcherpod.User)
 	sc.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "67"}}
 	return sc
+}
+
+// NetworksAnnotation is the launcher Pod's request to Multus for vmi's
+// Multus networks (podnetwork.NetworksAnnotation), as KubeVirt writes it:
+// each NetworkAttachmentDefinition with the Pod interface's hashed name
+// and the interface's MAC when it names one; empty when it has none.
+func NetworksAnnotation(vmi *v1.VirtualMachineInstance) (string, error) {
+	macs := map[string]string{}
+	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
+		macs[iface.Name] = iface.MacAddress
+	}
+	var elems []nadv1.NetworkSelectionElement
+	for i, n := range vmi.Spec.Networks {
+		if n.Multus == nil {
+			continue
+		}
+		ns, name, err := podnetwork.NetworkAttachment(n.Multus.NetworkName, vmi.Namespace)
+		if err != nil {
+			return "", fmt.Errorf("spec.networks[%d].multus.%w", i, err)
+		}
+		elems = append(elems, nadv1.NetworkSelectionElement{
+			Name: name, Namespace: ns, InterfaceRequest: podnetwork.SecondaryInterface(n.Name), MacRequest: macs[n.Name],
+		})
+	}
+	if len(elems) == 0 {
+		return "", nil
+	}
+	out, err := json.Marshal(elems)
+	return string(out), err
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "kubevirt.io/api/core/v1"
 
@@ -220,5 +221,39 @@ func TestLauncherPodMeetsRestricted(t *testing.T) {
 		if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != launcherpod.User || len(sc.Sysctls) != 1 {
 			t.Errorf("%s: Pod security context %+v, want user %d and the unprivileged-port sysctl", name, sc, launcherpod.User)
 		}
+	}
+}
+
+// The Multus request as KubeVirt writes it: the Pod interface's hashed
+// name, the NetworkAttachmentDefinition's namespace spelt out, the MAC
+// only when the interface names one; nothing for the pod network.
+func TestNetworksAnnotation(t *testing.T) {
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "own", Name: "v"}}
+	vmi.Spec.Domain.Devices.Interfaces = []v1.Interface{
+		{Name: "default", InterfaceBindingMethod: v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}},
+		{Name: "red", MacAddress: "02:00:00:00:00:07", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}},
+		{Name: "green", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}},
+	}
+	vmi.Spec.Networks = []v1.Network{
+		*v1.DefaultPodNetwork(),
+		{Name: "red", NetworkSource: v1.NetworkSource{Multus: &v1.MultusNetwork{NetworkName: "blue"}}},
+		{Name: "green", NetworkSource: v1.NetworkSource{Multus: &v1.MultusNetwork{NetworkName: "own/lan"}}},
+	}
+	got, err := NetworksAnnotation(vmi)
+	want := `[{"name":"blue","namespace":"own","mac":"02:00:00:00:00:07","interface":"podb1f51a511f1"},{"name":"lan","namespace":"own","interface":"podba4788b226a"}]`
+	if err != nil || got != want {
+		t.Errorf("got %s %v\nwant %s", got, err, want)
+	}
+	vmi.Spec.Domain.Memory = &v1.Memory{Guest: ptr.To(resource.MustParse("64Mi"))}
+	pod, err := LauncherPod(vmi, "launcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pod.Annotations[podnetwork.NetworksAnnotation]; got != want {
+		t.Errorf("launcher Pod annotation %s", got)
+	}
+	vmi.Spec.Networks = vmi.Spec.Networks[:1]
+	if got, err := NetworksAnnotation(vmi); got != "" || err != nil {
+		t.Errorf("the pod network alone: %q %v, want nothing", got, err)
 	}
 }

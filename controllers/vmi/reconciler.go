@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 )
 
 // Reconciler gives each VMI its launcher Pod and mirrors the Pod's
@@ -33,6 +36,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
 
 // Reconcile creates the VMI's launcher Pod and reports where it runs.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -75,13 +79,18 @@ func (r *Reconciler) launcherPod(ctx context.Context, vmi *v1.VirtualMachineInst
 	return nil, nil
 }
 
-// createPod creates the launcher Pod. When the API server refuses it
-// (quota, LimitRange, Pod Security, a missing ServiceAccount), the VMI
+// createPod creates the launcher Pod. When a NetworkAttachmentDefinition
+// it names is missing, or the API server refuses it (quota, LimitRange,
+// Pod Security, a missing ServiceAccount), the VMI
 // says why, as KubeVirt's: Synchronized=False with reason FailedCreate and
 // the server's message, and a FailedCreate event; the error requeues the
 // VMI with backoff.
 func (r *Reconciler) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
-	pod, err := LauncherPod(vmi, r.LauncherImage)
+	err := r.networkAttachments(ctx, vmi)
+	var pod *corev1.Pod
+	if err == nil {
+		pod, err = LauncherPod(vmi, r.LauncherImage)
+	}
 	if err == nil {
 		err = r.Client.Create(ctx, pod)
 	}
@@ -176,4 +185,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1.VirtualMachineInstance{}).
 		Owns(&corev1.Pod{}, builder.WithPredicates(launchers)).
 		Complete(r)
+}
+
+// networkAttachments checks that the NetworkAttachmentDefinition of each
+// of vmi's Multus networks exists, as KubeVirt's controller does before it
+// makes the Pod: Multus would otherwise leave the Pod without a sandbox,
+// saying why only in the Pod's events.
+func (r *Reconciler) networkAttachments(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+	for i, n := range vmi.Spec.Networks {
+		if n.Multus == nil {
+			continue
+		}
+		ns, name, err := podnetwork.NetworkAttachment(n.Multus.NetworkName, vmi.Namespace)
+		if err != nil {
+			return fmt.Errorf("spec.networks[%d].multus.%w", i, err)
+		}
+		nad := &metav1.PartialObjectMetadata{}
+		nad.SetGroupVersionKind(nadv1.SchemeGroupVersion.WithKind("NetworkAttachmentDefinition"))
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad); err != nil {
+			return fmt.Errorf("failed to locate network attachment definition %s/%s (spec.networks[%d] %s): %w", ns, name, i, n.Name, err)
+		}
+	}
+	return nil
 }

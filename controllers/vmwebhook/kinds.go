@@ -69,6 +69,14 @@ func (v Validator) virtualMachine(ctx context.Context, req admission.Request) er
 				return err
 			}
 		}
+		if changed, err := vmNetworksChanged(req, &vm); err != nil || changed {
+			if err == nil {
+				err = v.mayUseNetworks(ctx, req.UserInfo, req.Namespace, "spec.template.spec", t.Spec.Networks)
+			}
+			if err != nil {
+				return err
+			}
+		}
 	}
 	if err := v.sizing(ctx, req, &vm); err != nil {
 		return err
@@ -128,9 +136,13 @@ func (v Validator) virtualMachineInstance(ctx context.Context, req admission.Req
 	if err := joined(append(msgs, checkAccessCredentials("spec", &vmi.Spec)...)); err != nil {
 		return err
 	}
-	// A VM's VMI: the VM's admission checked who set its credentials.
+	// A VM's VMI: the VM's admission checked who set its credentials and
+	// networks.
 	if req.UserInfo.Username == config.ControllerUser {
 		return nil
+	}
+	if err := v.mayUseNetworks(ctx, req.UserInfo, req.Namespace, "spec", vmi.Spec.Networks); err != nil {
+		return err
 	}
 	return v.maySeeSecrets(ctx, req.UserInfo, req.Namespace, "spec", vmi.Spec.AccessCredentials)
 }

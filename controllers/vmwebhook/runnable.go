@@ -38,36 +38,53 @@ func checkRunnable(prefix string, spec *v1.VirtualMachineInstanceSpec, needMemor
 }
 
 // checkInterfaces lists what of the spec's interfaces and networks the
-// runtime cannot build: more interfaces than it gives a guest, one without
-// its network or a network without its interface, a MAC that is not an
+// runtime cannot build, as KubeVirt's admission refuses it: an interface
+// without its network or a network without its interface, two on the pod
+// network, masquerade on a Multus network (only bridge binds a secondary
+// one), a MAC that is not an
 // Ethernet address, a masquerade network (vmNetworkCIDR) too small.
 func checkInterfaces(prefix string, spec *v1.VirtualMachineInstanceSpec) []string {
 	var msgs []string
-	ifaces := spec.Domain.Devices.Interfaces
-	if len(ifaces) > 1 {
-		msgs = append(msgs, fmt.Sprintf("%s.domain.devices.interfaces: %d interfaces given; one is supported", prefix, len(ifaces)))
-	}
-	networks := map[string]bool{}
+	networks := map[string]v1.Network{}
 	for _, n := range spec.Networks {
-		networks[n.Name] = true
+		networks[n.Name] = n
 	}
 	named := map[string]bool{}
-	for i, iface := range ifaces {
+	for i, iface := range spec.Domain.Devices.Interfaces {
 		named[iface.Name] = true
-		if !networks[iface.Name] {
-			msgs = append(msgs, fmt.Sprintf("%s.domain.devices.interfaces[%d].name: no network named %q in %s.networks", prefix, i, iface.Name, prefix))
+		field := fmt.Sprintf("%s.domain.devices.interfaces[%d]", prefix, i)
+		n, ok := networks[iface.Name]
+		switch {
+		case !ok:
+			msgs = append(msgs, fmt.Sprintf("%s.name: no network named %q in %s.networks", field, iface.Name, prefix))
+		case n.Multus != nil && iface.Bridge == nil:
+			msgs = append(msgs, fmt.Sprintf("%s (%s): the Multus network %q takes the bridge binding only", field, iface.Name, n.Multus.NetworkName))
 		}
 		if hw, err := net.ParseMAC(iface.MacAddress); iface.MacAddress != "" && (err != nil || len(hw) != 6) {
-			msgs = append(msgs, fmt.Sprintf("%s.domain.devices.interfaces[%d].macAddress: %q is not an Ethernet address", prefix, i, iface.MacAddress))
+			msgs = append(msgs, fmt.Sprintf("%s.macAddress: %q is not an Ethernet address", field, iface.MacAddress))
 		}
 	}
+	pod := -1
 	for i, n := range spec.Networks {
+		field := fmt.Sprintf("%s.networks[%d]", prefix, i)
 		if !named[n.Name] {
-			msgs = append(msgs, fmt.Sprintf("%s.networks[%d].name: no interface named %q in %s.domain.devices.interfaces", prefix, i, n.Name, prefix))
+			msgs = append(msgs, fmt.Sprintf("%s.name: no interface named %q in %s.domain.devices.interfaces", field, n.Name, prefix))
+		}
+		switch {
+		case n.Pod != nil && n.Multus != nil:
+			msgs = append(msgs, fmt.Sprintf("%s (%s): pod and multus both given; a network is one of them", field, n.Name))
+		case n.Pod != nil && pod >= 0:
+			msgs = append(msgs, fmt.Sprintf("%s (%s): %s.networks[%d] is already the pod network; a VMI has one", field, n.Name, prefix, pod))
+		case n.Pod != nil:
+			pod = i
+		case n.Multus != nil:
+			if _, _, err := podnetwork.NetworkAttachment(n.Multus.NetworkName, "-"); err != nil {
+				msgs = append(msgs, fmt.Sprintf("%s.multus.%v", field, err))
+			}
 		}
 		if n.Pod != nil && n.Pod.VMNetworkCIDR != "" {
 			if _, err := podnetwork.MasqueradeAddresses(n.Pod.VMNetworkCIDR); err != nil {
-				msgs = append(msgs, fmt.Sprintf("%s.networks[%d].pod.%v", prefix, i, err))
+				msgs = append(msgs, fmt.Sprintf("%s.pod.%v", field, err))
 			}
 		}
 	}

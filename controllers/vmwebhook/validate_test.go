@@ -78,14 +78,14 @@ func TestUnsupportedFieldsAreNamed(t *testing.T) {
 			"spec.template.spec.domain.devices.disks[0].lun"},
 		"scsi bus": {"bus: virtio\n            - name: cloudinitdisk", "bus: scsi\n            - name: cloudinitdisk",
 			`spec.template.spec.domain.devices.disks[0].disk.bus: "scsi" (supported: virtio, sata)`},
-		"sriov interface":       {"masquerade: {}", "sriov: {}", "spec.template.spec.domain.devices.interfaces[0].sriov"},
-		"masquerade option":     {"masquerade: {}", "masquerade: {foo: 1}", "spec.template.spec.domain.devices.interfaces[0].masquerade.foo"},
-		"gpu":                   {"          interfaces:", "          gpus:\n            - name: g\n              deviceName: nvidia\n          interfaces:", "spec.template.spec.domain.devices.gpus"},
-		"instancetype inferred": {"  runStrategy: Halted", "  runStrategy: Halted\n  instancetype:\n    inferFromVolume: root", "spec.instancetype.inferFromVolume"},
-		"instancetype kind":     {"  runStrategy: Halted", "  runStrategy: Halted\n  instancetype:\n    name: u1.small\n    kind: Flavor", `spec.instancetype.kind: "Flavor"`},
-		"bad run strategy":      {"runStrategy: Halted", "runStrategy: Sometimes", `spec.runStrategy: "Sometimes" (supported:`},
-		"multus network":        {"          pod: {}", "          multus:\n            networkName: n", "spec.template.spec.networks[0].multus"},
-		"efi":                   {"        cpu:", "        firmware:\n          bootloader:\n            efi: {}\n        cpu:", "spec.template.spec.domain.firmware.bootloader"},
+		"sriov interface":        {"masquerade: {}", "sriov: {}", "spec.template.spec.domain.devices.interfaces[0].sriov"},
+		"masquerade option":      {"masquerade: {}", "masquerade: {foo: 1}", "spec.template.spec.domain.devices.interfaces[0].masquerade.foo"},
+		"gpu":                    {"          interfaces:", "          gpus:\n            - name: g\n              deviceName: nvidia\n          interfaces:", "spec.template.spec.domain.devices.gpus"},
+		"instancetype inferred":  {"  runStrategy: Halted", "  runStrategy: Halted\n  instancetype:\n    inferFromVolume: root", "spec.instancetype.inferFromVolume"},
+		"instancetype kind":      {"  runStrategy: Halted", "  runStrategy: Halted\n  instancetype:\n    name: u1.small\n    kind: Flavor", `spec.instancetype.kind: "Flavor"`},
+		"bad run strategy":       {"runStrategy: Halted", "runStrategy: Sometimes", `spec.runStrategy: "Sometimes" (supported:`},
+		"multus default network": {"          pod: {}", "          multus:\n            networkName: n\n            default: true", "spec.template.spec.networks[0].multus.default"},
+		"efi":                    {"        cpu:", "        firmware:\n          bootloader:\n            efi: {}\n        cpu:", "spec.template.spec.domain.firmware.bootloader"},
 	} {
 		s := spec(t, strings.Replace(userGuideVM, tc.from, tc.to, 1))
 		err := ValidateVMSpec(s)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -27,6 +28,7 @@ import (
 	_ "kubevirt.io/api/instancetype/v1beta1"
 	_ "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	_ "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	_ "github.com/openshift/api/template/v1"
 	_ "github.com/openshift/hypershift/api/hypershift/v1beta1"
 )
@@ -35,6 +37,7 @@ const (
 	instancetypePkg = "kubevirt.io/api/instancetype/v1beta1"
 	cdiPkg          = "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	hypershiftPkg   = "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	nadPkg          = "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 )
 
 var ageColumn = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"}}
@@ -51,6 +54,12 @@ type kind struct {
 	// ownMarkers: the types carry their own resource, subresource and
 	// column markers (HyperShift's), which are kept as they are.
 	ownMarkers bool
+	// plural and singular replace the names derived from the kind when
+	// the upstream CRD spells them otherwise (client-gen's resourceName).
+	plural, singular string
+	// optional lists fields the upstream CRD does not require although
+	// their JSON tags lack omitempty, as "spec" and "spec.config".
+	optional []string
 }
 
 var kinds = []kind{
@@ -99,6 +108,13 @@ var kinds = []kind{
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
+	},
+	{
+		// Multus's: a NetworkAttachmentDefinition may leave its CNI
+		// configuration to a file on the nodes, so none of it is required.
+		pkg: nadPkg, gk: schema.GroupKind{Group: "k8s.cni.cncf.io", Kind: "NetworkAttachmentDefinition"},
+		shortNames: []string{"net-attach-def"}, plural: "network-attachment-definitions", singular: "network-attachment-definition",
+		optional: []string{"spec", "spec.config"},
 	},
 	{pkg: instancetypePkg, gk: schema.GroupKind{Group: "instancetype.kubevirt.io", Kind: "VirtualMachineInstancetype"}, shortNames: []string{"vminstancetype", "vminstancetypes", "vmf", "vmfs"}, columns: ageColumn},
 	{pkg: instancetypePkg, gk: schema.GroupKind{Group: "instancetype.kubevirt.io", Kind: "VirtualMachineClusterInstancetype"}, cluster: true, shortNames: []string{"vmclusterinstancetype", "vmclusterinstancetypes", "vmcf", "vmcfs"}, columns: ageColumn},
@@ -181,8 +197,12 @@ func run(out string) error {
 		switch k.gk.Group {
 		case "cdi.kubevirt.io":
 			c.Spec.Names.Categories = []string{"all"}
-		case "template.openshift.io", "instancetype.kubevirt.io":
+		case "template.openshift.io", "instancetype.kubevirt.io", "k8s.cni.cncf.io":
 			c.Spec.Names.Categories = nil
+		}
+		if k.plural != "" {
+			c.Spec.Names.Plural, c.Spec.Names.Singular = k.plural, k.singular
+			c.Name = k.plural + "." + k.gk.Group
 		}
 		if k.cluster {
 			c.Spec.Scope = apiextensionsv1.ClusterScoped
@@ -190,6 +210,11 @@ func run(out string) error {
 		for i := range c.Spec.Versions {
 			v := &c.Spec.Versions[i]
 			v.AdditionalPrinterColumns = k.columns
+			for _, path := range k.optional {
+				if err := optional(v.Schema.OpenAPIV3Schema, path); err != nil {
+					return fmt.Errorf("%s: %w", k.gk, err)
+				}
+			}
 			if k.status {
 				v.Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
 			}
@@ -197,6 +222,28 @@ func run(out string) error {
 		if err := write(out, k.pkg, &c); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// optional drops the dotted path (a field under s) from its parent's
+// required fields.
+func optional(s *apiextensionsv1.JSONSchemaProps, path string) error {
+	first, rest, nested := strings.Cut(path, ".")
+	child, ok := s.Properties[first]
+	if !ok {
+		return fmt.Errorf("optional: no field %s", first)
+	}
+	if nested {
+		if err := optional(&child, rest); err != nil {
+			return fmt.Errorf("%s.%w", first, err)
+		}
+		s.Properties[first] = child
+		return nil
+	}
+	s.Required = slices.DeleteFunc(s.Required, func(r string) bool { return r == first })
+	if len(s.Required) == 0 {
+		s.Required = nil
 	}
 	return nil
 }
