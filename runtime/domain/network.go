@@ -37,6 +37,9 @@ type Interface struct {
 	Gateway netip.Addr
 	Server  netip.Addr         `json:",omitzero"`
 	Routes  []podnetwork.Route `json:",omitempty"`
+	// Secondary: on a Multus network, bridged at layer 2 (no address, no
+	// DHCP: the guest brings its own).
+	Secondary bool `json:",omitempty"`
 }
 
 // Bindings of an Interface.
@@ -45,36 +48,75 @@ const (
 	BindingBridge     = "bridge"
 )
 
-// PodInterfaces are the VMI's interfaces as the runtime builds them: those
-// it lists, or KubeVirt's default (masquerade on the pod network, named
-// "default") when it lists none and does not turn the default off. Each
-// must be a masquerade or bridge binding with the virtio model; other
-// bindings, models and more than one interface are errors naming the field.
-func PodInterfaces(vmi *v1.VirtualMachineInstance) ([]v1.Interface, error) {
+// NIC is one of the guest's interfaces and the network it joins.
+type NIC struct {
+	v1.Interface
+	// Network is the interface's: the pod network or a Multus one.
+	Network v1.Network
+	// PodInterface is the launcher Pod's interface the binding takes or
+	// routes through: podnetwork.PodInterface on the pod network, the one
+	// Multus attached (podnetwork.SecondaryInterface) otherwise.
+	PodInterface string
+}
+
+// Secondary reports whether n is on a Multus network.
+func (n NIC) Secondary() bool { return n.Network.Multus != nil }
+
+// NICs are the VMI's interfaces as the runtime builds them: those it
+// lists, each with its network (the pod network when the VMI lists no
+// network), or KubeVirt's default (masquerade on the pod network, named
+// "default") when it lists none and does not turn the default off. On the
+// pod network an interface takes the masquerade or bridge binding, on a
+// Multus network bridge; the model is virtio. Anything else is an error
+// naming the field.
+func NICs(vmi *v1.VirtualMachineInstance) ([]NIC, error) {
 	ifaces := vmi.Spec.Domain.Devices.Interfaces
 	if auto := vmi.Spec.Domain.Devices.AutoattachPodInterface; len(ifaces) == 0 && len(vmi.Spec.Networks) == 0 && (auto == nil || *auto) {
 		ifaces = []v1.Interface{{Name: DefaultInterface, InterfaceBindingMethod: v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}}}
 	}
-	if len(ifaces) > 1 {
-		return nil, fmt.Errorf("spec.domain.devices.interfaces: %d interfaces given; one is supported", len(ifaces))
+	networks := map[string]v1.Network{}
+	for _, n := range vmi.Spec.Networks {
+		networks[n.Name] = n
 	}
+	nics := make([]NIC, 0, len(ifaces))
+	onPod := ""
 	for i, iface := range ifaces {
-		field := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
-		if iface.Masquerade == nil && iface.Bridge == nil {
-			return nil, fmt.Errorf("%s (%s): only the masquerade and bridge bindings to the pod network are supported", field, iface.Name)
+		field := fmt.Sprintf("spec.domain.devices.interfaces[%d] (%s)", i, iface.Name)
+		n, ok := networks[iface.Name]
+		switch {
+		case len(vmi.Spec.Networks) == 0:
+			n = v1.Network{Name: iface.Name, NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{}}}
+		case !ok:
+			return nil, fmt.Errorf("%s: no network of that name in spec.networks", field)
+		}
+		nic := NIC{Interface: iface, Network: n}
+		switch {
+		case n.Pod != nil && onPod != "":
+			return nil, fmt.Errorf("%s: %s is already on the pod network", field, onPod)
+		case n.Pod != nil && iface.Masquerade == nil && iface.Bridge == nil:
+			return nil, fmt.Errorf("%s: only the masquerade and bridge bindings to the pod network are supported", field)
+		case n.Pod != nil:
+			onPod, nic.PodInterface = iface.Name, podnetwork.PodInterface
+		case n.Multus != nil && iface.Bridge == nil:
+			return nil, fmt.Errorf("%s: only the bridge binding to a Multus network is supported", field)
+		case n.Multus != nil:
+			nic.PodInterface = podnetwork.SecondaryInterface(n.Name)
+		default:
+			return nil, fmt.Errorf("%s: network %s is neither the pod network nor a Multus one", field, n.Name)
 		}
 		if iface.Model != "" && iface.Model != v1.VirtIO {
-			return nil, fmt.Errorf("%s.model %q is not supported (virtio)", field, iface.Model)
+			return nil, fmt.Errorf("spec.domain.devices.interfaces[%d].model %q is not supported (virtio)", i, iface.Model)
 		}
+		nics = append(nics, nic)
 	}
-	return ifaces, nil
+	return nics, nil
 }
 
 // ConfigureNetwork gives the guest a virtio NIC on the tap the handler
 // made for each of its interfaces (libvirt's type='ethernet', managed='no':
 // libvirt opens the tap and changes nothing of it).
 func ConfigureNetwork(vmi *v1.VirtualMachineInstance, opts *Options, d *libvirtxml.Domain) error {
-	ifaces, err := PodInterfaces(vmi)
+	ifaces, err := NICs(vmi)
 	if err != nil {
 		return err
 	}

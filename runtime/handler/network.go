@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,16 +27,16 @@ import (
 // namespace, which the launcher hands over on its socket, and returns what
 // it built for the domain and the launcher's DHCP server.
 func (h *Handler) plugNetwork(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) (map[string]domain.Interface, error) {
-	ifaces, err := domain.PodInterfaces(vmi)
+	nics, err := domain.NICs(vmi)
 	if err != nil {
 		return nil, &permanentError{reason: "NetworkInvalid", err: err}
 	}
-	if len(ifaces) == 0 {
+	if len(nics) == 0 {
 		return nil, nil
 	}
-	plan := make([]binding, len(ifaces))
-	for i, iface := range ifaces {
-		if plan[i], err = planBinding(vmi, i, iface); err != nil {
+	plan := make([]binding, len(nics))
+	for i, nic := range nics {
+		if plan[i], err = planBinding(vmi, i, nic); err != nil {
 			return nil, &permanentError{reason: "NetworkInvalid", err: err}
 		}
 	}
@@ -53,7 +54,7 @@ func (h *Handler) plugNetwork(ctx context.Context, vmi *v1.VirtualMachineInstanc
 	defer ns.Close()
 	out := map[string]domain.Interface{}
 	for i, b := range plan {
-		field := fmt.Sprintf("spec.domain.devices.interfaces[%d] (%s)", i, ifaces[i].Name)
+		field := fmt.Sprintf("spec.domain.devices.interfaces[%d] (%s)", i, nics[i].Name)
 		built, err := b.setup(ns, d, i)
 		if errors.Is(err, podnet.ErrNotPodNamespace) {
 			return nil, &permanentError{reason: "NetworkInvalid", err: fmt.Errorf("the launcher Pod handed over %w", err)}
@@ -66,41 +67,52 @@ func (h *Handler) plugNetwork(ctx context.Context, vmi *v1.VirtualMachineInstanc
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
-		out[ifaces[i].Name] = built
+		out[nics[i].Name] = built
 	}
 	return out, nil
 }
 
-// binding is one interface's binding to the pod network, ready to be
-// built in the Pod's network namespace.
+// binding is one interface's binding to its network, ready to be built in
+// the Pod's network namespace.
 type binding struct {
 	masquerade *podnet.Masquerade
 	bridge     *podnet.Bridge
 	// explicitMAC is the interface's macAddress: the bridge binding gives
-	// the guest the Pod's MAC otherwise.
+	// the guest the Pod interface's MAC otherwise.
 	explicitMAC bool
+	// secondary: a Multus network's interface, bridged at layer 2.
+	secondary bool
 }
 
-// planBinding checks vmi's interface i (iface) and plans its binding,
+// planBinding checks vmi's interface i (nic) and plans its binding,
 // everything but what the Pod's namespace tells.
-func planBinding(vmi *v1.VirtualMachineInstance, i int, iface v1.Interface) (binding, error) {
+func planBinding(vmi *v1.VirtualMachineInstance, i int, nic domain.NIC) (binding, error) {
 	field := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
-	mac := podnetwork.MAC(string(vmi.UID), iface.Name)
-	explicit := iface.MacAddress != ""
+	mac := podnetwork.MAC(string(vmi.UID), nic.Name)
+	explicit := nic.MacAddress != ""
 	if explicit {
-		hw, err := net.ParseMAC(iface.MacAddress)
+		hw, err := net.ParseMAC(nic.MacAddress)
 		if err != nil || len(hw) != 6 {
-			return binding{}, fmt.Errorf("%s.macAddress %q is not an Ethernet address", field, iface.MacAddress)
+			return binding{}, fmt.Errorf("%s.macAddress %q is not an Ethernet address", field, nic.MacAddress)
 		}
 		mac = hw
 	}
-	if iface.Bridge != nil {
+	switch {
+	case nic.Secondary():
+		return binding{
+			bridge: &podnet.Bridge{
+				Tap: podnetwork.SecondaryTap(nic.PodInterface), Owner: launcherpod.User, Group: launcherpod.Group, MAC: mac,
+				PodInterface: nic.PodInterface, Name: podnetwork.SecondaryBridge(nic.PodInterface),
+			},
+			explicitMAC: explicit, secondary: true,
+		}, nil
+	case nic.Bridge != nil:
 		return binding{
 			bridge:      &podnet.Bridge{Tap: podnetwork.TapName(i), Owner: launcherpod.User, Group: launcherpod.Group, MAC: mac},
 			explicitMAC: explicit,
 		}, nil
 	}
-	m, err := masquerade(vmi, i, iface, mac)
+	m, err := masquerade(vmi, i, nic.Interface, mac)
 	return binding{masquerade: &m}, err
 }
 
@@ -116,9 +128,18 @@ func (b binding) setup(ns *os.File, d vmDir, i int) (domain.Interface, error) {
 		}, nil
 	}
 	br := *b.bridge
-	link, err := d.podLink(ns, i)
+	iface := cmp.Or(br.PodInterface, podnetwork.PodInterface)
+	link, err := d.podLink(ns, i, iface)
 	if err != nil {
 		return domain.Interface{}, err
+	}
+	switch {
+	case b.secondary && link.Address.IsValid():
+		return domain.Interface{}, &permanentError{reason: "NetworkInvalid", err: fmt.Errorf(
+			"the Multus network's interface %s has the address %s (its NetworkAttachmentDefinition gives IPAM); the bridge binding to a Multus network is layer 2 only here: drop its ipam", iface, link.Address)}
+	case !b.secondary && !link.Address.IsValid():
+		return domain.Interface{}, &permanentError{reason: "NetworkInvalid", err: fmt.Errorf(
+			"the Pod's interface %s has no IPv4 address; the bridge binding hands the guest the Pod's", iface)}
 	}
 	br.Link = link
 	if !b.explicitMAC {
@@ -129,6 +150,9 @@ func (b binding) setup(ns *os.File, d vmDir, i int) (domain.Interface, error) {
 	if err := br.Setup(ns); err != nil {
 		return domain.Interface{}, err
 	}
+	if b.secondary {
+		return domain.Interface{Tap: br.Tap, MAC: br.MAC.String(), Binding: domain.BindingBridge, Secondary: true}, nil
+	}
 	// The guest reaches the bridge's address (the DHCP server, the
 	// launcher's port-forward) on the link, the rest as the Pod did.
 	routes := append([]podnetwork.Route{{Dest: netip.PrefixFrom(podnetwork.BridgeServerAddress, 32)}}, link.Routes...)
@@ -138,11 +162,11 @@ func (b binding) setup(ns *os.File, d vmDir, i int) (domain.Interface, error) {
 	}, nil
 }
 
-// podLink is what the Pod's interface had before the bridge binding of
-// interface i took it: read once from the namespace, then kept in the
+// podLink is what the Pod's interface iface had before the bridge binding
+// of interface i took it: read once from the namespace, then kept in the
 // handler's directory (which the Pod cannot write), since the Pod no
 // longer holds it.
-func (d vmDir) podLink(ns *os.File, i int) (podnet.PodLink, error) {
+func (d vmDir) podLink(ns *os.File, i int, iface string) (podnet.PodLink, error) {
 	name := fmt.Sprintf("podlink-%d.json", i)
 	path := d.file(name)
 	var link podnet.PodLink
@@ -156,7 +180,7 @@ func (d vmDir) podLink(ns *os.File, i int) (podnet.PodLink, error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return link, err
 	}
-	if link, err = podnet.DiscoverPodLink(ns); err != nil {
+	if link, err = podnet.DiscoverPodLink(ns, iface); err != nil {
 		if errors.Is(err, podnet.ErrNotPodNamespace) {
 			return link, err
 		}

@@ -10,6 +10,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/podnetwork"
+	"github.com/tekvirt/tekvirt/runtime/domain"
 	"github.com/tekvirt/tekvirt/runtime/podnet"
 )
 
@@ -52,7 +53,12 @@ func TestPlanBinding(t *testing.T) {
 			err: "spec.domain.devices.interfaces[0].ports[0]: SCTP port 9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := planBinding(vmi(tc.iface, tc.cidr), 0, tc.iface)
+			v := vmi(tc.iface, tc.cidr)
+			nics, err := domain.NICs(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := planBinding(v, 0, nics[0])
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %s", err, tc.err)
@@ -79,5 +85,32 @@ func TestPlanBinding(t *testing.T) {
 				t.Errorf("got %+v, want MAC %s guest %s ports %v on tap0 owned by 107", m, tc.mac, tc.addr, tc.ports)
 			}
 		})
+	}
+}
+
+// A Multus network's interface: bridged under KubeVirt's names for it,
+// at layer 2, the MAC the interface's when it names one.
+func TestPlanSecondaryBinding(t *testing.T) {
+	vmi := &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{UID: "uid-1"},
+		Spec: v1.VirtualMachineInstanceSpec{
+			Domain: v1.DomainSpec{Devices: v1.Devices{Interfaces: []v1.Interface{
+				{Name: "default", InterfaceBindingMethod: v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}},
+				{Name: "red", MacAddress: "02:00:00:00:00:0d", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}},
+			}}},
+			Networks: []v1.Network{*v1.DefaultPodNetwork(), {Name: "red", NetworkSource: v1.NetworkSource{Multus: &v1.MultusNetwork{NetworkName: "blue"}}}},
+		},
+	}
+	nics, err := domain.NICs(vmi)
+	if err != nil || len(nics) != 2 {
+		t.Fatalf("NICs %+v, %v", nics, err)
+	}
+	b, err := planBinding(vmi, 1, nics[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := b.bridge
+	if br == nil || !b.secondary || !b.explicitMAC || br.PodInterface != "podb1f51a511f1" || br.Name != "k6t-b1f51a511f1" || br.Tap != "tapb1f51a511f1" || br.MAC.String() != "02:00:00:00:00:0d" {
+		t.Errorf("plan %+v, bridge %+v", b, br)
 	}
 }

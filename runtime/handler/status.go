@@ -2,12 +2,14 @@ package handler
 
 import (
 	"errors"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/runtime/agent"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
@@ -103,37 +105,63 @@ func accessCredentials(st *v1.VirtualMachineInstanceStatus, cs *launcher.Credent
 	}
 }
 
-// interfaces reports the guest's non-loopback interfaces, the first one
-// under the name of the VMI's (single) interface.
+// Where an interface's status comes from, in KubeVirt's words.
+const (
+	infoDomain      = "domain"
+	infoGuestAgent  = "guest-agent"
+	infoDomainAgent = "domain, guest-agent"
+)
+
+// interfaces reports the VMI's interfaces as KubeVirt does: each of its
+// spec in order, with its MAC, the Pod interface it is bound to and what
+// the guest agent says of the guest's interface with that MAC (its name
+// and addresses); the interface on the pod network at the Pod's addresses
+// (masquerade: the guest's own is private to the Pod). Guest interfaces
+// with no MAC of the spec follow, from the agent alone.
 func interfaces(vmi *v1.VirtualMachineInstance, ls *launcher.Status) []v1.VirtualMachineInstanceNetworkInterface {
-	var out []v1.VirtualMachineInstanceNetworkInterface
+	nics, _ := domain.NICs(vmi) // a VMI the runtime refused never ran
+	guest := map[string]agent.Interface{}
 	for _, gi := range ls.Interfaces {
-		if gi.Name == "lo" {
-			continue
+		if gi.Name != "lo" && gi.MAC != "" {
+			guest[strings.ToLower(gi.MAC)] = gi
 		}
-		ni := v1.VirtualMachineInstanceNetworkInterface{InterfaceName: gi.Name, MAC: gi.MAC, InfoSource: "guest-agent"}
-		for _, ip := range gi.IPs {
-			if ni.IP == "" {
-				ni.IP = ip.Address
+	}
+	var out []v1.VirtualMachineInstanceNetworkInterface
+	for _, nic := range nics {
+		ni := v1.VirtualMachineInstanceNetworkInterface{Name: nic.Name, MAC: ls.MACs[nic.Name], PodInterfaceName: nic.PodInterface, InfoSource: infoDomain}
+		if gi, ok := guest[strings.ToLower(ni.MAC)]; ok && ni.MAC != "" {
+			ni.InterfaceName, ni.IP, ni.IPs, ni.InfoSource = gi.Name, "", guestIPs(gi), infoDomainAgent
+			if len(ni.IPs) > 0 {
+				ni.IP = ni.IPs[0]
 			}
-			ni.IPs = append(ni.IPs, ip.Address)
+			delete(guest, strings.ToLower(ni.MAC))
+		}
+		if !nic.Secondary() && len(ls.PodIPs) > 0 {
+			ni.IP, ni.IPs = ls.PodIPs[0], ls.PodIPs
+		}
+		if ni.MAC == "" && ni.InfoSource == infoDomain && len(ls.PodIPs) == 0 {
+			continue // nothing known of it: no launcher Pod
 		}
 		out = append(out, ni)
 	}
-	name := domain.DefaultInterface // a VMI that names none gets it
-	if ifs := vmi.Spec.Domain.Devices.Interfaces; len(ifs) > 0 {
-		name = ifs[0].Name
+	for _, gi := range ls.Interfaces {
+		if _, ok := guest[strings.ToLower(gi.MAC)]; !ok || gi.MAC == "" {
+			continue
+		}
+		ni := v1.VirtualMachineInstanceNetworkInterface{InterfaceName: gi.Name, MAC: gi.MAC, IPs: guestIPs(gi), InfoSource: infoGuestAgent}
+		if len(ni.IPs) > 0 {
+			ni.IP = ni.IPs[0]
+		}
+		out = append(out, ni)
 	}
-	// In a launcher Pod the first interface is reached at the Pod's
-	// addresses (masquerade), which KubeVirt reports for it.
-	if len(out) == 0 && len(ls.PodIPs) > 0 {
-		out = append(out, v1.VirtualMachineInstanceNetworkInterface{InfoSource: "domain"})
-	}
-	if len(out) > 0 {
-		out[0].Name = name
-	}
-	if len(ls.PodIPs) > 0 {
-		out[0].IP, out[0].IPs = ls.PodIPs[0], ls.PodIPs
+	return out
+}
+
+// guestIPs are the addresses the agent reports of gi.
+func guestIPs(gi agent.Interface) []string {
+	var out []string
+	for _, ip := range gi.IPs {
+		out = append(out, ip.Address)
 	}
 	return out
 }

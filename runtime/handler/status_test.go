@@ -2,6 +2,7 @@ package handler
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -17,12 +18,14 @@ import (
 func TestNextStatus(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	scheduled := &v1.VirtualMachineInstance{
-		Spec:   v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Devices: v1.Devices{Interfaces: []v1.Interface{{Name: "default"}}}}},
+		Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Devices: v1.Devices{Interfaces: []v1.Interface{
+			{Name: "default", InterfaceBindingMethod: v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}}}}}},
 		Status: v1.VirtualMachineInstanceStatus{Phase: v1.Scheduled, NodeName: "n1"},
 	}
 	withAgent := &launcher.Status{Domain: "running", AgentConnected: true,
 		OSInfo:     &agent.OSInfo{Name: "Debian", KernelRelease: "6.1.0"},
-		Interfaces: []agent.Interface{{Name: "lo"}, {Name: "eth0", MAC: "52:54:00:00:00:01", IPs: []agent.IP{{Address: "10.0.2.15"}}}}}
+		Interfaces: []agent.Interface{{Name: "lo"}, {Name: "eth0", MAC: "52:54:00:00:00:01", IPs: []agent.IP{{Address: "10.0.2.15"}}}},
+		MACs:       map[string]string{"default": "52:54:00:00:00:01"}}
 	for _, tc := range []struct {
 		name       string
 		obs        observation
@@ -43,7 +46,7 @@ func TestNextStatus(t *testing.T) {
 				}
 			}},
 		{name: "in a launcher Pod, the Pod's address", obs: observation{state: Running, status: &launcher.Status{Domain: "running", AgentConnected: true,
-			Interfaces: withAgent.Interfaces, PodIPs: []string{"10.244.0.7"}}}, phase: v1.Running, ready: corev1.ConditionTrue, agent: true,
+			Interfaces: withAgent.Interfaces, MACs: withAgent.MACs, PodIPs: []string{"10.244.0.7"}}}, phase: v1.Running, ready: corev1.ConditionTrue, agent: true,
 			checkExtra: func(t *testing.T, st v1.VirtualMachineInstanceStatus) {
 				if len(st.Interfaces) != 1 || st.Interfaces[0].Name != "default" || st.Interfaces[0].IP != "10.244.0.7" ||
 					st.Interfaces[0].InterfaceName != "eth0" || len(st.Interfaces[0].IPs) != 1 {
@@ -138,5 +141,37 @@ func TestAccessCredentialsCondition(t *testing.T) {
 		case tc.status != "" && (c == nil || c.Status != tc.status || c.Reason != tc.reason || tc.cs.Message != c.Message):
 			t.Errorf("%s: condition %+v, want %s %s %q", tc.name, c, tc.status, tc.reason, tc.cs.Message)
 		}
+	}
+}
+
+// Every interface of the spec in order, matched to the guest's by MAC;
+// the pod network's at the Pod's address, a Multus one at the guest's;
+// a guest interface of no spec after them.
+func TestInterfacesStatus(t *testing.T) {
+	vmi := &v1.VirtualMachineInstance{Spec: v1.VirtualMachineInstanceSpec{
+		Domain: v1.DomainSpec{Devices: v1.Devices{Interfaces: []v1.Interface{
+			{Name: "default", InterfaceBindingMethod: v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}},
+			{Name: "red", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}},
+		}}},
+		Networks: []v1.Network{*v1.DefaultPodNetwork(), {Name: "red", NetworkSource: v1.NetworkSource{Multus: &v1.MultusNetwork{NetworkName: "blue"}}}},
+	}}
+	ls := &launcher.Status{
+		PodIPs: []string{"10.244.0.7"},
+		MACs:   map[string]string{"default": "52:54:00:00:00:01", "red": "02:00:00:00:00:0e"},
+		Interfaces: []agent.Interface{
+			{Name: "lo", IPs: []agent.IP{{Address: "127.0.0.1"}}},
+			{Name: "eth1", MAC: "02:00:00:00:00:0E", IPs: []agent.IP{{Address: "192.168.77.2"}}},
+			{Name: "eth0", MAC: "52:54:00:00:00:01", IPs: []agent.IP{{Address: "10.0.2.2"}}},
+			{Name: "dummy0", MAC: "ee:00:00:00:00:01"},
+		},
+	}
+	got := interfaces(vmi, ls)
+	want := []v1.VirtualMachineInstanceNetworkInterface{
+		{Name: "default", MAC: "52:54:00:00:00:01", PodInterfaceName: "eth0", InterfaceName: "eth0", IP: "10.244.0.7", IPs: []string{"10.244.0.7"}, InfoSource: "domain, guest-agent"},
+		{Name: "red", MAC: "02:00:00:00:00:0e", PodInterfaceName: "podb1f51a511f1", InterfaceName: "eth1", IP: "192.168.77.2", IPs: []string{"192.168.77.2"}, InfoSource: "domain, guest-agent"},
+		{InterfaceName: "dummy0", MAC: "ee:00:00:00:00:01", InfoSource: "guest-agent"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
 }

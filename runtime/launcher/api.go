@@ -100,6 +100,9 @@ type Status struct {
 	// PodIPs are the launcher Pod's addresses, whose port 22 reaches the
 	// guest's (empty outside a Pod).
 	PodIPs []string `json:"podIPs,omitempty"`
+	// MACs are the guest's interfaces' MACs by the VMI's interface names
+	// (empty outside a Pod).
+	MACs map[string]string `json:"macs,omitempty"`
 	// AccessCredentials is set when the VMI has accessCredentials.
 	AccessCredentials *CredentialsStatus `json:"accessCredentials,omitempty"`
 }

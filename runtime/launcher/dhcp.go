@@ -20,6 +20,9 @@ const resolvConf = "/etc/resolv.conf"
 // the server listens; the server runs until ctx ends.
 func serveDHCP(ctx context.Context, spec *Spec, log *slog.Logger) error {
 	for name, iface := range spec.Options.Interfaces {
+		if iface.Secondary || !iface.Address.IsValid() {
+			continue
+		}
 		mac, err := net.ParseMAC(iface.MAC)
 		if err != nil {
 			return fmt.Errorf("interface %s: %w", name, err)

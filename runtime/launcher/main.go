@@ -68,6 +68,10 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	}
 	srv.guest = guestAddress(spec.Options)
 	srv.podIPs = podIPs(spec.Options)
+	srv.macs = map[string]string{}
+	for name, iface := range spec.Options.Interfaces {
+		srv.macs[name] = iface.MAC
+	}
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	go func() {
@@ -103,7 +107,7 @@ type GuestPort struct {
 func podIPs(opts domain.Options) []string {
 	var out []string
 	for _, iface := range opts.Interfaces {
-		if iface.Binding == domain.BindingBridge {
+		if iface.Binding == domain.BindingBridge && !iface.Secondary {
 			out = append(out, iface.Address.Addr().String())
 		}
 	}

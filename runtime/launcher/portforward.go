@@ -42,7 +42,9 @@ func ParseGuestPort(port, protocol string) (GuestPort, error) {
 // has no interface on the pod network.
 func guestAddress(opts domain.Options) netip.Addr {
 	for _, iface := range opts.Interfaces {
-		return iface.Address.Addr()
+		if !iface.Secondary {
+			return iface.Address.Addr()
+		}
 	}
 	return netip.Addr{}
 }

@@ -29,8 +29,9 @@ type server struct {
 	vm      *VM
 	started time.Time
 	log     *slog.Logger
-	// podIPs are reported with every status.
+	// podIPs and macs are reported with every status.
 	podIPs []string
+	macs   map[string]string
 	// guest is where port-forward streams lead (guestAddress).
 	guest netip.Addr
 	// creds keeps the guest's access credentials in step (nil: none).
@@ -119,7 +120,7 @@ func (s *server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Unlock()
 	st.Domain = s.vm.State()
 	st.StartedAt = s.started
-	st.PodIPs = s.podIPs
+	st.PodIPs, st.MACs = s.podIPs, s.macs
 	writeJSON(w, st)
 }
 

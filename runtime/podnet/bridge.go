@@ -1,6 +1,7 @@
 package podnet
 
 import (
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -31,29 +32,35 @@ type PodLink struct {
 	MTU int
 }
 
-// DiscoverPodLink reads the Pod's interface in ns before the bridge
-// binding takes it: one IPv4 address, its routes, MAC and MTU.
-func DiscoverPodLink(ns *os.File) (PodLink, error) {
+// DiscoverPodLink reads the Pod's interface iface in ns before the bridge
+// binding takes it: its IPv4 address (at most one; none on a Multus
+// network without IPAM), routes, MAC and MTU.
+func DiscoverPodLink(ns *os.File, iface string) (PodLink, error) {
 	var pl PodLink
 	err := inNamespace(ns, func() error {
-		pod, err := netlink.LinkByName(podnetwork.PodInterface)
+		pod, err := netlink.LinkByName(iface)
 		if err != nil {
-			return fmt.Errorf("the Pod's interface %s: %w", podnetwork.PodInterface, err)
+			return fmt.Errorf("the Pod's interface %s: %w", iface, err)
 		}
 		addrs, err := netlink.AddrList(pod, netlink.FAMILY_V4)
 		if err != nil {
-			return fmt.Errorf("addresses of %s: %w", podnetwork.PodInterface, err)
+			return fmt.Errorf("addresses of %s: %w", iface, err)
 		}
 		addrs = slices.DeleteFunc(addrs, func(a netlink.Addr) bool { return a.Scope != unix.RT_SCOPE_UNIVERSE })
-		if len(addrs) != 1 {
-			return fmt.Errorf("the Pod's interface %s has %d IPv4 addresses; the bridge binding needs one", podnetwork.PodInterface, len(addrs))
+		if len(addrs) > 1 {
+			return fmt.Errorf("the Pod's interface %s has %d IPv4 addresses; the bridge binding hands the guest one", iface, len(addrs))
+		}
+		pl.MAC = pod.Attrs().HardwareAddr.String()
+		pl.MTU = pod.Attrs().MTU
+		if len(addrs) == 0 {
+			return nil
 		}
 		addr, _ := netip.AddrFromSlice(addrs[0].IP.To4())
 		ones, _ := addrs[0].Mask.Size()
 		pl.Address = netip.PrefixFrom(addr, ones)
 		routes, err := netlink.RouteList(pod, netlink.FAMILY_V4)
 		if err != nil {
-			return fmt.Errorf("routes of %s: %w", podnetwork.PodInterface, err)
+			return fmt.Errorf("routes of %s: %w", iface, err)
 		}
 		for _, r := range routes {
 			gw, _ := netip.AddrFromSlice(r.Gw.To4())
@@ -72,19 +79,20 @@ func DiscoverPodLink(ns *os.File) (PodLink, error) {
 				pl.Routes = append(pl.Routes, podnetwork.Route{Dest: dest, Via: gw})
 			}
 		}
-		pl.MAC = pod.Attrs().HardwareAddr.String()
-		pl.MTU = pod.Attrs().MTU
 		return nil
 	})
 	return pl, err
 }
 
-// Bridge is KubeVirt's bridge binding of the guest's interface to the pod
-// network: the Pod's interface moved under a bridge with the guest's tap,
-// its address and routes handed to the guest (by the launcher's DHCP
-// server, which answers from podnetwork.BridgeServerAddress on the bridge).
-// The guest is the Pod on the network: reached at the Pod's address on
-// every port, its traffic leaving unchanged.
+// Bridge is KubeVirt's bridge binding of the guest's interface to a Pod
+// interface: on the pod network, the Pod's eth0 moved under a bridge with
+// the guest's tap, its address and routes handed to the guest (by the
+// launcher's DHCP server, which answers from
+// podnetwork.BridgeServerAddress on the bridge), so that the guest is the
+// Pod on the network: reached at the Pod's address on every port, its
+// traffic leaving unchanged. On a Multus network the interface Multus
+// attached is bridged the same way, at layer 2 only: the guest brings its
+// own address there.
 type Bridge struct {
 	// Tap is the tap device QEMU opens, owned by Owner and Group.
 	Tap          string
@@ -92,9 +100,21 @@ type Bridge struct {
 	// MAC is the guest interface's: the only one whose frames pass. When
 	// it is the Pod interface's, that interface takes another.
 	MAC net.HardwareAddr
-	// Link is what the Pod's interface had (DiscoverPodLink).
+	// PodInterface is the interface the bridge takes and Name the
+	// bridge's (empty: the pod network's, podnetwork.PodInterface and
+	// podnetwork.BridgeName).
+	PodInterface, Name string
+	// Link is what the Pod's interface had (DiscoverPodLink). Without an
+	// address the binding is layer 2 only: no DHCP, no address checks.
 	Link PodLink
 }
+
+// podInterface and name are b's interface and bridge, defaults applied.
+func (b Bridge) podInterface() string { return cmp.Or(b.PodInterface, podnetwork.PodInterface) }
+func (b Bridge) name() string         { return cmp.Or(b.Name, podnetwork.BridgeName) }
+
+// serves: the guest gets an address from the launcher's DHCP server.
+func (b Bridge) serves() bool { return b.Link.Address.IsValid() }
 
 // Setup builds the binding in the network namespace ns. It is
 // idempotent: a Pod interface already under the bridge is left as it is,
@@ -103,16 +123,16 @@ func (b Bridge) Setup(ns *os.File) error {
 	if len(b.MAC) != 6 {
 		return fmt.Errorf("bridge binding: MAC %q is not an Ethernet address", b.MAC)
 	}
-	if !b.Link.Address.Addr().Is4() {
+	if b.serves() && !b.Link.Address.Addr().Is4() {
 		return errors.New("bridge binding: the Pod's address is not IPv4")
 	}
 	return inNamespace(ns, func() error {
-		pod, err := netlink.LinkByName(podnetwork.PodInterface)
+		pod, err := netlink.LinkByName(b.podInterface())
 		if err != nil {
-			return fmt.Errorf("the Pod's interface %s: %w", podnetwork.PodInterface, err)
+			return fmt.Errorf("the Pod's interface %s: %w", b.podInterface(), err)
 		}
 		mtu := pod.Attrs().MTU
-		br, err := ensureBridge(podnetwork.BridgeName, mtu)
+		br, err := ensureBridge(b.name(), mtu)
 		if err != nil {
 			return err
 		}
@@ -121,42 +141,52 @@ func (b Bridge) Setup(ns *os.File) error {
 				return err
 			}
 		}
-		server := &netlink.Addr{IPNet: &net.IPNet{IP: podnetwork.BridgeServerAddress.AsSlice(), Mask: net.CIDRMask(32, 32)}}
-		if err := netlink.AddrReplace(br, server); err != nil {
-			return fmt.Errorf("address %s on %s: %w", podnetwork.BridgeServerAddress, podnetwork.BridgeName, err)
-		}
 		if err := ensureTap(b.Tap, b.Owner, b.Group, mtu, br); err != nil {
 			return err
 		}
 		if err := netlink.LinkSetUp(br); err != nil {
-			return fmt.Errorf("setting %s up: %w", podnetwork.BridgeName, err)
+			return fmt.Errorf("setting %s up: %w", b.name(), err)
 		}
-		// The launcher (port-forward) reaches the guest on the bridge.
-		guest := &netlink.Route{
-			LinkIndex: br.Attrs().Index, Scope: netlink.SCOPE_LINK,
-			Dst: &net.IPNet{IP: b.Link.Address.Addr().AsSlice(), Mask: net.CIDRMask(32, 32)},
-			Src: podnetwork.BridgeServerAddress.AsSlice(),
-		}
-		if err := netlink.RouteReplace(guest); err != nil {
-			return fmt.Errorf("route to the guest at %s: %w", b.Link.Address.Addr(), err)
+		if b.serves() {
+			if err := b.serveGuest(br); err != nil {
+				return err
+			}
 		}
 		return b.rules(ns)
 	})
+}
+
+// serveGuest gives the bridge br the DHCP server's address and a route to
+// the guest, which the launcher (port-forward) reaches on the bridge.
+func (b Bridge) serveGuest(br netlink.Link) error {
+	server := &netlink.Addr{IPNet: &net.IPNet{IP: podnetwork.BridgeServerAddress.AsSlice(), Mask: net.CIDRMask(32, 32)}}
+	if err := netlink.AddrReplace(br, server); err != nil {
+		return fmt.Errorf("address %s on %s: %w", podnetwork.BridgeServerAddress, b.name(), err)
+	}
+	guest := &netlink.Route{
+		LinkIndex: br.Attrs().Index, Scope: netlink.SCOPE_LINK,
+		Dst: &net.IPNet{IP: b.Link.Address.Addr().AsSlice(), Mask: net.CIDRMask(32, 32)},
+		Src: podnetwork.BridgeServerAddress.AsSlice(),
+	}
+	if err := netlink.RouteReplace(guest); err != nil {
+		return fmt.Errorf("route to the guest at %s: %w", b.Link.Address.Addr(), err)
+	}
+	return nil
 }
 
 // enslave takes the Pod's interface's addresses (its routes go with them),
 // gives it another MAC if the guest takes its own, and puts it on br.
 func (b Bridge) enslave(pod, br netlink.Link) error {
 	if err := netlink.LinkSetDown(pod); err != nil {
-		return fmt.Errorf("setting %s down: %w", podnetwork.PodInterface, err)
+		return fmt.Errorf("setting %s down: %w", b.podInterface(), err)
 	}
 	addrs, err := netlink.AddrList(pod, netlink.FAMILY_V4)
 	if err != nil {
-		return fmt.Errorf("addresses of %s: %w", podnetwork.PodInterface, err)
+		return fmt.Errorf("addresses of %s: %w", b.podInterface(), err)
 	}
 	for _, a := range addrs {
 		if err := netlink.AddrDel(pod, &a); err != nil {
-			return fmt.Errorf("taking %s from %s: %w", a.IPNet, podnetwork.PodInterface, err)
+			return fmt.Errorf("taking %s from %s: %w", a.IPNet, b.podInterface(), err)
 		}
 	}
 	if slices.Equal(pod.Attrs().HardwareAddr, b.MAC) {
@@ -165,14 +195,14 @@ func (b Bridge) enslave(pod, br netlink.Link) error {
 			return err
 		}
 		if err := netlink.LinkSetHardwareAddr(pod, mac); err != nil {
-			return fmt.Errorf("a new MAC for %s: %w", podnetwork.PodInterface, err)
+			return fmt.Errorf("a new MAC for %s: %w", b.podInterface(), err)
 		}
 	}
 	if err := netlink.LinkSetMaster(pod, br); err != nil {
-		return fmt.Errorf("putting %s on %s: %w", podnetwork.PodInterface, podnetwork.BridgeName, err)
+		return fmt.Errorf("putting %s on %s: %w", b.podInterface(), b.name(), err)
 	}
 	if err := netlink.LinkSetUp(pod); err != nil {
-		return fmt.Errorf("setting %s up: %w", podnetwork.PodInterface, err)
+		return fmt.Errorf("setting %s up: %w", b.podInterface(), err)
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func cniPod(t *testing.T) *os.File {
 
 func TestDiscoverPodLink(t *testing.T) {
 	ns := cniPod(t)
-	pl, err := DiscoverPodLink(ns)
+	pl, err := DiscoverPodLink(ns, podnetwork.PodInterface)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestDiscoverPodLink(t *testing.T) {
 
 func TestBridgeSetup(t *testing.T) {
 	ns := cniPod(t)
-	pl, err := DiscoverPodLink(ns)
+	pl, err := DiscoverPodLink(ns, podnetwork.PodInterface)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,72 @@ func TestBridgeSetup(t *testing.T) {
 	if mac, addr, err := Dropped(ns); err != nil || mac != 0 || addr != 0 {
 		t.Errorf("dropped %d, %d, %v: want the counters, at 0", mac, addr, err)
 	}
-	if _, err := DiscoverPodLink(ns); err == nil {
-		t.Error("the Pod's link was found again after the binding took its address")
+	if again, err := DiscoverPodLink(ns, podnetwork.PodInterface); err != nil || again.Address.IsValid() {
+		t.Errorf("the Pod's link read again after the binding took its address: %+v, %v", again, err)
+	}
+}
+
+// A Multus network's interface next to the pod network's: bridged at
+// layer 2 under its own names, with its own table holding the MAC rule
+// only, and the pod network's binding untouched.
+func TestSecondaryBridgeSetup(t *testing.T) {
+	ns := cniPod(t)
+	pod, err := DiscoverPodLink(ns, podnetwork.PodInterface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podMAC, _ := net.ParseMAC(pod.MAC)
+	if err := (Bridge{Tap: podnetwork.TapName(0), Owner: 107, Group: 107, MAC: podMAC, Link: pod}).Setup(ns); err != nil {
+		t.Fatal(err)
+	}
+	iface := podnetwork.SecondaryInterface("red")
+	err = inNamespace(ns, func() error {
+		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: iface, MTU: 1450}, PeerName: "peer1"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := DiscoverPodLink(ns, iface)
+	if err != nil || link.Address.IsValid() || link.MTU != 1450 {
+		t.Fatalf("the Multus interface: %+v, %v; want no address, MTU 1450", link, err)
+	}
+	guestMAC, _ := net.ParseMAC("02:00:00:00:00:0c")
+	b := Bridge{Tap: podnetwork.SecondaryTap(iface), Owner: 107, Group: 107, MAC: guestMAC, PodInterface: iface, Name: podnetwork.SecondaryBridge(iface), Link: link}
+	for range 2 {
+		if err := b.Setup(ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = inNamespace(ns, func() error {
+		br, err := netlink.LinkByName(b.Name)
+		if err != nil {
+			return err
+		}
+		for _, name := range []string{iface, b.Tap} {
+			l, err := netlink.LinkByName(name)
+			if err != nil {
+				return err
+			}
+			if l.Attrs().MasterIndex != br.Attrs().Index || l.Attrs().MTU != 1450 {
+				t.Errorf("%s: master %d (bridge %d), MTU %d", name, l.Attrs().MasterIndex, br.Attrs().Index, l.Attrs().MTU)
+			}
+		}
+		if addrs, _ := netlink.AddrList(br, netlink.FAMILY_V4); len(addrs) != 0 {
+			t.Errorf("the layer-2 bridge has addresses %v", addrs)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := TableName + "-" + b.Name
+	if got := tableRuleCounts(t, ns, nftables.TableFamilyBridge, table, TableName); len(got) != 1 || got["antispoof"] != 1 {
+		t.Errorf("rules of %s per chain %v, want the MAC rule only", table, got)
+	}
+	if got := tableRuleCounts(t, ns, nftables.TableFamilyBridge, TableName, table); got["antispoof"] != 4 || got["isolate"] != 3 {
+		t.Errorf("the pod network's rules per chain %v", got)
+	}
+	if mac, addr, err := Dropped(ns); err != nil || mac != 0 || addr != 0 {
+		t.Errorf("dropped %d, %d, %v", mac, addr, err)
 	}
 }

@@ -19,40 +19,65 @@ const (
 	etherARP  = 0x0806
 )
 
+// table is the name of b's nftables table (family bridge).
+func (b Bridge) table() string {
+	if b.name() == podnetwork.BridgeName {
+		return TableName
+	}
+	return TableName + "-" + b.name()
+}
+
 // rules replaces the binding's nftables table (family bridge) in ns:
 //
 //	prerouting (raw): from the tap, drop (and count) frames not from the
-//	                  guest's MAC, IPv4 packets and ARP not from the
-//	                  Pod's address (DHCP's 0.0.0.0 aside), and every
-//	                  other ether type
+//	                  guest's MAC; when the guest has the Pod's address,
+//	                  IPv4 packets and ARP not from it (DHCP's 0.0.0.0
+//	                  aside) and every other ether type
 //	forward:          no DHCP across the Pod's interface, either way, and
 //	                  no ARP for the bridge's own address out of it
 //	input, output:    the bridge's link-local address never on the Pod's
 //	                  interface (every bridge binding's bridge has it)
+//
+// A layer-2 binding (a Multus network without IPAM) has the MAC rule
+// only: the guest brings its own addresses and protocols there.
 func (b Bridge) rules(ns *os.File) error {
 	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd())))
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
 	}
-	t, err := replaceTable(c, nftables.TableFamilyBridge)
+	t, err := replaceTable(c, nftables.TableFamilyBridge, b.table())
 	if err != nil {
 		return err
 	}
-	podIP := b.Link.Address.Addr().AsSlice()
-	server := podnetwork.BridgeServerAddress.AsSlice()
-	zero := net.IPv4zero.To4()
 	fromTap := ifname(expr.MetaKeyIIFNAME, b.Tap)
-	fromPod := ifname(expr.MetaKeyIIFNAME, podnetwork.PodInterface)
-	toPod := ifname(expr.MetaKeyOIFNAME, podnetwork.PodInterface)
-	drop := []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}}
 	counted := []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}}
-
 	spoof := c.AddChain(&nftables.Chain{Name: "antispoof", Table: t, Type: nftables.ChainTypeFilter, Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRaw})
 	c.AddRule(&nftables.Rule{Table: t, Chain: spoof, UserData: []byte(counterMAC), Exprs: concat(fromTap,
 		[]expr.Any{
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 6, Len: 6},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: b.MAC},
 		}, counted)})
+	if b.serves() {
+		b.addressRules(c, t, spoof)
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("nftables table %s (bridge): %w", b.table(), err)
+	}
+	return nil
+}
+
+// addressRules adds to t the rules of a binding whose guest has the Pod's
+// address: see rules.
+func (b Bridge) addressRules(c *nftables.Conn, t *nftables.Table, spoof *nftables.Chain) {
+	podIP := b.Link.Address.Addr().AsSlice()
+	server := podnetwork.BridgeServerAddress.AsSlice()
+	zero := net.IPv4zero.To4()
+	fromTap := ifname(expr.MetaKeyIIFNAME, b.Tap)
+	fromPod := ifname(expr.MetaKeyIIFNAME, b.podInterface())
+	toPod := ifname(expr.MetaKeyOIFNAME, b.podInterface())
+	drop := []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}}
+	counted := []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}}
+
 	c.AddRule(&nftables.Rule{Table: t, Chain: spoof, Exprs: concat(fromTap,
 		[]expr.Any{
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 12, Len: 2},
@@ -84,10 +109,6 @@ func (b Bridge) rules(ns *os.File) error {
 	out := c.AddChain(&nftables.Chain{Name: "output", Table: t, Type: nftables.ChainTypeFilter, Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityFilter})
 	c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: concat(toPod, etherType(etherARP), nhEquals(arpSenderIP, server), drop)})
 	c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: concat(toPod, etherType(etherIPv4), nhEquals(12, server), drop)})
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("nftables table %s (bridge): %w", TableName, err)
-	}
-	return nil
 }
 
 // Offsets in an Ethernet/IPv4 ARP message.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,6 +154,13 @@ func ruleCounts(t *testing.T, ns *os.File) map[string]int {
 
 func familyRuleCounts(t *testing.T, ns *os.File, family nftables.TableFamily) map[string]int {
 	t.Helper()
+	return tableRuleCounts(t, ns, family, TableName)
+}
+
+// tableRuleCounts counts the rules per chain of family's table, and fails
+// on a chain of family in a table that is not one of also.
+func tableRuleCounts(t *testing.T, ns *os.File, family nftables.TableFamily, table string, also ...string) map[string]int {
+	t.Helper()
 	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd())))
 	if err != nil {
 		t.Fatal(err)
@@ -163,8 +171,10 @@ func familyRuleCounts(t *testing.T, ns *os.File, family nftables.TableFamily) ma
 	}
 	out := map[string]int{}
 	for _, ch := range chains {
-		if ch.Table.Name != TableName {
-			t.Errorf("chain %s in table %s", ch.Name, ch.Table.Name)
+		if ch.Table.Name != table {
+			if !slices.Contains(also, ch.Table.Name) {
+				t.Errorf("chain %s in table %s", ch.Name, ch.Table.Name)
+			}
 			continue
 		}
 		rules, err := c.GetRules(ch.Table, ch)

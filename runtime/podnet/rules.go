@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -14,8 +15,9 @@ import (
 	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 )
 
-// TableName is the nftables table (family ip) of a binding's rules in
-// the Pod's namespace.
+// TableName is the nftables table of the pod network's binding in the
+// Pod's namespace (family ip for masquerade, bridge for bridge); a
+// Multus network's bridge has its own, TableName-<bridge>.
 const TableName = "tekvirt"
 
 // rules replaces the binding's nftables table in ns:
@@ -32,7 +34,7 @@ func (m Masquerade) rules(ns *os.File) error {
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
 	}
-	t, err := replaceTable(c, nftables.TableFamilyIPv4)
+	t, err := replaceTable(c, nftables.TableFamilyIPv4, TableName)
 	if err != nil {
 		return err
 	}
@@ -118,23 +120,23 @@ const (
 	counterAddress = "antispoof:address"
 )
 
-// replaceTable deletes the binding's table of family if it exists and adds
-// it again, empty, in c's batch: the whole change is applied at once.
-func replaceTable(c *nftables.Conn, family nftables.TableFamily) (*nftables.Table, error) {
+// replaceTable deletes the table name of family if it exists and adds it
+// again, empty, in c's batch: the whole change is applied at once.
+func replaceTable(c *nftables.Conn, family nftables.TableFamily, name string) (*nftables.Table, error) {
 	tables, err := c.ListTablesOfFamily(family)
 	if err != nil {
 		return nil, fmt.Errorf("listing nftables tables: %w", err)
 	}
-	t := &nftables.Table{Family: family, Name: TableName}
-	if slices.ContainsFunc(tables, func(x *nftables.Table) bool { return x.Name == TableName }) {
+	t := &nftables.Table{Family: family, Name: name}
+	if slices.ContainsFunc(tables, func(x *nftables.Table) bool { return x.Name == name }) {
 		c.DelTable(t)
 	}
 	return c.AddTable(t), nil
 }
 
-// Dropped is how many packets the anti-spoofing rules of the binding in ns
-// (masquerade or bridge) dropped: those from another MAC, and those from
-// another address.
+// Dropped is how many packets the anti-spoofing rules of the bindings in
+// ns (masquerade or bridge, on the pod network and Multus ones) dropped:
+// those from another MAC, and those from another address.
 func Dropped(ns *os.File) (otherMAC, otherAddress uint64, err error) {
 	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd())))
 	if err != nil {
@@ -142,23 +144,31 @@ func Dropped(ns *os.File) (otherMAC, otherAddress uint64, err error) {
 	}
 	found := 0
 	for _, family := range []nftables.TableFamily{nftables.TableFamilyIPv4, nftables.TableFamilyBridge} {
-		t := &nftables.Table{Family: family, Name: TableName}
-		rules, err := c.GetRules(t, &nftables.Chain{Name: "antispoof", Table: t})
+		tables, err := c.ListTablesOfFamily(family)
 		if err != nil {
-			continue // no binding of that kind
+			return 0, 0, fmt.Errorf("listing nftables tables: %w", err)
 		}
-		for _, r := range rules {
-			for _, e := range r.Exprs {
-				ctr, ok := e.(*expr.Counter)
-				if !ok {
-					continue
-				}
-				found++
-				switch string(r.UserData) {
-				case counterMAC:
-					otherMAC += ctr.Packets
-				case counterAddress:
-					otherAddress += ctr.Packets
+		for _, t := range tables {
+			if t.Name != TableName && !strings.HasPrefix(t.Name, TableName+"-") {
+				continue
+			}
+			rules, err := c.GetRules(t, &nftables.Chain{Name: "antispoof", Table: t})
+			if err != nil {
+				continue // no anti-spoofing chain in it
+			}
+			for _, r := range rules {
+				for _, e := range r.Exprs {
+					ctr, ok := e.(*expr.Counter)
+					if !ok {
+						continue
+					}
+					found++
+					switch string(r.UserData) {
+					case counterMAC:
+						otherMAC += ctr.Packets
+					case counterAddress:
+						otherAddress += ctr.Packets
+					}
 				}
 			}
 		}
