@@ -12,6 +12,9 @@ import (
 // opens the tap through. KubeVirt's name, so quotas written for it apply.
 const TunResource = "devices.kubevirt.io/tun"
 
+// MaxInterfaces is how many interfaces a guest gets.
+const MaxInterfaces = 8
+
 // PodInterface is the Pod's own interface, which the CNI plugin made.
 const PodInterface = "eth0"
 

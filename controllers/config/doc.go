@@ -19,7 +19,7 @@ import "embed"
 
 // FS holds every manifest under this folder.
 //
-//go:embed admission/*.yaml downloads/*.yaml crd/*.yaml hosted/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml node/*.yaml operator/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml subresources/*.yaml golden/*.yaml users/*.yaml
+//go:embed admission/*.yaml downloads/*.yaml crd/*.yaml hosted/*.yaml rbac/*.yaml manager/*.yaml samples/*.yaml node/*.yaml operator/*.yaml hostpath/*.yaml handler/*.yaml webhook/*.yaml upload/*.yaml networkaddons/*.yaml subresources/*.yaml golden/*.yaml users/*.yaml
 var FS embed.FS
 
 // Files are what the release installs, in the order they are applied: the
@@ -55,6 +55,7 @@ var Files = []string{
 	"handler/role.yaml",
 	"handler/service_account.yaml",
 	"handler/role_binding.yaml",
+	"networkaddons/rbac.yaml",
 	"golden/namespace.yaml",
 	"operator/ca_reader.yaml",
 	"hosted/release_reader.yaml",
@@ -83,6 +84,17 @@ var ComponentFiles = []string{
 	"hosted/release.yaml",
 	"downloads/downloads.yaml",
 }
+
+// The network add-ons the operator deploys as the NetworkAddonsConfig
+// asks (CNAO's components): Multus, and the bridge CNI plugin. Their RBAC
+// is in Files.
+const (
+	MultusFile      = "networkaddons/multus.yaml"
+	LinuxBridgeFile = "networkaddons/linuxbridge.yaml"
+)
+
+// NetworkAddonFiles are all of them.
+var NetworkAddonFiles = []string{MultusFile, LinuxBridgeFile}
 
 // DefaultHyperConverged is the entry object `tekvirt up` creates.
 const DefaultHyperConverged = "samples/hyperconverged.yaml"

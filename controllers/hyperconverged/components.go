@@ -43,7 +43,12 @@ var Programs = []string{
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-downloads",
 	HostedReleaseImage,
 	HostedWorkerImage,
+	NetworkAddonsImage,
 }
+
+// NetworkAddonsImage holds the network add-ons' programs: Multus's thin
+// plugin and its installer, and the bridge CNI plugin.
+const NetworkAddonsImage = "tekvirt.io/network-addons"
 
 // HostedReleaseImage is the hosted control plane's release image's name,
 // HostedWorkerImage the containerDisk NodePool workers boot by default.
@@ -93,14 +98,11 @@ type certs struct {
 	webhook, handler, downloads keyPair
 }
 
-// render returns the component objects: the controller's Deployment,
-// Services, webhooks and APIService (caBundle set), the node daemons, the
-// default StorageClass, the common cluster instancetypes and preferences,
-// the serving certificates' Secrets and the CA bundle's ConfigMap, each
-// labelled as the operator's.
-func render(images Images, c certs, containerDiskMaxBytes string) ([]*unstructured.Unstructured, error) {
+// renderFiles decodes the manifests files of ctrlconfig.FS, their images
+// resolved.
+func renderFiles(images Images, files []string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	for _, f := range ctrlconfig.ComponentFiles {
+	for _, f := range files {
 		data, err := fs.ReadFile(ctrlconfig.FS, f)
 		if err != nil {
 			return nil, err
@@ -112,6 +114,23 @@ func render(images Images, c certs, containerDiskMaxBytes string) ([]*unstructur
 		docs, err := ctrlconfig.Decode([]byte(resolved))
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s: %w", f, err)
+		}
+		out = append(out, docs...)
+	}
+	return out, nil
+}
+
+// render returns the component objects: the controller's Deployment,
+// Services, webhooks and APIService (caBundle set), the node daemons, the
+// default StorageClass, the common cluster instancetypes and preferences,
+// the serving certificates' Secrets and the CA bundle's ConfigMap, each
+// labelled as the operator's.
+func render(images Images, c certs, containerDiskMaxBytes string, addons ...string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, f := range append(slices.Clone(ctrlconfig.ComponentFiles), addons...) {
+		docs, err := renderFiles(images, []string{f})
+		if err != nil {
+			return nil, err
 		}
 		for _, d := range docs {
 			if err := setCABundle(d, c.caBundle); err != nil {

@@ -25,15 +25,27 @@ func (r *Reconciler) deploy(ctx context.Context, hc *hcov1beta1.HyperConverged, 
 	if err != nil {
 		return time.Time{}, fmt.Errorf("issuing certificates: %w", err)
 	}
-	objs, err := render(r.Images, c, hc.Annotations[ContainerDiskMaxBytesAnnotation])
+	nac, addons, err := networkAddonsConfig(hc)
 	if err != nil {
 		return time.Time{}, err
 	}
-	nac, err := networkAddonsConfig(hc)
+	on, off := networkAddonFiles(addons)
+	objs, err := render(r.Images, c, hc.Annotations[ContainerDiskMaxBytesAnnotation], on...)
 	if err != nil {
 		return time.Time{}, err
 	}
 	objs = append(objs, nac)
+	// The add-ons the NetworkAddonsConfig turns off go, as CNAO removes
+	// them.
+	gone, err := renderFiles(r.Images, off)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, o := range gone {
+		if err := r.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+			return time.Time{}, fmt.Errorf("removing %s %s, which the NetworkAddonsConfig turns off: %w", o.GetKind(), key(o), err)
+		}
+	}
 	hc.Status.RelatedObjects = hc.Status.RelatedObjects[:0]
 	for _, o := range objs {
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
 	nacv1 "github.com/tekvirt/tekvirt/controllers/apis/networkaddons/v1"
+	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 )
 
 // NetworkAddonsJSONPatchAnnotation is HCO's: a JSON patch (RFC 6902) on
@@ -27,46 +28,70 @@ import (
 const NetworkAddonsJSONPatchAnnotation = "networkaddonsconfigs.kubevirt.io/jsonpatch"
 
 // networkAddonsConfig is the NetworkAddonsConfig "cluster" as HCO writes it
-// for hc: the MAC pool on, over a range of 02:XX:XX:00:00:00 to
-// 02:XX:XX:FF:FF:FF (locally administered unicast; XX from hc's UID, where
-// CNAO picks them at random, so that two clusters' VMs rarely share one),
-// then hc's JSON patch. A patch that does not apply, or leaves a spec
-// tekvirt does not serve, is an error naming the annotation.
-func networkAddonsConfig(hc *hcov1beta1.HyperConverged) (*unstructured.Unstructured, error) {
+// for hc, and its spec: Multus, the bridge plugin and the MAC pool on, the
+// pool over a range of 02:XX:XX:00:00:00 to 02:XX:XX:FF:FF:FF (locally
+// administered unicast; XX from hc's UID, where CNAO picks them at random,
+// so that two clusters' VMs rarely share one), then hc's JSON patch. A
+// patch that does not apply, or leaves a spec tekvirt does not serve, is
+// an error naming the annotation.
+func networkAddonsConfig(hc *hcov1beta1.HyperConverged) (*unstructured.Unstructured, nacv1.NetworkAddonsConfigSpec, error) {
 	sum := sha256.Sum256([]byte(hc.UID))
-	nac := &nacv1.NetworkAddonsConfig{Spec: nacv1.NetworkAddonsConfigSpec{KubeMacPool: &nacv1.KubeMacPool{
-		RangeStart: fmt.Sprintf("02:%02x:%02x:00:00:00", sum[0], sum[1]),
-		RangeEnd:   fmt.Sprintf("02:%02x:%02x:ff:ff:ff", sum[0], sum[1]),
-	}}}
+	nac := &nacv1.NetworkAddonsConfig{Spec: nacv1.NetworkAddonsConfigSpec{
+		Multus:      &nacv1.Multus{},
+		LinuxBridge: &nacv1.LinuxBridge{},
+		KubeMacPool: &nacv1.KubeMacPool{
+			RangeStart: fmt.Sprintf("02:%02x:%02x:00:00:00", sum[0], sum[1]),
+			RangeEnd:   fmt.Sprintf("02:%02x:%02x:ff:ff:ff", sum[0], sum[1]),
+		},
+	}}
 	doc, err := json.Marshal(map[string]any{
 		"apiVersion": nacv1.GroupVersion.String(), "kind": "NetworkAddonsConfig",
 		"metadata": map[string]any{"name": nacv1.Name},
 		"spec":     nac.Spec,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nac.Spec, err
 	}
 	if p := hc.Annotations[NetworkAddonsJSONPatchAnnotation]; p != "" {
 		patch, err := jsonpatch.DecodePatch([]byte(p))
 		if err != nil {
-			return nil, fmt.Errorf("annotation %s: %w", NetworkAddonsJSONPatchAnnotation, err)
+			return nil, nac.Spec, fmt.Errorf("annotation %s: %w", NetworkAddonsJSONPatchAnnotation, err)
 		}
 		if doc, err = patch.Apply(doc); err != nil {
-			return nil, fmt.Errorf("annotation %s: %w", NetworkAddonsJSONPatchAnnotation, err)
+			return nil, nac.Spec, fmt.Errorf("annotation %s: %w", NetworkAddonsJSONPatchAnnotation, err)
 		}
 		checked := &nacv1.NetworkAddonsConfig{}
 		dec := json.NewDecoder(bytes.NewReader(doc))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(checked); err != nil {
-			return nil, fmt.Errorf("annotation %s: the patched NetworkAddonsConfig: %w", NetworkAddonsJSONPatchAnnotation, err)
+			return nil, nac.Spec, fmt.Errorf("annotation %s: the patched NetworkAddonsConfig: %w", NetworkAddonsJSONPatchAnnotation, err)
 		}
+		nac = checked
 	}
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(doc); err != nil {
-		return nil, err
+		return nil, nac.Spec, err
 	}
 	obj.SetLabels(map[string]string{ManagedByLabel: ManagedBy, "app.kubernetes.io/part-of": "tekvirt"})
-	return obj, nil
+	return obj, nac.Spec, nil
+}
+
+// networkAddonFiles are the manifests (ctrlconfig.NetworkAddonFiles) of
+// the add-ons spec turns on, and of those it leaves off.
+func networkAddonFiles(spec nacv1.NetworkAddonsConfigSpec) (on, off []string) {
+	for file, enabled := range map[string]bool{
+		ctrlconfig.MultusFile:      spec.Multus != nil,
+		ctrlconfig.LinuxBridgeFile: spec.LinuxBridge != nil,
+	} {
+		if enabled {
+			on = append(on, file)
+		} else {
+			off = append(off, file)
+		}
+	}
+	slices.Sort(on)
+	slices.Sort(off)
+	return on, off
 }
 
 // networkAddonsStatus writes the NetworkAddonsConfig's conditions as CNAO

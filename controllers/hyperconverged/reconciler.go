@@ -187,12 +187,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hc *hcov1beta1.HyperCo
 	if r.Images != nil {
 		// The components, named as render names them (no certificate is
 		// needed to delete one), and the CA.
-		components, err := render(r.Images, certs{}, "")
+		components, err := render(r.Images, certs{}, "", ctrlconfig.NetworkAddonFiles...)
 		if err != nil {
 			return reconcile.TerminalError(err)
 		}
 		objs = append(append(objs, components...), tlsSecret(caSecretName, ctrlconfig.Namespace, keyPair{}))
-		if nac, err := networkAddonsConfig(&hcov1beta1.HyperConverged{}); err == nil {
+		if nac, _, err := networkAddonsConfig(&hcov1beta1.HyperConverged{}); err == nil {
 			objs = append(objs, nac)
 		}
 	}

@@ -49,6 +49,9 @@ func checkInterfaces(prefix string, spec *v1.VirtualMachineInstanceSpec) []strin
 	for _, n := range spec.Networks {
 		networks[n.Name] = n
 	}
+	if n := len(spec.Domain.Devices.Interfaces); n > podnetwork.MaxInterfaces {
+		msgs = append(msgs, fmt.Sprintf("%s.domain.devices.interfaces: %d interfaces; a guest gets at most %d", prefix, n, podnetwork.MaxInterfaces))
+	}
 	named := map[string]bool{}
 	for i, iface := range spec.Domain.Devices.Interfaces {
 		named[iface.Name] = true

@@ -18,6 +18,7 @@ type binaries struct {
 	tkn     string
 	etcd    string // the hosted control planes' etcd (the cluster's own is Debian's)
 	coredns string // the cluster DNS server
+	multus  string // dir with multus, thin_entrypoint and the bridge CNI plugin
 	tekvirt string // dir with tekvirt, tekvirt-testbed, tekvirt-controller, tekvirt-step
 }
 
@@ -100,6 +101,17 @@ var toolBuilds = []toolBuild{
 		ldflags:  func(string) string { return "-s -w" },
 		coldHint: "~3 min on 2 cores the first time",
 	},
+	{
+		name:   "multus",
+		module: "gopkg.in/k8snetworkplumbingwg/multus-cni.v4",
+		pkgs:   []string{"bridge", "thin_entrypoint", "multus"},
+		paths:  map[string]string{"bridge": "github.com/containernetworking/plugins/plugins/main/bridge"},
+		// Multus's own version stamp, which its binaries print.
+		ldflags: func(v string) string {
+			return "-s -w -X gopkg.in/k8snetworkplumbingwg/multus-cni.v4/pkg/multus.version=" + v
+		},
+		coldHint: "~2 min on 2 cores the first time",
+	},
 }
 
 // importPath maps a tool's short package name to its import path.
@@ -160,6 +172,8 @@ func (c *Cluster) toolDir(t toolBuild, version string) string {
 	if len(srcs) == 0 {
 		return dir
 	}
+	// Its requirements too: such a module pins more than t.module.
+	srcs = append(srcs, filepath.Join(c.Source, "e2e", "tools", t.name, "go.mod"))
 	h := sha256.New()
 	for _, f := range srcs {
 		data, err := os.ReadFile(f)
@@ -261,6 +275,7 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 	}
 	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "server")
 	b.coredns = filepath.Join(dirs[4], "coredns")
+	b.multus = dirs[5]
 	b.tekvirt = c.path("cache", "tekvirt")
 	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath", "./cmd/tekvirt-downloads"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
@@ -302,6 +317,7 @@ func (c *Cluster) knownBinaries() binaries {
 	}
 	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "server")
 	b.coredns = filepath.Join(dirs[4], "coredns")
+	b.multus = dirs[5]
 	return b
 }
 

@@ -77,8 +77,14 @@ func (c *Cluster) writeConfigs() error {
 		c.path("etc", "libvirtd.conf"):  c.libvirtdConfig(),
 		c.path("etc", "admission.yaml"): admissionConfig,
 	}
+	if err := checkCNIConfDir(); err != nil {
+		return err
+	}
 	for _, n := range c.nodes() {
 		if err := c.writeNodeConfigs(n, files); err != nil {
+			return err
+		}
+		if err := seedCNIBin(n); err != nil {
 			return err
 		}
 	}
@@ -113,7 +119,7 @@ func (c *Cluster) writeNodeConfigs(n node, files map[string]string) error {
 	files[c.etc(n, "kubelet.yaml")] = c.kubeletConfig(n)
 	files[c.etc(n, "kube-proxy.yaml")] = c.kubeProxyConfig(n)
 	files[c.etc(n, "containerd.toml")] = c.containerdConfig(n)
-	files[c.etc(n, filepath.Join("cni", "10-tekvirt.conflist"))] = cniConfig(n)
+	files[nodePath(n, filepath.Join(CNIConfDir, cniConfigFile))] = cniConfig(n)
 	return nil
 }
 
@@ -230,7 +236,7 @@ state = %[2]q
   [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[7]s"]
     endpoint = ["http://%[4]s"]
 `, filepath.Join(c.dataDir(n), "containerd"), filepath.Join(c.runDir(n), "containerd", "state"), c.containerdSocketOf(n),
-		RegistryAddr, cniBinDir, filepath.Dir(c.etc(n, filepath.Join("cni", "x"))), RegistryClusterAddr)
+		RegistryAddr, CNIBinDir, CNIConfDir, RegistryClusterAddr)
 }
 
 // cniConfig bridges n's pods on the node's own subnet; their traffic to

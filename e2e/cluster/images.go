@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tekvirt/tekvirt/catalog"
+	"github.com/tekvirt/tekvirt/controllers/hyperconverged"
 	"github.com/tekvirt/tekvirt/e2e/ocibuild"
 )
 
@@ -81,6 +83,19 @@ func busyboxImage() (ocibuild.Spec, error) {
 	return ocibuild.Spec{Files: files, Entrypoint: []string{"/bin/sh"}}, nil
 }
 
+// networkAddonsImage holds the network add-ons' programs where their
+// manifests (controllers/config/networkaddons) run them: Multus's
+// installer at /thin_entrypoint with the plugin it installs at Multus's
+// own path, the bridge CNI plugin under /opt/cni-plugins, and busybox (bb)
+// to copy and wait.
+func networkAddonsImage(bb ocibuild.Spec, dir string) ocibuild.Spec {
+	files := maps.Clone(bb.Files)
+	files["/thin_entrypoint"] = ocibuild.File{Source: filepath.Join(dir, "thin_entrypoint"), Mode: 0o755}
+	files["/usr/src/multus-cni/bin/multus"] = ocibuild.File{Source: filepath.Join(dir, "multus"), Mode: 0o755}
+	files["/opt/cni-plugins/bridge"] = ocibuild.File{Source: filepath.Join(dir, "bridge"), Mode: 0o755}
+	return ocibuild.Spec{Files: files, Entrypoint: []string{"/thin_entrypoint"}}
+}
+
 // pushImages builds and pushes every image to registry (host:port, or
 // host:port/path); unchanged images upload nothing.
 func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (Images, error) {
@@ -109,6 +124,7 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 		tekvirtModule + "/cmd/tekvirt-step":       nonRoot(goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-step"))),
 		tekvirtModule + "/cmd/tekvirt-downloads":  downloadsImage(b),
 		CoreDNSImageKey:                           nonRoot(goBinaryImage(b.coredns)),
+		hyperconverged.NetworkAddonsImage:         networkAddonsImage(bb, b.multus),
 	}
 	// Tekton's images run as a non-root user, as its release's do: with
 	// set-security-context its init containers must (runAsNonRoot).

@@ -142,9 +142,10 @@ func nodeDir(name string) string { return filepath.Join(NodesRoot, name) }
 // nodeBinds are the paths an extra node has its own copy of, each bound in
 // its mount namespace from the same-named directory under nodeDir: the
 // DaemonSets' hostPaths, the kubelet's pod logs (each kubelet collects the
-// logs of pods it does not know), the CNI plugins' address leases and the
-// pods' network namespace files.
-var nodeBinds = []string{"/var/lib/kubelet", NodeRoot, "/var/log/pods", "/var/log/containers", "/var/lib/cni", "/run/netns"}
+// logs of pods it does not know), the CNI plugins' address leases, the
+// pods' network namespace files and the CNI directories the network
+// add-ons install into.
+var nodeBinds = []string{"/var/lib/kubelet", NodeRoot, "/var/log/pods", "/var/log/containers", "/var/lib/cni", "/run/netns", CNIConfDir, CNIBinDir}
 
 // HostPath maps a path as the named node sees it to the same file's path on
 // this machine: the node's own directory for the paths an extra node has

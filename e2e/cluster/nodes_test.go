@@ -42,7 +42,7 @@ func TestExtraNodeLayout(t *testing.T) {
 	if cni := cniConfig(second); !strings.Contains(cni, `"subnet": "10.244.1.0/24"`) {
 		t.Errorf("node 2's CNI configuration: %s", cni)
 	}
-	if cd := c.containerdConfig(second); !strings.Contains(cd, `conf_dir = "/h/etc/nodes/2/cni"`) || !strings.Contains(cd, `root = "/h/data/nodes/2/containerd"`) {
+	if cd := c.containerdConfig(second); !strings.Contains(cd, `conf_dir = "/etc/cni/net.d"`) || !strings.Contains(cd, `bin_dir = "/opt/cni/bin"`) || !strings.Contains(cd, `root = "/h/data/nodes/2/containerd"`) {
 		t.Errorf("node 2's containerd configuration:\n%s", cd)
 	}
 }

@@ -11,9 +11,12 @@ import (
 	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 )
 
-// nicSlot is the PCI slot of the first NIC: a fixed, free slot, since
-// libvirt's automatic placement clashed with other devices here.
-const nicSlot = 0x1f
+// nicSlot is the PCI slot of the first NIC, the others following it up to
+// the bus's last (0x1f, hence podnetwork.MaxInterfaces): fixed, free
+// slots, since libvirt's automatic placement clashed with other devices
+// here, and in the order of the VMI's interfaces, which the guest names
+// its NICs by (eth0, eth1, ...).
+const nicSlot = 0x20 - podnetwork.MaxInterfaces
 
 // DefaultInterface names the interface a VMI without any gets.
 const DefaultInterface = "default"
@@ -77,6 +80,9 @@ func NICs(vmi *v1.VirtualMachineInstance) ([]NIC, error) {
 	networks := map[string]v1.Network{}
 	for _, n := range vmi.Spec.Networks {
 		networks[n.Name] = n
+	}
+	if len(ifaces) > podnetwork.MaxInterfaces {
+		return nil, fmt.Errorf("spec.domain.devices.interfaces: %d interfaces; a guest gets at most %d", len(ifaces), podnetwork.MaxInterfaces)
 	}
 	nics := make([]NIC, 0, len(ifaces))
 	onPod := ""

@@ -22,6 +22,14 @@ const Name = "cluster"
 
 // NetworkAddonsConfigSpec is the supported subset of the upstream spec.
 type NetworkAddonsConfigSpec struct {
+	// Multus deploys Multus (its thin plugin) on every node: Pods and VMs
+	// join the networks NetworkAttachmentDefinitions describe.
+	// +optional
+	Multus *Multus `json:"multus,omitempty"`
+	// LinuxBridge installs the bridge CNI plugin on every node, which
+	// NetworkAttachmentDefinitions of type bridge use.
+	// +optional
+	LinuxBridge *LinuxBridge `json:"linuxBridge,omitempty"`
 	// KubeMacPool turns on the MAC pool: every VirtualMachine interface
 	// without a MAC gets one of the range at admission.
 	// +optional
@@ -31,6 +39,12 @@ type NetworkAddonsConfigSpec struct {
 	// +optional
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 }
+
+// Multus has no settings: present, it is deployed.
+type Multus struct{}
+
+// LinuxBridge has no settings: present, the plugin is installed.
+type LinuxBridge struct{}
 
 // KubeMacPool is the range MACs are taken from, both ends included; the
 // operator picks one when they are unset, as CNAO does.
