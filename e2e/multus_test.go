@@ -19,24 +19,32 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/podnetwork"
+	"github.com/tekvirt/tekvirt/e2e/docexample"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 	"github.com/tekvirt/tekvirt/runtime/podnet"
 )
 
-// lanVM is a guest VM with KubeVirt's default interface and a second one,
-// "lan", on the Multus network nad (bridge binding), on node.
-func lanVM(ns, name, nad, node string) *v1.VirtualMachine {
+// lanVM is a guest VM on node with the interfaces and networks vms.md
+// gives it: KubeVirt's default interface and a second one, "lan", on the
+// Multus network nad (bridge binding); only the default one when nad is
+// empty.
+func lanVM(t *testing.T, ns, name, nad, node string) *v1.VirtualMachine {
+	t.Helper()
 	vm := framework.GuestVM(ns, name, framework.GuestImage, v1.RunStrategyAlways)
 	spec := &vm.Spec.Template.Spec
 	spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
 	if nad != "" {
-		spec.Domain.Devices.Interfaces = append(spec.Domain.Devices.Interfaces, v1.Interface{Name: "lan", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}})
-		spec.Networks = append(spec.Networks, v1.Network{Name: "lan", NetworkSource: v1.NetworkSource{Multus: &v1.MultusNetwork{NetworkName: nad}}})
+		var doc v1.VirtualMachineInstanceSpec
+		if err := yaml.UnmarshalStrict([]byte(docexample.Find(t, "vms-multus-template").With(t, "networkName: lan", "networkName: "+nad).Body), &doc); err != nil {
+			t.Fatal(err)
+		}
+		spec.Domain.Devices.Interfaces, spec.Networks = doc.Domain.Devices.Interfaces, doc.Networks
 	}
 	return vm
 }
@@ -58,16 +66,10 @@ func TestMultusBridgeNetwork(t *testing.T) {
 	// and never removes it.
 	bridge := "tv" + strings.TrimPrefix(podnetwork.SecondaryInterface(ns), "pod")
 	t.Cleanup(func() { deleteHostLink(bridge) })
-	nad := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": nadv1.SchemeGroupVersion.String(), "kind": "NetworkAttachmentDefinition",
-		"metadata": map[string]any{"namespace": ns, "name": "lan"},
-		"spec":     map[string]any{"config": fmt.Sprintf(`{"cniVersion":"0.3.1","name":"lan","type":"bridge","bridge":%q}`, bridge)},
-	}}
-	if err := c.Create(ctx, nad); err != nil {
-		t.Fatal(err)
-	}
+	// The network as vms.md writes it.
+	mustRunExample(t, f, docexample.Find(t, "vms-multus-network").With(t, "kubectl apply", "kubectl -n "+ns+" apply").With(t, "br-lan", bridge), t.TempDir(), nil)
 	vms := map[string]*v1.VirtualMachine{}
-	for _, vm := range []*v1.VirtualMachine{lanVM(ns, "a", "lan", node), lanVM(ns, "b", "lan", node), lanVM(ns, "c", "", node)} {
+	for _, vm := range []*v1.VirtualMachine{lanVM(t, ns, "a", "lan", node), lanVM(t, ns, "b", "lan", node), lanVM(t, ns, "c", "", node)} {
 		if err := c.Create(ctx, vm); err != nil {
 			t.Fatal(err)
 		}
@@ -164,19 +166,19 @@ func TestAttackNetworkAttachments(t *testing.T) {
 		}
 	}
 	tenant := userClient(t, f, ns, "e2e-tenant")
-	err := tenant.Create(ctx, lanVM(ns, "across", other+"/lan", node))
+	err := tenant.Create(ctx, lanVM(t, ns, "across", other+"/lan", node))
 	if err == nil || !strings.Contains(err.Error(), "spec.template.spec.networks[1].multus.networkName") || !strings.Contains(err.Error(), "another namespace") {
 		t.Errorf("a VM on another namespace's network: %v, want refused naming the field", err)
 	}
 	// A user who may create VMs but not read the namespace's
 	// NetworkAttachmentDefinitions.
 	vmOnly := roleClient(t, f, ns, "e2e-vm-only", []rbacv1.PolicyRule{{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"create", "get"}}})
-	err = vmOnly.Create(ctx, lanVM(ns, "unread", "lan", node))
+	err = vmOnly.Create(ctx, lanVM(t, ns, "unread", "lan", node))
 	if err == nil || !strings.Contains(err.Error(), "may not get NetworkAttachmentDefinition "+ns+"/lan") {
 		t.Errorf("a VM on a network its author may not read: %v, want refused naming it", err)
 	}
 	// The tenant's own: admitted; one missing: named on the VMI.
-	if err := tenant.Create(ctx, lanVM(ns, "missing", "nowhere", node)); err != nil {
+	if err := tenant.Create(ctx, lanVM(t, ns, "missing", "nowhere", node)); err != nil {
 		t.Fatal(err)
 	}
 	framework.WaitVMI(t, c, ns, "missing", time.Minute, "says its network is missing", func(vmi *v1.VirtualMachineInstance) error {
