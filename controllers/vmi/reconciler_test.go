@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -213,5 +214,47 @@ func TestRefusedLauncherPodIsExplained(t *testing.T) {
 	}
 	if n := len(f.pods()); n != 1 {
 		t.Errorf("%d launcher Pods, want 1", n)
+	}
+}
+
+// TestMissingNetworkAttachmentIsNamed: a VMI on a Multus network whose
+// NetworkAttachmentDefinition is missing gets no launcher Pod (Multus
+// would leave it without a sandbox) and says which one is missing; once
+// it exists the Pod is made, asking Multus for it.
+func TestMissingNetworkAttachmentIsNamed(t *testing.T) {
+	vmi := guestVMI()
+	vmi.Spec.Domain.Devices.Interfaces = append(vmi.Spec.Domain.Devices.Interfaces, v1.Interface{Name: "lan", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}})
+	vmi.Spec.Networks = append(vmi.Spec.Networks, v1.Network{Name: "lan", NetworkSource: v1.NetworkSource{Multus: &v1.MultusNetwork{NetworkName: "blue"}}})
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, nadv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(vmi).WithStatusSubresource(vmi, &corev1.Pod{}).Build()
+	f := &podFixture{t: t, c: c, r: &Reconciler{Client: c, LauncherImage: "reg/launcher:1"}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(vmi)}
+	if _, err := f.r.Reconcile(context.Background(), req); err == nil {
+		t.Fatal("reconcile: no error, want the missing network back (to retry)")
+	}
+	got := &v1.VirtualMachineInstance{}
+	if err := c.Get(context.Background(), req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	if cond := condition(got, v1.VirtualMachineInstanceSynchronized); cond == nil || cond.Reason != FailedCreateReason ||
+		!strings.Contains(cond.Message, "failed to locate network attachment definition ns/blue (spec.networks[0] lan)") {
+		t.Errorf("Synchronized = %+v, want FailedCreate naming ns/blue", cond)
+	}
+	if n := len(f.pods()); n != 0 {
+		t.Errorf("%d launcher Pods, want none", n)
+	}
+	nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "blue"}}
+	if err := c.Create(context.Background(), nad); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile()
+	pods := f.pods()
+	if len(pods) != 1 || !strings.Contains(pods[0].Annotations["k8s.v1.cni.cncf.io/networks"], `"name":"blue"`) {
+		t.Errorf("launcher Pods %d, annotations %v", len(pods), pods)
 	}
 }
