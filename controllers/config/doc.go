@@ -91,6 +91,9 @@ var ComponentFiles = []string{
 const (
 	MultusFile      = "networkaddons/multus.yaml"
 	LinuxBridgeFile = "networkaddons/linuxbridge.yaml"
+	// The DaemonSets they hold, in NodeNamespace.
+	MultusDaemonSet       = "multus"
+	BridgePluginDaemonSet = "bridge-plugin"
 )
 
 // NetworkAddonFiles are all of them.

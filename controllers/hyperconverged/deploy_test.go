@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tekvirt/tekvirt/contracts/trust"
@@ -188,6 +189,30 @@ func TestOperatorDeploysCertifiesAndRestoresComponents(t *testing.T) {
 		return nil
 	})
 
+	// HCO's patch that turns Multus off removes its DaemonSet, and the
+	// NetworkAddonsConfig says so.
+	multus := client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.MultusDaemonSet}
+	if err := c.Get(ctx, multus, &appsv1.DaemonSet{}); err != nil {
+		t.Fatalf("the Multus DaemonSet: %v", err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, NetworkAddonsJSONPatchAnnotation, `[{"op":"remove","path":"/spec/multus"}]`)
+	if err := c.Patch(ctx, &hcov1beta1.HyperConverged{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "Multus turned off", func() error {
+		if err := c.Get(ctx, multus, &appsv1.DaemonSet{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the Multus DaemonSet: %v, want it gone", err)
+		}
+		got := &nacv1.NetworkAddonsConfig{}
+		if err := c.Get(ctx, client.ObjectKey{Name: nacv1.Name}, got); err != nil {
+			return err
+		}
+		if got.Spec.Multus != nil || got.Spec.LinuxBridge == nil {
+			return fmt.Errorf("NetworkAddonsConfig spec %+v, want linuxBridge without multus", got.Spec)
+		}
+		return nil
+	})
+
 	if err := c.Delete(ctx, handler); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +302,7 @@ func markReady(t *testing.T, c client.Client) {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{ctrlconfig.HandlerDaemonSet, ctrlconfig.HostpathDaemonSet} {
+	for _, name := range []string{ctrlconfig.HandlerDaemonSet, ctrlconfig.HostpathDaemonSet, ctrlconfig.MultusDaemonSet, ctrlconfig.BridgePluginDaemonSet} {
 		ds := &appsv1.DaemonSet{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: name}, ds); err != nil {
 			t.Fatal(err)
