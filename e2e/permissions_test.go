@@ -77,6 +77,7 @@ func TestComponentPermissionsAsPublished(t *testing.T) {
 		"controller": {"--as=" + ctrlconfig.ControllerUser},
 		"operator":   {"--as=" + ctrlconfig.OperatorUser},
 		"handler":    {"--as=" + ctrlconfig.HandlerUser},
+		"multus":     {"--as=" + ctrlconfig.MultusUser},
 	}
 	mustHave := map[string]bool{"controller get secrets -n <tenant>": false, "controller get pods --subresource=log -n <tenant>": false,
 		"controller create rolebindings -n <tenant>": false, "handler patch nodes": false, "operator create rolebindings -n <tenant>": false}

@@ -94,6 +94,8 @@ const (
 	// The DaemonSets they hold, in NodeNamespace.
 	MultusDaemonSet       = "multus"
 	BridgePluginDaemonSet = "bridge-plugin"
+	// MultusUser is who Multus's plugin acts as on the nodes.
+	MultusUser = "system:serviceaccount:" + NodeNamespace + ":multus"
 )
 
 // NetworkAddonFiles are all of them.
