@@ -40,7 +40,8 @@ func SecondaryBridge(podInterface string) string {
 	return "k6t-" + strings.TrimPrefix(podInterface, secondaryPrefix)
 }
 
-// SecondaryTap: see SecondaryBridge.
+// SecondaryTap is the guest's tap on a secondary interface's bridge: see
+// SecondaryBridge.
 func SecondaryTap(podInterface string) string {
 	return "tap" + strings.TrimPrefix(podInterface, secondaryPrefix)
 }

@@ -201,7 +201,7 @@ func TestOperatorDeploysCertifiesAndRestoresComponents(t *testing.T) {
 	}
 	testenv.Eventually(t, "Multus turned off", func() error {
 		if err := c.Get(ctx, multus, &appsv1.DaemonSet{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the Multus DaemonSet: %v, want it gone", err)
+			return fmt.Errorf("the Multus DaemonSet: %w, want it gone", err)
 		}
 		got := &nacv1.NetworkAddonsConfig{}
 		if err := c.Get(ctx, client.ObjectKey{Name: nacv1.Name}, got); err != nil {

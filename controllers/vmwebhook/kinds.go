@@ -54,29 +54,8 @@ func (v Validator) virtualMachine(ctx context.Context, req admission.Request) er
 	if err := ValidateVMSpec(spec); err != nil {
 		return err
 	}
-	if t := vm.Spec.Template; t != nil {
-		msgs := checkNames("spec.template.spec", &t.Spec)
-		msgs = append(msgs, checkRunnable("spec.template.spec", &t.Spec, vm.Spec.Instancetype == nil)...)
-		msgs = append(msgs, checkAccessCredentials("spec.template.spec", &t.Spec)...)
-		if err := joined(msgs); err != nil {
-			return err
-		}
-		if changed, err := vmCredentialsChanged(req, &vm); err != nil || changed {
-			if err == nil {
-				err = v.maySeeSecrets(ctx, req.UserInfo, req.Namespace, "spec.template.spec", t.Spec.AccessCredentials)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if changed, err := vmNetworksChanged(req, &vm); err != nil || changed {
-			if err == nil {
-				err = v.mayUseNetworks(ctx, req.UserInfo, req.Namespace, "spec.template.spec", t.Spec.Networks)
-			}
-			if err != nil {
-				return err
-			}
-		}
+	if err := v.vmTemplate(ctx, req, &vm); err != nil {
+		return err
 	}
 	if err := v.sizing(ctx, req, &vm); err != nil {
 		return err
@@ -92,6 +71,36 @@ func (v Validator) virtualMachine(ctx context.Context, req admission.Request) er
 		}
 	}
 	return v.dataVolumeTemplates(ctx, req, &vm)
+}
+
+// vmTemplate checks vm's template: runnable, and, when the request sets
+// them anew, credentials and networks its author may use.
+func (v Validator) vmTemplate(ctx context.Context, req admission.Request, vm *kubevirtv1.VirtualMachine) error {
+	t := vm.Spec.Template
+	if t == nil {
+		return nil
+	}
+	msgs := checkNames("spec.template.spec", &t.Spec)
+	msgs = append(msgs, checkRunnable("spec.template.spec", &t.Spec, vm.Spec.Instancetype == nil)...)
+	msgs = append(msgs, checkAccessCredentials("spec.template.spec", &t.Spec)...)
+	if err := joined(msgs); err != nil {
+		return err
+	}
+	if changed, err := vmCredentialsChanged(req, vm); err != nil || changed {
+		if err == nil {
+			err = v.maySeeSecrets(ctx, req.UserInfo, req.Namespace, "spec.template.spec", t.Spec.AccessCredentials)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if changed, err := vmNetworksChanged(req, vm); err != nil || changed {
+		if err == nil {
+			err = v.mayUseNetworks(ctx, req.UserInfo, req.Namespace, "spec.template.spec", t.Spec.Networks)
+		}
+		return err
+	}
+	return nil
 }
 
 // sizing checks, when a VM is created or names another instancetype or

@@ -67,8 +67,17 @@ func checkInterfaces(prefix string, spec *v1.VirtualMachineInstanceSpec) []strin
 			msgs = append(msgs, fmt.Sprintf("%s.macAddress: %q is not an Ethernet address", field, iface.MacAddress))
 		}
 	}
+	return append(msgs, checkNetworks(prefix, spec.Networks, named)...)
+}
+
+// checkNetworks lists what of networks the runtime cannot build: one
+// without an interface (named lists those with one), two pod networks,
+// one both pod and Multus, a Multus network name that is none, a
+// masquerade network (vmNetworkCIDR) too small.
+func checkNetworks(prefix string, networks []v1.Network, named map[string]bool) []string {
+	var msgs []string
 	pod := -1
-	for i, n := range spec.Networks {
+	for i, n := range networks {
 		field := fmt.Sprintf("%s.networks[%d]", prefix, i)
 		if !named[n.Name] {
 			msgs = append(msgs, fmt.Sprintf("%s.name: no interface named %q in %s.domain.devices.interfaces", field, n.Name, prefix))
@@ -80,14 +89,12 @@ func checkInterfaces(prefix string, spec *v1.VirtualMachineInstanceSpec) []strin
 			msgs = append(msgs, fmt.Sprintf("%s (%s): %s.networks[%d] is already the pod network; a VMI has one", field, n.Name, prefix, pod))
 		case n.Pod != nil:
 			pod = i
+			if _, err := podnetwork.MasqueradeAddresses(n.Pod.VMNetworkCIDR); n.Pod.VMNetworkCIDR != "" && err != nil {
+				msgs = append(msgs, fmt.Sprintf("%s.pod.%v", field, err))
+			}
 		case n.Multus != nil:
 			if _, _, err := podnetwork.NetworkAttachment(n.Multus.NetworkName, "-"); err != nil {
 				msgs = append(msgs, fmt.Sprintf("%s.multus.%v", field, err))
-			}
-		}
-		if n.Pod != nil && n.Pod.VMNetworkCIDR != "" {
-			if _, err := podnetwork.MasqueradeAddresses(n.Pod.VMNetworkCIDR); err != nil {
-				msgs = append(msgs, fmt.Sprintf("%s.pod.%v", field, err))
 			}
 		}
 	}

@@ -169,7 +169,7 @@ func TestConvertNamesUnsupportedFields(t *testing.T) {
 			v.Spec.Domain.Devices.Interfaces[0].InterfaceBindingMethod = v1.InterfaceBindingMethod{SRIOV: &v1.InterfaceSRIOV{}}
 		}, []string{"spec.domain.devices.interfaces[0] (default)"}},
 		{"e1000 model", func(v *v1.VirtualMachineInstance, _ *Options) { v.Spec.Domain.Devices.Interfaces[0].Model = "e1000" },
-			[]string{`spec.domain.devices.interfaces[0].model "e1000"`}},
+			[]string{`spec.domain.devices.interfaces[0] (default): model "e1000"`}},
 		{"interface not prepared", func(_ *v1.VirtualMachineInstance, o *Options) { o.Interfaces = nil },
 			[]string{"spec.domain.devices.interfaces[0] (default): the node prepared no tap for it"}},
 		{"efi", func(v *v1.VirtualMachineInstance, _ *Options) {

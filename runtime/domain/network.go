@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -95,27 +96,39 @@ func NICs(vmi *v1.VirtualMachineInstance) ([]NIC, error) {
 		case !ok:
 			return nil, fmt.Errorf("%s: no network of that name in spec.networks", field)
 		}
-		nic := NIC{Interface: iface, Network: n}
-		switch {
-		case n.Pod != nil && onPod != "":
+		if n.Pod != nil && onPod != "" {
 			return nil, fmt.Errorf("%s: %s is already on the pod network", field, onPod)
-		case n.Pod != nil && iface.Masquerade == nil && iface.Bridge == nil:
-			return nil, fmt.Errorf("%s: only the masquerade and bridge bindings to the pod network are supported", field)
-		case n.Pod != nil:
-			onPod, nic.PodInterface = iface.Name, podnetwork.PodInterface
-		case n.Multus != nil && iface.Bridge == nil:
-			return nil, fmt.Errorf("%s: only the bridge binding to a Multus network is supported", field)
-		case n.Multus != nil:
-			nic.PodInterface = podnetwork.SecondaryInterface(n.Name)
-		default:
-			return nil, fmt.Errorf("%s: network %s is neither the pod network nor a Multus one", field, n.Name)
 		}
-		if iface.Model != "" && iface.Model != v1.VirtIO {
-			return nil, fmt.Errorf("spec.domain.devices.interfaces[%d].model %q is not supported (virtio)", i, iface.Model)
+		nic, err := bind(iface, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		if n.Pod != nil {
+			onPod = iface.Name
 		}
 		nics = append(nics, nic)
 	}
 	return nics, nil
+}
+
+// bind is iface on network n, if the runtime binds it so.
+func bind(iface v1.Interface, n v1.Network) (NIC, error) {
+	nic := NIC{Interface: iface, Network: n}
+	switch {
+	case iface.Model != "" && iface.Model != v1.VirtIO:
+		return nic, fmt.Errorf("model %q is not supported (virtio)", iface.Model)
+	case n.Pod != nil && iface.Masquerade == nil && iface.Bridge == nil:
+		return nic, errors.New("only the masquerade and bridge bindings to the pod network are supported")
+	case n.Pod != nil:
+		nic.PodInterface = podnetwork.PodInterface
+	case n.Multus != nil && iface.Bridge == nil:
+		return nic, errors.New("only the bridge binding to a Multus network is supported")
+	case n.Multus != nil:
+		nic.PodInterface = podnetwork.SecondaryInterface(n.Name)
+	default:
+		return nic, fmt.Errorf("network %s is neither the pod network nor a Multus one", n.Name)
+	}
+	return nic, nil
 }
 
 // ConfigureNetwork gives the guest a virtio NIC on the tap the handler

@@ -130,31 +130,31 @@ func interfaces(vmi *v1.VirtualMachineInstance, ls *launcher.Status) []v1.Virtua
 	for _, nic := range nics {
 		ni := v1.VirtualMachineInstanceNetworkInterface{Name: nic.Name, MAC: ls.MACs[nic.Name], PodInterfaceName: nic.PodInterface, InfoSource: infoDomain}
 		if gi, ok := guest[strings.ToLower(ni.MAC)]; ok && ni.MAC != "" {
-			ni.InterfaceName, ni.IP, ni.IPs, ni.InfoSource = gi.Name, "", guestIPs(gi), infoDomainAgent
-			if len(ni.IPs) > 0 {
-				ni.IP = ni.IPs[0]
-			}
+			ni.InterfaceName, ni.IPs, ni.InfoSource = gi.Name, guestIPs(gi), infoDomainAgent
 			delete(guest, strings.ToLower(ni.MAC))
 		}
 		if !nic.Secondary() && len(ls.PodIPs) > 0 {
-			ni.IP, ni.IPs = ls.PodIPs[0], ls.PodIPs
+			ni.IPs = ls.PodIPs
 		}
 		if ni.MAC == "" && ni.InfoSource == infoDomain && len(ls.PodIPs) == 0 {
 			continue // nothing known of it: no launcher Pod
 		}
-		out = append(out, ni)
+		out = append(out, withIP(ni))
 	}
 	for _, gi := range ls.Interfaces {
-		if _, ok := guest[strings.ToLower(gi.MAC)]; !ok || gi.MAC == "" {
-			continue
+		if _, ok := guest[strings.ToLower(gi.MAC)]; ok && gi.MAC != "" {
+			out = append(out, withIP(v1.VirtualMachineInstanceNetworkInterface{InterfaceName: gi.Name, MAC: gi.MAC, IPs: guestIPs(gi), InfoSource: infoGuestAgent}))
 		}
-		ni := v1.VirtualMachineInstanceNetworkInterface{InterfaceName: gi.Name, MAC: gi.MAC, IPs: guestIPs(gi), InfoSource: infoGuestAgent}
-		if len(ni.IPs) > 0 {
-			ni.IP = ni.IPs[0]
-		}
-		out = append(out, ni)
 	}
 	return out
+}
+
+// withIP is ni with its first address as its IP.
+func withIP(ni v1.VirtualMachineInstanceNetworkInterface) v1.VirtualMachineInstanceNetworkInterface {
+	if len(ni.IPs) > 0 {
+		ni.IP = ni.IPs[0]
+	}
+	return ni
 }
 
 // guestIPs are the addresses the agent reports of gi.
