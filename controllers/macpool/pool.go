@@ -41,9 +41,10 @@ type reservation struct {
 
 // Assign gives each interface of spec (the template of vm, as admitted)
 // that has no MAC one from the pool, and refuses a MAC another
-// VirtualMachine has. It does nothing unless the NetworkAddonsConfig
-// "cluster" turns kubeMacPool on.
-func (p *Pool) Assign(ctx context.Context, vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec) error {
+// VirtualMachine has, but those vm already has (own: an update's stored
+// object's). It does nothing unless the NetworkAddonsConfig "cluster"
+// turns kubeMacPool on.
+func (p *Pool) Assign(ctx context.Context, vm *v1.VirtualMachine, spec *v1.VirtualMachineInstanceSpec, own ...string) error {
 	nac := &nacv1.NetworkAddonsConfig{}
 	if err := p.Reader.Get(ctx, client.ObjectKey{Name: nacv1.Name}, nac); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -65,6 +66,11 @@ func (p *Pool) Assign(ctx context.Context, vm *v1.VirtualMachine, spec *v1.Virtu
 	taken, err := p.taken(ctx, vm.Namespace, self)
 	if err != nil {
 		return err
+	}
+	for _, mac := range own {
+		if m, err := parseMAC(mac); err == nil {
+			delete(taken, m)
+		}
 	}
 	given, err := assign(r, spec.Domain.Devices.Interfaces, taken)
 	if err != nil {

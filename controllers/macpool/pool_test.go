@@ -92,3 +92,25 @@ func TestPoolOffWithoutKubeMacPool(t *testing.T) {
 		}
 	}
 }
+
+// A VM created with generateName is admitted without its name (the API
+// server names it after admission): its first update, under its name,
+// keeps the MAC it was given, while a new VM cannot take it.
+func TestPoolKeepsAGeneratedNamesMAC(t *testing.T) {
+	ctx := context.Background()
+	rng := &nacv1.KubeMacPool{RangeStart: "02:aa:bb:00:00:00", RangeEnd: "02:aa:bb:00:00:ff"}
+	p := &Pool{Reader: newReader(t, rng)}
+	created := vmWith("ns", "", "")
+	if err := p.Assign(ctx, created, &created.Spec.Template.Spec); err != nil {
+		t.Fatal(err)
+	}
+	mac := created.Spec.Template.Spec.Domain.Devices.Interfaces[0].MacAddress
+	named := vmWith("ns", "vm-test-x7k2q", mac)
+	if err := p.Assign(ctx, named, &named.Spec.Template.Spec, mac); err != nil {
+		t.Errorf("the first update of the generated VM: %v", err)
+	}
+	other := vmWith("ns", "other", mac)
+	if err := p.Assign(ctx, other, &other.Spec.Template.Spec); err == nil {
+		t.Errorf("another VM took %s", mac)
+	}
+}

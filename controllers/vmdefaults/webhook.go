@@ -51,7 +51,7 @@ func (d Defaulter) Handle(ctx context.Context, req admission.Request) admission.
 	case req.Kind.Kind == "VirtualMachineInstance" && req.Operation == admissionv1.Create:
 		fields, err = vmiFields(req.Object.Raw)
 	case req.Kind.Kind == "VirtualMachine" && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update):
-		fields, err = d.vmFields(ctx, req.Object.Raw, func(ctx context.Context, ns string) error {
+		fields, err = d.vmFields(ctx, req.Object.Raw, req.OldObject.Raw, func(ctx context.Context, ns string) error {
 			return requester.MayClone(ctx, d.Client, req.UserInfo, ns)
 		})
 	default:
@@ -91,10 +91,25 @@ func vmiFields(raw []byte) (map[string]any, error) {
 // template's spec), or nil when it has no template. Only the firmware
 // UUID when the VM names an instancetype or a preference: they fill the
 // rest when the VMI is made.
-func (d Defaulter) vmFields(ctx context.Context, raw []byte, mayRead func(context.Context, string) error) (map[string]any, error) {
+func (d Defaulter) vmFields(ctx context.Context, raw, oldRaw []byte, mayRead func(context.Context, string) error) (map[string]any, error) {
 	var vm v1.VirtualMachine
 	if err := json.Unmarshal(raw, &vm); err != nil {
 		return nil, decodeError{err}
+	}
+	// On update, the MACs the VM has already are its own, whatever the
+	// pool noted when it was admitted (without its name, when generateName
+	// named it: the API server names an object after admission).
+	var own []string
+	if len(oldRaw) > 0 {
+		var old v1.VirtualMachine
+		if err := json.Unmarshal(oldRaw, &old); err != nil {
+			return nil, decodeError{err}
+		}
+		if old.Spec.Template != nil {
+			for _, iface := range old.Spec.Template.Spec.Domain.Devices.Interfaces {
+				own = append(own, iface.MacAddress)
+			}
+		}
 	}
 	if vm.Spec.Template == nil {
 		return nil, nil
@@ -113,7 +128,7 @@ func (d Defaulter) vmFields(ctx context.Context, raw []byte, mayRead func(contex
 		VMISpec(spec, uid)
 	}
 	if d.MACs != nil {
-		if err := d.MACs.Assign(ctx, &vm, spec); err != nil {
+		if err := d.MACs.Assign(ctx, &vm, spec, own...); err != nil {
 			return nil, fmt.Errorf("VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 		}
 	}
