@@ -107,10 +107,10 @@ func TestMultusBridgeNetwork(t *testing.T) {
 		guestShell(t, f, vmis[name], "ip addr add "+addr+" dev eth1 && ip link set eth1 up")
 	}
 	guestShell(t, f, vmis["b"], "mkdir -p /tmp/lan && echo on-the-lan > /tmp/lan/index.html && httpd -p 8088 -h /tmp/lan")
-	get := "wget -q -T 5 -O- http://192.168.77.2:8088/ || echo unreachable"
+	get := `body=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 192.168.77.2 8088 | tail -n 1); echo "${body:-unreachable}"`
 	framework.Eventually(t, 30*time.Second, "a reaches b on the lan", func() error {
 		if got := guestShell(t, f, vmis["a"], get); !strings.Contains(got, "on-the-lan") {
-			return fmt.Errorf("a got %q", got)
+			return fmt.Errorf("a got %q; a: %s; b: %s", got, guestShell(t, f, vmis["a"], "ip addr show eth1; cat /proc/net/arp"), guestShell(t, f, vmis["b"], "ip addr show eth1; cat /proc/net/arp; netstat -ltn"))
 		}
 		return nil
 	})
