@@ -37,15 +37,17 @@ func nodePath(n node, path string) string {
 	return pathIn(nodeDir(n.name), path)
 }
 
-// seedCNIBin links the Debian CNI plugins (cniBinDir) into n's CNIBinDir,
-// where the network add-ons put theirs beside them; a plugin an add-on
-// installed there is kept.
-func seedCNIBin(n node) error {
-	dir := nodePath(n, CNIBinDir)
+// seedCNIBin links the Debian CNI plugins (cniBinDir) into n's CNIBinDir.
+func seedCNIBin(n node) error { return linkPlugins(cniBinDir, nodePath(n, CNIBinDir)) }
+
+// linkPlugins links each plugin of from into dir, where the network
+// add-ons put theirs beside them; a plugin an add-on installed there is
+// kept.
+func linkPlugins(from, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	plugins, err := os.ReadDir(cniBinDir)
+	plugins, err := os.ReadDir(from)
 	if err != nil {
 		return fmt.Errorf("the CNI plugins: %w", err)
 	}
@@ -54,7 +56,7 @@ func seedCNIBin(n node) error {
 		if _, err := os.Lstat(link); err == nil {
 			continue
 		}
-		if err := os.Symlink(filepath.Join(cniBinDir, p.Name()), link); err != nil {
+		if err := os.Symlink(filepath.Join(from, p.Name()), link); err != nil {
 			return err
 		}
 	}
@@ -64,8 +66,8 @@ func seedCNIBin(n node) error {
 // checkCNIConfDir refuses a first node (this machine) whose CNIConfDir
 // holds a network configuration neither the testbed nor an add-on wrote:
 // containerd would load the first one by name, perhaps not the testbed's.
-func checkCNIConfDir() error {
-	entries, err := os.ReadDir(CNIConfDir)
+func checkCNIConfDir(dir string) error {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -79,11 +81,11 @@ func checkCNIConfDir() error {
 			continue
 		}
 		if ext := filepath.Ext(name); ext == ".conf" || ext == ".conflist" || ext == ".json" {
-			foreign = append(foreign, filepath.Join(CNIConfDir, name))
+			foreign = append(foreign, filepath.Join(dir, name))
 		}
 	}
 	if len(foreign) > 0 {
-		return fmt.Errorf("%s holds network configurations of something else (%s): the testbed's first node is this machine, whose containerd would load them; move them away", CNIConfDir, strings.Join(foreign, ", "))
+		return fmt.Errorf("%s holds network configurations of something else (%s): the testbed's first node is this machine, whose containerd would load them; move them away", dir, strings.Join(foreign, ", "))
 	}
 	return nil
 }
@@ -91,23 +93,27 @@ func checkCNIConfDir() error {
 // wipeCNI removes from this machine's CNI directories what the testbed and
 // the network add-ons put there (an extra node's copies go with its
 // directory).
-func wipeCNI() error {
+func wipeCNI() error { return wipeCNIDirs(CNIConfDir, CNIBinDir, cniBinDir) }
+
+// wipeCNIDirs removes from confDir and binDir what the testbed (links into
+// plugins) and the network add-ons put there, and nothing else.
+func wipeCNIDirs(confDir, binDir, plugins string) error {
 	var errs []error
 	remove := func(path string) {
 		if err := os.RemoveAll(path); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	remove(filepath.Join(CNIConfDir, cniConfigFile))
-	for dir, names := range addonCNIFiles {
+	remove(filepath.Join(confDir, cniConfigFile))
+	for dir, names := range map[string][]string{confDir: addonCNIFiles[CNIConfDir], binDir: addonCNIFiles[CNIBinDir]} {
 		for _, name := range names {
 			remove(filepath.Join(dir, name))
 		}
 	}
-	entries, _ := os.ReadDir(CNIBinDir)
+	entries, _ := os.ReadDir(binDir)
 	for _, e := range entries {
-		link := filepath.Join(CNIBinDir, e.Name())
-		if target, err := os.Readlink(link); err == nil && filepath.Dir(target) == cniBinDir {
+		link := filepath.Join(binDir, e.Name())
+		if target, err := os.Readlink(link); err == nil && filepath.Dir(target) == plugins {
 			remove(link)
 		}
 	}

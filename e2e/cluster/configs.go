@@ -77,7 +77,7 @@ func (c *Cluster) writeConfigs() error {
 		c.path("etc", "libvirtd.conf"):  c.libvirtdConfig(),
 		c.path("etc", "admission.yaml"): admissionConfig,
 	}
-	if err := checkCNIConfDir(); err != nil {
+	if err := checkCNIConfDir(CNIConfDir); err != nil {
 		return err
 	}
 	for _, n := range c.nodes() {
