@@ -98,17 +98,23 @@ func waitDataSource(t *testing.T, c client.Client, ds *cdiv1.DataSource, want co
 // userClient acts as user, given the built-in edit role in ns.
 func userClient(t *testing.T, f *framework.Framework, ns, user string) client.Client {
 	t.Helper()
+	return boundClient(t, f, ns, user, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		&authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "kubevirt.io", Resource: "virtualmachineinstances"})
+}
+
+// boundClient binds role to user in ns and acts as user once the API
+// server grants ra: its authorizer learns of a new binding from its
+// informer, a moment later.
+func boundClient(t *testing.T, f *framework.Framework, ns, user string, role rbacv1.RoleRef, ra *authorizationv1.ResourceAttributes) client.Client {
+	t.Helper()
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		RoleRef:  role,
 		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
 	if _, err := f.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The API server's authorizer learns of a new binding from its
-	// informer, a moment later: wait until it grants what edit grants.
-	framework.Eventually(t, 30*time.Second, "the edit binding of "+user+" in effect", func() error {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "kubevirt.io", Resource: "virtualmachineinstances"}}}
+	framework.Eventually(t, 30*time.Second, "the "+role.Name+" binding of "+user+" in effect", func() error {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: ra}}
 		got, err := f.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
 		if err != nil {
 			return err
