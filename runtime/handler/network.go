@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -128,7 +127,7 @@ func (b binding) setup(ns *os.File, d vmDir, i int) (domain.Interface, error) {
 		}, nil
 	}
 	br := *b.bridge
-	iface := cmp.Or(br.PodInterface, podnetwork.PodInterface)
+	iface := br.Interface()
 	link, err := d.podLink(ns, i, iface)
 	if err != nil {
 		return domain.Interface{}, err

@@ -109,8 +109,8 @@ type Bridge struct {
 	Link PodLink
 }
 
-// podInterface and name are b's interface and bridge, defaults applied.
-func (b Bridge) podInterface() string { return cmp.Or(b.PodInterface, podnetwork.PodInterface) }
+// Interface and name are b's Pod interface and bridge, defaults applied.
+func (b Bridge) Interface() string { return cmp.Or(b.PodInterface, podnetwork.PodInterface) }
 func (b Bridge) name() string         { return cmp.Or(b.Name, podnetwork.BridgeName) }
 
 // serves: the guest gets an address from the launcher's DHCP server.
@@ -127,9 +127,9 @@ func (b Bridge) Setup(ns *os.File) error {
 		return errors.New("bridge binding: the Pod's address is not IPv4")
 	}
 	return inNamespace(ns, func() error {
-		pod, err := netlink.LinkByName(b.podInterface())
+		pod, err := netlink.LinkByName(b.Interface())
 		if err != nil {
-			return fmt.Errorf("the Pod's interface %s: %w", b.podInterface(), err)
+			return fmt.Errorf("the Pod's interface %s: %w", b.Interface(), err)
 		}
 		mtu := pod.Attrs().MTU
 		br, err := ensureBridge(b.name(), mtu)
@@ -178,15 +178,15 @@ func (b Bridge) serveGuest(br netlink.Link) error {
 // gives it another MAC if the guest takes its own, and puts it on br.
 func (b Bridge) enslave(pod, br netlink.Link) error {
 	if err := netlink.LinkSetDown(pod); err != nil {
-		return fmt.Errorf("setting %s down: %w", b.podInterface(), err)
+		return fmt.Errorf("setting %s down: %w", b.Interface(), err)
 	}
 	addrs, err := netlink.AddrList(pod, netlink.FAMILY_V4)
 	if err != nil {
-		return fmt.Errorf("addresses of %s: %w", b.podInterface(), err)
+		return fmt.Errorf("addresses of %s: %w", b.Interface(), err)
 	}
 	for _, a := range addrs {
 		if err := netlink.AddrDel(pod, &a); err != nil {
-			return fmt.Errorf("taking %s from %s: %w", a.IPNet, b.podInterface(), err)
+			return fmt.Errorf("taking %s from %s: %w", a.IPNet, b.Interface(), err)
 		}
 	}
 	if slices.Equal(pod.Attrs().HardwareAddr, b.MAC) {
@@ -195,14 +195,14 @@ func (b Bridge) enslave(pod, br netlink.Link) error {
 			return err
 		}
 		if err := netlink.LinkSetHardwareAddr(pod, mac); err != nil {
-			return fmt.Errorf("a new MAC for %s: %w", b.podInterface(), err)
+			return fmt.Errorf("a new MAC for %s: %w", b.Interface(), err)
 		}
 	}
 	if err := netlink.LinkSetMaster(pod, br); err != nil {
-		return fmt.Errorf("putting %s on %s: %w", b.podInterface(), b.name(), err)
+		return fmt.Errorf("putting %s on %s: %w", b.Interface(), b.name(), err)
 	}
 	if err := netlink.LinkSetUp(pod); err != nil {
-		return fmt.Errorf("setting %s up: %w", b.podInterface(), err)
+		return fmt.Errorf("setting %s up: %w", b.Interface(), err)
 	}
 	return nil
 }

@@ -73,8 +73,8 @@ func (b Bridge) addressRules(c *nftables.Conn, t *nftables.Table, spoof *nftable
 	server := podnetwork.BridgeServerAddress.AsSlice()
 	zero := net.IPv4zero.To4()
 	fromTap := ifname(expr.MetaKeyIIFNAME, b.Tap)
-	fromPod := ifname(expr.MetaKeyIIFNAME, b.podInterface())
-	toPod := ifname(expr.MetaKeyOIFNAME, b.podInterface())
+	fromPod := ifname(expr.MetaKeyIIFNAME, b.Interface())
+	toPod := ifname(expr.MetaKeyOIFNAME, b.Interface())
 	drop := []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}}
 	counted := []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}}
 
