@@ -111,7 +111,7 @@ type Bridge struct {
 
 // Interface and name are b's Pod interface and bridge, defaults applied.
 func (b Bridge) Interface() string { return cmp.Or(b.PodInterface, podnetwork.PodInterface) }
-func (b Bridge) name() string         { return cmp.Or(b.Name, podnetwork.BridgeName) }
+func (b Bridge) name() string      { return cmp.Or(b.Name, podnetwork.BridgeName) }
 
 // serves: the guest gets an address from the launcher's DHCP server.
 func (b Bridge) serves() bool { return b.Link.Address.IsValid() }
