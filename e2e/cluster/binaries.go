@@ -19,6 +19,7 @@ type binaries struct {
 	etcd    string // the hosted control planes' etcd (the cluster's own is Debian's)
 	coredns string // the cluster DNS server
 	multus  string // dir with multus, thin_entrypoint and the bridge CNI plugin
+	netpol  string // the NetworkPolicy agent, kube-network-policies
 	tekvirt string // dir with tekvirt, tekvirt-testbed, tekvirt-controller, tekvirt-step
 }
 
@@ -111,6 +112,15 @@ var toolBuilds = []toolBuild{
 			return "-s -w -X gopkg.in/k8snetworkplumbingwg/multus-cni.v4/pkg/multus.version=" + v
 		},
 		coldHint: "~2 min on 2 cores the first time",
+	},
+	{
+		name:   "netpol",
+		module: "sigs.k8s.io/kube-network-policies",
+		// The go command names the agent's binary after its folder.
+		pkgs:     []string{"cmd"},
+		paths:    map[string]string{"cmd": "sigs.k8s.io/kube-network-policies/cmd"},
+		ldflags:  func(string) string { return "-s -w" },
+		coldHint: "~3 min on 2 cores the first time",
 	},
 }
 
@@ -276,8 +286,9 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "server")
 	b.coredns = filepath.Join(dirs[4], "coredns")
 	b.multus = dirs[5]
+	b.netpol = filepath.Join(dirs[6], "cmd")
 	b.tekvirt = c.path("cache", "tekvirt")
-	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath", "./cmd/tekvirt-downloads"}
+	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath", "./cmd/tekvirt-downloads", "./e2e/cmd/tekvirt-netpol-queue"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
 		return b, err
 	}
@@ -318,6 +329,7 @@ func (c *Cluster) knownBinaries() binaries {
 	b.kube, b.tekton, b.tkn, b.etcd = dirs[0], dirs[1], filepath.Join(dirs[2], "tkn"), filepath.Join(dirs[3], "server")
 	b.coredns = filepath.Join(dirs[4], "coredns")
 	b.multus = dirs[5]
+	b.netpol = filepath.Join(dirs[6], "cmd")
 	return b
 }
 

@@ -239,8 +239,10 @@ state = %[2]q
 		RegistryAddr, CNIBinDir, CNIConfDir, RegistryClusterAddr)
 }
 
-// cniConfig bridges n's pods on the node's own subnet; their traffic to
-// any address off it leaves with the node's.
+// cniConfig bridges n's pods on the node's own subnet. They reach Pods on
+// other nodes at their own addresses; traffic off the Pod network leaves
+// with the node's (installPodEgress), not with the plugin's ipMasq, which
+// would hide Pods from those on other nodes.
 func cniConfig(n node) string {
 	return `{
   "cniVersion": "1.0.0",
@@ -250,7 +252,7 @@ func cniConfig(n node) string {
       "type": "bridge",
       "bridge": "tekvirt0",
       "isGateway": true,
-      "ipMasq": true,
+      "ipMasq": false,
       "hairpinMode": true,
       "ipam": {"type": "host-local", "ranges": [[{"subnet": "` + n.podSubnet() + `"}]], "routes": [{"dst": "0.0.0.0/0"}]}
     },
@@ -295,6 +297,9 @@ func (c *Cluster) prepareHost() error {
 	}
 	if err := c.migratePodBridge(); err != nil {
 		return err
+	}
+	if err := installPodEgress(""); err != nil {
+		return fmt.Errorf("the first node's Pod egress: %w", err)
 	}
 	if err := c.ensureStorage(); err != nil {
 		return fmt.Errorf("storage pool: %w", err)

@@ -125,6 +125,7 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 		tekvirtModule + "/cmd/tekvirt-downloads":  downloadsImage(b),
 		CoreDNSImageKey:                           nonRoot(goBinaryImage(b.coredns)),
 		hyperconverged.NetworkAddonsImage:         networkAddonsImage(bb, b.multus),
+		NetworkPolicyImageKey:                     networkPolicyImage(b),
 	}
 	// Tekton's images run as a non-root user, as its release's do: with
 	// set-security-context its init containers must (runAsNonRoot).

@@ -53,6 +53,11 @@ func (c *Cluster) install(ctx context.Context, b binaries) error {
 	}
 	c.progress("%-24s available in %s", "cluster DNS", since(start))
 	start = time.Now()
+	if err := c.installNetworkPolicy(ctx, a, k, images); err != nil {
+		return err
+	}
+	c.progress("%-24s ready on every node in %s", "NetworkPolicy agent", since(start))
+	start = time.Now()
 	if err := c.installTekton(ctx, a, k, images); err != nil {
 		return err
 	}

@@ -72,6 +72,9 @@ func (c *Cluster) setUpNodeNetwork(n node) error {
 			return err
 		}
 	}
+	if err := installPodEgress(netnsPath(n)); err != nil {
+		return err
+	}
 	// Not present on every kernel inside a namespace; kube-proxy reports it.
 	_ = run("ip", "netns", "exec", netnsName(n), "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1")
 	return nil

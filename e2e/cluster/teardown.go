@@ -63,6 +63,9 @@ func (c *Cluster) wipe() error {
 			return fmt.Errorf("removing %s: %w", d, err)
 		}
 	}
+	if err := removePodEgress(); err != nil {
+		return fmt.Errorf("removing the Pod egress masquerade: %w", err)
+	}
 	if err := wipeCNI(); err != nil {
 		return fmt.Errorf("removing the testbed's CNI files: %w", err)
 	}
