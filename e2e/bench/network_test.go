@@ -26,29 +26,72 @@ import (
 	"github.com/tekvirt/tekvirt/runtime/domain"
 )
 
-// sinkBytes is what each throughput run sends: the server reads that
-// much, then closes, so the sender's time covers the whole transfer.
-const sinkBytes = 64 << 20
+// bigBytes is the file each throughput run downloads from the server's
+// httpd; HTTP/1.0, so the server closes when it is all sent.
+const bigBytes = 128 << 20
 
 // requests is how many sequential HTTP requests time the latency.
 const requests = 20
 
-// netScript sends sinkBytes to the server's sink and makes requests
-// sequential HTTP/1.0 requests to its httpd, each timed by busybox time.
+// serveScript is the server Pod's: httpd with a small page and the big
+// file.
+var serveScript = fmt.Sprintf(`mkdir -p /tmp/w && echo ok > /tmp/w/index.html && head -c %d /dev/zero > /tmp/w/big && httpd -f -p 8081 -h /tmp/w`, bigBytes)
+
+// netScript downloads the big file, counting what arrived, between two
+// readings of the CPU counters, and makes requests sequential HTTP/1.0
+// requests for the page, each part timed by busybox time.
 func netScript(server string) string {
-	return fmt.Sprintf(`time sh -c 'head -c %d /dev/zero | nc %[2]s 9000' 2>&1
-time sh -c 'for i in $(seq %[3]d); do printf "GET / HTTP/1.0\r\n\r\n" | nc %[2]s 8081 > /dev/null; done' 2>&1`, sinkBytes, server, requests)
+	return fmt.Sprintf(`head -n 1 /proc/stat
+time sh -c 'printf "GET /big HTTP/1.0\r\n\r\n" | nc %[1]s 8081 | wc -c' 2>&1
+head -n 1 /proc/stat
+time sh -c 'for i in $(seq %[2]d); do printf "GET / HTTP/1.0\r\n\r\n" | nc %[1]s 8081 > /dev/null; done' 2>&1`, server, requests)
 }
 
-var realTime = regexp.MustCompile(`real\s+(\d+)m\s*([\d.]+)s`)
+var (
+	realTime = regexp.MustCompile(`real\s+(\d+)m\s*([\d.]+)s`)
+	received = regexp.MustCompile(`(?m)^\s*(\d+)\s*$`)
+	cpuTimes = regexp.MustCompile(`(?m)^cpu\s+([\d ]+)$`)
+)
 
-// netFigures reads netScript's two times: MiB/s of the transfer and the
-// mean request latency.
+// busy is the share of CPU time not idle between netScript's two readings
+// of /proc/stat (user nice system idle iowait ...): of the guest's CPUs
+// in a guest.
+func busy(t *testing.T, who, out string) float64 {
+	t.Helper()
+	m := cpuTimes.FindAllStringSubmatch(out, -1)
+	if len(m) != 2 {
+		t.Fatalf("%s: no two CPU readings in %q", who, out)
+	}
+	sum := func(line string) (total, idle float64) {
+		for i, f := range strings.Fields(line) {
+			v, _ := strconv.ParseFloat(f, 64)
+			total += v
+			if i == 3 || i == 4 { // idle, iowait
+				idle += v
+			}
+		}
+		return total, idle
+	}
+	t0, i0 := sum(m[0][1])
+	t1, i1 := sum(m[1][1])
+	if t1 <= t0 {
+		return 0
+	}
+	return 1 - (i1-i0)/(t1-t0)
+}
+
+// netFigures reads netScript's two times: MiB/s of the download (which
+// must have brought the whole file) and the mean request latency.
 func netFigures(t *testing.T, who, out string) (float64, time.Duration) {
 	t.Helper()
 	m := realTime.FindAllStringSubmatch(out, -1)
 	if len(m) != 2 {
 		t.Fatalf("%s: no two times in %q", who, out)
+	}
+	if n := received.FindStringSubmatch(out); n == nil {
+		t.Fatalf("%s: no byte count in %q", who, out)
+	} else if got, _ := strconv.Atoi(n[1]); got < bigBytes {
+		t.Fatalf("%s: received %d bytes of the %d the server sends: %q", who, got, bigBytes, out)
 	}
 	secs := func(s []string) float64 {
 		min, _ := strconv.ParseFloat(s[1], 64)
@@ -59,14 +102,15 @@ func netFigures(t *testing.T, who, out string) (float64, time.Duration) {
 	if transfer <= 0 {
 		transfer = 0.01 // busybox time's resolution
 	}
-	return float64(sinkBytes) / (1 << 20) / transfer, time.Duration(reqs / requests * float64(time.Second))
+	return float64(bigBytes) / (1 << 20) / transfer, time.Duration(reqs / requests * float64(time.Second))
 }
 
-// TestNetworkThroughput: TCP throughput and request latency to a Pod on
-// the other node from a guest on the tap masquerade binding, from the
-// same guest on QEMU's user-mode network (a bare domain on this node, the
-// binding tekvirt had before), and from a Pod on this node; ratios in one
-// run. The guests are TCG: their CPU bounds them.
+// TestNetworkThroughput: TCP throughput (a download) and request latency
+// against a Pod on the other node, from a guest on the tap masquerade
+// binding, from the same guest on QEMU's user-mode network (a bare domain
+// on this node, the binding tekvirt had before), and from a Pod on this
+// node; ratios in one run. The guests are TCG: their CPU bounds them, and
+// the test reports how busy it was.
 func TestNetworkThroughput(t *testing.T) {
 	f := benchOnly(t)
 	nodes := f.Nodes(t)
@@ -77,13 +121,13 @@ func TestNetworkThroughput(t *testing.T) {
 	ns := f.Namespace(t)
 	ctx := context.Background()
 	image := shellImage(t, f)
-	serve := fmt.Sprintf(`mkdir -p /tmp/w && echo ok > /tmp/w/index.html && httpd -p 8081 -h /tmp/w && while true; do nc -l -p 9000 | head -c %d > /dev/null; done`, sinkBytes)
-	server := runPod(t, f, ns, "server", nodes[1], image, serve)
+	server := runPod(t, f, ns, "server", nodes[1], image, serveScript)
 	ip := server.Status.PodIP
 
 	// Pod -> Pod, this node to the other.
 	var podOut string
-	client := runPod(t, f, ns, "client", nodes[0], image, netScript(ip)+"; echo done; sleep 600")
+	waitServer := fmt.Sprintf(`until printf "GET / HTTP/1.0\r\n\r\n" | nc %s 8081 | grep -q ok; do sleep 1; done; `, ip)
+	client := runPod(t, f, ns, "client", nodes[0], image, waitServer+netScript(ip)+"; echo done; sleep 600")
 	framework.Eventually(t, 3*time.Minute, "the Pod's transfer", func() error {
 		b, err := f.Kube.CoreV1().Pods(ns).GetLogs(client.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 		podOut = string(b)
@@ -102,16 +146,18 @@ func TestNetworkThroughput(t *testing.T) {
 	}
 	vmi = framework.WaitVMI(t, c, ns, vmi.Name, 3*time.Minute, "running with its agent", framework.AgentConnected)
 	tapAgent, _ := directAgent(t, vmi)
-	tapRate, tapLat := netFigures(t, "tap guest", guestRun(t, tapAgent, netScript(ip)))
+	tapOut := guestRun(t, tapAgent, netScript(ip))
+	tapRate, tapLat := netFigures(t, "tap guest", tapOut)
 
 	// The same guest on QEMU's user-mode network, a bare domain.
 	userAgent := userModeDomain(t, f)
-	userRate, userLat := netFigures(t, "user-mode guest", guestRun(t, userAgent, netScript(ip)))
+	userOut := guestRun(t, userAgent, netScript(ip))
+	userRate, userLat := netFigures(t, "user-mode guest", userOut)
 
-	t.Logf("to a Pod on the other node, %d MiB then %d requests:", sinkBytes>>20, requests)
+	t.Logf("from a Pod on the other node, %d MiB then %d requests:", bigBytes>>20, requests)
 	t.Logf("  Pod:                 %7.1f MiB/s, %s per request", podRate, podLat)
-	t.Logf("  guest, tap:          %7.1f MiB/s, %s per request", tapRate, tapLat)
-	t.Logf("  guest, user-mode:    %7.1f MiB/s, %s per request", userRate, userLat)
+	t.Logf("  guest, tap:          %7.1f MiB/s, %s per request; guest CPU %.0f%% busy downloading", tapRate, tapLat, 100*busy(t, "tap guest", tapOut))
+	t.Logf("  guest, user-mode:    %7.1f MiB/s, %s per request; guest CPU %.0f%% busy downloading", userRate, userLat, 100*busy(t, "user-mode guest", userOut))
 	t.Logf("tap/user-mode %.1fx throughput (goal >= 5x), %.2fx latency; tap/Pod %.2fx throughput (goal >= 0.5x, TCG-bound), %.1fx latency",
 		tapRate/userRate, float64(tapLat)/float64(userLat), tapRate/podRate, float64(tapLat)/float64(podLat))
 }
