@@ -23,16 +23,22 @@ var corednsManifest string
 
 // installDNS deploys the cluster DNS and waits until it answers.
 func (c *Cluster) installDNS(ctx context.Context, a *applier, k *kube, images Images) error {
-	resolved, err := images.Resolve(corednsManifest)
-	if err != nil {
-		return fmt.Errorf("coredns.yaml: %w", err)
-	}
-	objs, err := ctrlconfig.Decode([]byte(resolved))
-	if err != nil {
-		return fmt.Errorf("decoding coredns.yaml: %w", err)
-	}
-	if err := a.apply(ctx, objs); err != nil {
+	if err := applyManifest(ctx, a, images, "coredns.yaml", corednsManifest); err != nil {
 		return fmt.Errorf("installing the cluster DNS: %w", err)
 	}
 	return k.waitDeployment(ctx, "kube-system", "coredns")
+}
+
+// applyManifest applies an embedded manifest (name, for errors) with its
+// ko:// images resolved.
+func applyManifest(ctx context.Context, a *applier, images Images, name, manifest string) error {
+	resolved, err := images.Resolve(manifest)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	objs, err := ctrlconfig.Decode([]byte(resolved))
+	if err != nil {
+		return fmt.Errorf("decoding %s: %w", name, err)
+	}
+	return a.apply(ctx, objs)
 }

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/e2e/ocibuild"
 )
 
@@ -38,15 +37,7 @@ func networkPolicyImage(b binaries) ocibuild.Spec {
 // installNetworkPolicy deploys the NetworkPolicy agent and waits until it
 // runs on every node.
 func (c *Cluster) installNetworkPolicy(ctx context.Context, a *applier, k *kube, images Images) error {
-	resolved, err := images.Resolve(netpolManifest)
-	if err != nil {
-		return fmt.Errorf("netpol.yaml: %w", err)
-	}
-	objs, err := ctrlconfig.Decode([]byte(resolved))
-	if err != nil {
-		return fmt.Errorf("decoding netpol.yaml: %w", err)
-	}
-	if err := a.apply(ctx, objs); err != nil {
+	if err := applyManifest(ctx, a, images, "netpol.yaml", netpolManifest); err != nil {
 		return fmt.Errorf("installing the NetworkPolicy agent: %w", err)
 	}
 	return k.waitDaemonSet(ctx, "kube-system", "kube-network-policies")

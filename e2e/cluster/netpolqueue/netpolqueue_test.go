@@ -1,15 +1,15 @@
 package netpolqueue
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
-	"runtime"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
-	"golang.org/x/sys/unix"
 )
 
 func TestListening(t *testing.T) {
@@ -56,46 +56,24 @@ func TestPrefixMatch(t *testing.T) {
 	}
 }
 
-// freshNamespace is a new network namespace, for the kernel to load the
-// rules in; it needs root.
+// freshNamespace is a new network namespace (ip netns), for the kernel
+// to load the rules in; it needs root.
 func freshNamespace(t *testing.T) *os.File {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
-	type result struct {
-		f   *os.File
-		err error
+	name := fmt.Sprintf("tekvirt-test-netpol-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Skipf("ip netns add: %v: %s", err, out)
 	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		own, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		defer own.Close()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		f, err := os.Open("/proc/thread-self/ns/net")
-		if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{err: err} // the thread ends with this goroutine
-			return
-		}
-		runtime.UnlockOSThread()
-		ch <- result{f, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		t.Fatal(r.err)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	f, err := os.Open("/run/netns/" + name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.f.Close() })
-	return r.f
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // TestInstallLoadsInTheKernel: the kernel takes the rules (the xtables
