@@ -12,6 +12,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/vishvananda/netlink"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,7 +52,9 @@ func lanVM(t *testing.T, ns, name, nad, node string) *v1.VirtualMachine {
 // the plugin deployed by the operator) reach each other there at the
 // addresses their guests give themselves, a VM not attached to it does
 // not reach them, the VMIs report the interface as KubeVirt's do, and a
-// guest sending there as another MAC is dropped in its launcher Pod.
+// guest sending there as another MAC is dropped in its launcher Pod. The
+// two are also on a network with IPAM, whose addresses their guests get
+// by DHCP (checkLabNetwork).
 func TestMultusBridgeNetwork(t *testing.T) {
 	t.Parallel() // mostly waiting on its own VMs: see "Parallel" in doc.go
 	f := framework.New(t)
@@ -65,8 +68,18 @@ func TestMultusBridgeNetwork(t *testing.T) {
 	t.Cleanup(func() { deleteHostLink(bridge) })
 	// The network as vms.md writes it.
 	mustRunExample(t, f, docexample.Find(t, "vms-multus-network").With(t, "kubectl apply", "kubectl -n "+ns+" apply").With(t, "br-lan", bridge), t.TempDir(), nil)
+	// And one whose IPAM gives addresses, as vms.md writes it.
+	labBridge := "tw" + strings.TrimPrefix(podnetwork.SecondaryInterface(ns), "pod")
+	t.Cleanup(func() { deleteHostLink(labBridge) })
+	mustRunExample(t, f, docexample.Find(t, "vms-multus-ipam-network").With(t, "kubectl apply", "kubectl -n "+ns+" apply").With(t, "br-lab", labBridge), t.TempDir(), nil)
+	a, b := lanVM(t, ns, "a", "lan", node), lanVM(t, ns, "b", "lan", node)
+	for _, vm := range []*v1.VirtualMachine{a, b} {
+		spec := &vm.Spec.Template.Spec
+		spec.Domain.Devices.Interfaces = append(spec.Domain.Devices.Interfaces, v1.Interface{Name: "lab", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}})
+		spec.Networks = append(spec.Networks, v1.Network{Name: "lab", NetworkSource: v1.NetworkSource{Multus: &v1.MultusNetwork{NetworkName: "lab"}}})
+	}
 	vms := map[string]*v1.VirtualMachine{}
-	for _, vm := range []*v1.VirtualMachine{lanVM(t, ns, "a", "lan", node), lanVM(t, ns, "b", "lan", node), lanVM(t, ns, "c", "", node)} {
+	for _, vm := range []*v1.VirtualMachine{a, b, lanVM(t, ns, "c", "", node)} {
 		if err := c.Create(ctx, vm); err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +117,7 @@ func TestMultusBridgeNetwork(t *testing.T) {
 		guestShell(t, f, vmis[name], "ip addr add "+addr+" dev eth1 && ip link set eth1 up")
 	}
 	guestShell(t, f, vmis["b"], "mkdir -p /tmp/lan && echo on-the-lan > /tmp/lan/index.html && httpd -p 8088 -h /tmp/lan")
-	get := `body=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 192.168.77.2 8088 | tail -n 1); echo "${body:-unreachable}"`
+	get := guestGet("192.168.77.2", 5)
 	framework.Eventually(t, 30*time.Second, "a reaches b on the lan", func() error {
 		if got := guestShell(t, f, vmis["a"], get); !strings.Contains(got, "on-the-lan") {
 			return fmt.Errorf("a got %q; a: %s; b: %s", got, guestShell(t, f, vmis["a"], "ip addr show eth1; cat /proc/net/arp"), guestShell(t, f, vmis["b"], "ip addr show eth1; cat /proc/net/arp; netstat -ltn"))
@@ -122,6 +135,8 @@ func TestMultusBridgeNetwork(t *testing.T) {
 		}
 		return fmt.Errorf("interfaces %+v", vmi.Status.Interfaces)
 	})
+
+	checkLabNetwork(t, f, ns, vmis["a"], vmis["b"])
 
 	// Attack: a sends on the lan as another MAC; its launcher Pod drops it.
 	ns0, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", qemuOf(t, domain.Name(vmis["a"]))))
@@ -141,6 +156,79 @@ func TestMultusBridgeNetwork(t *testing.T) {
 	if strings.Contains(got, "on-the-lan") || mac1 == mac0 {
 		t.Errorf("a as another MAC on the lan: got %q, %d frames dropped; want no answer and frames dropped", got, mac1-mac0)
 	}
+}
+
+// checkLabNetwork: the "lab" network's IPAM gave the launcher Pods of a
+// and b addresses, which their guests' DHCP client gets on the third NIC
+// (the pod network's default route and DNS kept), and a reaches b there;
+// a guest taking another address there is dropped in its launcher Pod.
+func checkLabNetwork(t *testing.T, f *framework.Framework, ns string, a, b *v1.VirtualMachineInstance) {
+	t.Helper()
+	const dhcp = "udhcpc -i eth2 -t 5 -T 1 -q -n -s /etc/udhcpc.script >/dev/null 2>&1"
+	const kept = "ip route | grep ^default; cat /etc/resolv.conf"
+	addr := map[string]string{}
+	for _, vmi := range []*v1.VirtualMachineInstance{a, b} {
+		want := networkStatusIP(t, f.LauncherPod(t, vmi), ns+"/lab")
+		before := guestShell(t, f, vmi, kept)
+		if got := guestShell(t, f, vmi, dhcp+"; ip -4 -o addr show eth2"); !strings.Contains(got, "inet "+want+"/24") {
+			t.Fatalf("%s's eth2 after DHCP: %q; its launcher Pod had %s on lab", vmi.Name, got, want)
+		}
+		if after := guestShell(t, f, vmi, kept); after != before {
+			t.Errorf("%s's default route and DNS changed with the lab lease: %q, before %q", vmi.Name, after, before)
+		}
+		addr[vmi.Name] = want
+	}
+	get := guestGet(addr["b"], 5)
+	framework.Eventually(t, 30*time.Second, "a reaches b on lab", func() error {
+		if got := guestShell(t, f, a, get); !strings.Contains(got, "on-the-lan") {
+			return fmt.Errorf("a got %q", got)
+		}
+		return nil
+	})
+	framework.WaitVMI(t, f.VMClient(t), ns, "a", time.Minute, "reports eth2 on lab", func(vmi *v1.VirtualMachineInstance) error {
+		for _, i := range vmi.Status.Interfaces {
+			if i.Name == "lab" && i.InterfaceName == "eth2" && i.IP == addr["a"] && i.PodInterfaceName == podnetwork.SecondaryInterface("lab") {
+				return nil
+			}
+		}
+		return fmt.Errorf("interfaces %+v", vmi.Status.Interfaces)
+	})
+
+	// Attack: a takes another address of lab's subnet.
+	ns0, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", qemuOf(t, domain.Name(a))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns0.Close()
+	_, addr0, err := podnet.Dropped(ns0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := guestShell(t, f, a, "ip addr flush dev eth2 && ip addr add 192.168.78.99/24 dev eth2 && "+get+"; ip addr flush dev eth2; ip addr add "+addr["a"]+"/24 dev eth2")
+	_, addr1, err := podnet.Dropped(ns0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "on-the-lan") || addr1 == addr0 {
+		t.Errorf("a as 192.168.78.99 on lab: got %q, %d packets dropped; want no answer and packets dropped", got, addr1-addr0)
+	}
+}
+
+// networkStatusIP is the address Multus reports for network (ns/name) in
+// pod's network-status.
+func networkStatusIP(t *testing.T, pod *corev1.Pod, network string) string {
+	t.Helper()
+	var statuses []nadv1.NetworkStatus
+	if err := json.Unmarshal([]byte(pod.Annotations[podnetwork.NetworkStatusAnnotation]), &statuses); err != nil {
+		t.Fatalf("launcher Pod %s network-status: %v", pod.Name, err)
+	}
+	for _, s := range statuses {
+		if s.Name == network && len(s.IPs) == 1 {
+			return s.IPs[0]
+		}
+	}
+	t.Fatalf("launcher Pod %s network-status %+v: no one address on %s", pod.Name, statuses, network)
+	return ""
 }
 
 // TestAttackNetworkAttachments: a VM may name only a

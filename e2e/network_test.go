@@ -33,6 +33,12 @@ func guestShell(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineInst
 	return string(res.Stdout) + string(res.Stderr)
 }
 
+// guestGet is a guest's shell script that prints the last line of the
+// page httpd serves at addr:8088, or "unreachable" within timeout seconds.
+func guestGet(addr string, timeout int) string {
+	return fmt.Sprintf(`body=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w %d %s 8088 | tail -n 1); echo "${body:-unreachable}"`, timeout, addr)
+}
+
 // TestMasqueradePodNetwork: a guest on the pod network as KubeVirt's
 // masquerade binding puts it: 10.0.2.2/24 with the gateway, DNS and MTU
 // its launcher's DHCP server hands out; a Pod on the other node reaches it

@@ -51,7 +51,7 @@ func TestAttackNetworkPolicyAppliesToVMs(t *testing.T) {
 		return nil
 	})
 	guestShell(t, f, server, "mkdir -p /tmp/www && echo behind-the-policy > /tmp/www/index.html && httpd -p 8088 -h /tmp/www")
-	get := fmt.Sprintf(`body=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 %s 8088 | tail -n 1); echo "${body:-unreachable}"`, server.Status.Interfaces[0].IP)
+	get := guestGet(server.Status.Interfaces[0].IP, 3)
 	reaches := func() error {
 		if got := guestShell(t, f, client, get); !strings.Contains(got, "behind-the-policy") {
 			return fmt.Errorf("client got %q", got)

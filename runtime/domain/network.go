@@ -41,9 +41,13 @@ type Interface struct {
 	Gateway netip.Addr
 	Server  netip.Addr         `json:",omitzero"`
 	Routes  []podnetwork.Route `json:",omitempty"`
-	// Secondary: on a Multus network, bridged at layer 2 (no address, no
-	// DHCP: the guest brings its own).
+	// Secondary: on a Multus network, bridged to the interface Multus
+	// attached. Without an Address (a network without IPAM) it is layer 2
+	// only: no DHCP, the guest brings its own address.
 	Secondary bool `json:",omitempty"`
+	// Bridge is the bridge in the Pod that the tap is on, where the
+	// launcher's DHCP server answers ("": podnetwork.BridgeName).
+	Bridge string `json:",omitempty"`
 }
 
 // Bindings of an Interface.

@@ -132,11 +132,7 @@ func (b binding) setup(ns *os.File, d vmDir, i int) (domain.Interface, error) {
 	if err != nil {
 		return domain.Interface{}, err
 	}
-	switch {
-	case b.secondary && link.Address.IsValid():
-		return domain.Interface{}, &permanentError{reason: "NetworkInvalid", err: fmt.Errorf(
-			"the Multus network's interface %s has the address %s (its NetworkAttachmentDefinition gives IPAM); the bridge binding to a Multus network is layer 2 only here: drop its ipam", iface, link.Address)}
-	case !b.secondary && !link.Address.IsValid():
+	if !b.secondary && !link.Address.IsValid() {
 		return domain.Interface{}, &permanentError{reason: "NetworkInvalid", err: fmt.Errorf(
 			"the Pod's interface %s has no IPv4 address; the bridge binding hands the guest the Pod's", iface)}
 	}
@@ -150,7 +146,17 @@ func (b binding) setup(ns *os.File, d vmDir, i int) (domain.Interface, error) {
 		return domain.Interface{}, err
 	}
 	if b.secondary {
-		return domain.Interface{Tap: br.Tap, MAC: br.MAC.String(), Binding: domain.BindingBridge, Secondary: true}, nil
+		// The address the network's IPAM gave the Pod, if any, with the
+		// interface's own routes: the pod network's interface keeps the
+		// default route and the way to the DHCP server.
+		di := domain.Interface{
+			Tap: br.Tap, MAC: br.MAC.String(), Binding: domain.BindingBridge, Secondary: true, Bridge: br.Name,
+			Address: link.Address, Gateway: link.Gateway, Routes: link.Routes,
+		}
+		if link.Address.IsValid() {
+			di.Server = podnetwork.BridgeServerAddress
+		}
+		return di, nil
 	}
 	// The guest reaches the bridge's address (the DHCP server, the
 	// launcher's port-forward) on the link, the rest as the Pod did.

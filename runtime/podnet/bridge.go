@@ -91,8 +91,9 @@ func DiscoverPodLink(ns *os.File, iface string) (PodLink, error) {
 // podnetwork.BridgeServerAddress on the bridge), so that the guest is the
 // Pod on the network: reached at the Pod's address on every port, its
 // traffic leaving unchanged. On a Multus network the interface Multus
-// attached is bridged the same way, at layer 2 only: the guest brings its
-// own address there.
+// attached is bridged the same way: the address its IPAM gave the Pod goes
+// to the guest, and without one the binding is layer 2 only (the guest
+// brings its own address).
 type Bridge struct {
 	// Tap is the tap device QEMU opens, owned by Owner and Group.
 	Tap          string

@@ -189,3 +189,90 @@ func TestSecondaryBridgeSetup(t *testing.T) {
 		t.Errorf("dropped %d, %d, %v", mac, addr, err)
 	}
 }
+
+// A Multus network whose IPAM gave the Pod's interface an address: that
+// address goes to the guest as on the pod network (the DHCP server's
+// address on the bridge, the route to the guest, the address rules), in
+// the network's own table, while the pod network's binding keeps its own.
+func TestSecondaryBridgeWithAddress(t *testing.T) {
+	ns := cniPod(t)
+	pod, err := DiscoverPodLink(ns, podnetwork.PodInterface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podMAC, _ := net.ParseMAC(pod.MAC)
+	if err := (Bridge{Tap: podnetwork.TapName(0), Owner: 107, Group: 107, MAC: podMAC, Link: pod}).Setup(ns); err != nil {
+		t.Fatal(err)
+	}
+	iface := podnetwork.SecondaryInterface("blue")
+	err = inNamespace(ns, func() error {
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: iface}, PeerName: "peer2"}); err != nil {
+			return err
+		}
+		l, err := netlink.LinkByName(iface)
+		if err != nil {
+			return err
+		}
+		addr, _ := netlink.ParseAddr("192.168.78.5/24")
+		if err := netlink.AddrAdd(l, addr); err != nil {
+			return err
+		}
+		if err := netlink.LinkSetUp(l); err != nil {
+			return err
+		}
+		_, lab, _ := net.ParseCIDR("172.30.0.0/16")
+		return netlink.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: lab, Gw: net.ParseIP("192.168.78.1")})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := DiscoverPodLink(ns, iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRoute := podnetwork.Route{Dest: netip.MustParsePrefix("172.30.0.0/16"), Via: netip.MustParseAddr("192.168.78.1")}
+	if link.Address.String() != "192.168.78.5/24" || link.Gateway.IsValid() || len(link.Routes) != 1 || link.Routes[0] != wantRoute {
+		t.Fatalf("the Multus interface %+v: want 192.168.78.5/24, no gateway, the route to 172.30.0.0/16", link)
+	}
+	guestMAC, _ := net.ParseMAC("02:00:00:00:00:0d")
+	b := Bridge{Tap: podnetwork.SecondaryTap(iface), Owner: 107, Group: 107, MAC: guestMAC, PodInterface: iface, Name: podnetwork.SecondaryBridge(iface), Link: link}
+	for range 2 {
+		if err := b.Setup(ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = inNamespace(ns, func() error {
+		for _, name := range []string{podnetwork.BridgeName, b.Name} {
+			br, err := netlink.LinkByName(name)
+			if err != nil {
+				return err
+			}
+			if addrs, _ := netlink.AddrList(br, netlink.FAMILY_V4); len(addrs) != 1 || addrs[0].IPNet.String() != "169.254.75.10/32" {
+				t.Errorf("%s addresses %v, want 169.254.75.10/32", name, addrs)
+			}
+		}
+		br, _ := netlink.LinkByName(b.Name)
+		routes, err := netlink.RouteGet(net.ParseIP("192.168.78.5"))
+		if err != nil {
+			return err
+		}
+		if len(routes) != 1 || routes[0].LinkIndex != br.Attrs().Index {
+			t.Errorf("route to the guest's 192.168.78.5 %+v, want on %s", routes, b.Name)
+		}
+		pod, _ := netlink.LinkByName(iface)
+		if addrs, _ := netlink.AddrList(pod, netlink.FAMILY_V4); len(addrs) != 0 {
+			t.Errorf("%s kept %v", iface, addrs)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := TableName + "-" + b.Name
+	if got := tableRuleCounts(t, ns, nftables.TableFamilyBridge, table, TableName); got["antispoof"] != 4 || got["isolate"] != 3 || got["input"] != 2 || got["output"] != 2 {
+		t.Errorf("rules of %s per chain %v", table, got)
+	}
+	if got := tableRuleCounts(t, ns, nftables.TableFamilyBridge, TableName, table); got["antispoof"] != 4 || got["isolate"] != 3 {
+		t.Errorf("the pod network's rules per chain %v", got)
+	}
+}

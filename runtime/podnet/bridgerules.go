@@ -39,7 +39,8 @@ func (b Bridge) table() string {
 //	                  interface (every bridge binding's bridge has it)
 //
 // A layer-2 binding (a Multus network without IPAM) has the MAC rule
-// only: the guest brings its own addresses and protocols there.
+// only: the guest brings its own addresses and protocols there. A Multus
+// network with IPAM has them all, in a table of its bridge's name.
 func (b Bridge) rules(ns *os.File) error {
 	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd())))
 	if err != nil {
