@@ -4,7 +4,9 @@ GO ?= go
 TEKVIRT_HOME ?= $(HOME)/.tekvirt
 export TEKVIRT_HOME
 TOOLS := $(CURDIR)/_output/bin
-TEKVIRT := $(GO) run ./cmd/tekvirt
+# Built as `tekvirt up` builds its own binaries (static, -trimpath), so that
+# the two share every compiled package.
+TEKVIRT := CGO_ENABLED=0 $(GO) run -trimpath ./cmd/tekvirt
 E2E_TIMEOUT ?= 40m
 # Scenarios that mostly wait (t.Parallel, see e2e/doc.go) run this many at a time.
 E2E_PARALLEL ?= 3

@@ -23,9 +23,9 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	uploadv1beta1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 
+	"github.com/tekvirt/tekvirt/contracts/upload"
+	"github.com/tekvirt/tekvirt/controllers/conditions"
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
-	"github.com/tekvirt/tekvirt/controllers/datavolume"
-	"github.com/tekvirt/tekvirt/controllers/uploadproxy"
 	"github.com/tekvirt/tekvirt/images"
 	"github.com/tekvirt/tekvirt/tasks/kube"
 )
@@ -148,12 +148,12 @@ func waitDV(ctx context.Context, c client.Client, ns, name string, timeout time.
 			return false, err
 		}
 		if dv.Status.Phase == cdiv1.Failed {
-			return false, fmt.Errorf("DataVolume %s/%s Failed: %s", ns, name, datavolume.ReadyMessage(dv))
+			return false, fmt.Errorf("DataVolume %s/%s Failed: %s", ns, name, conditions.ReadyMessage(dv))
 		}
 		return dv.Status.Phase == phase, nil
 	})
 	if wait.Interrupted(err) {
-		return fmt.Errorf("DataVolume %s/%s is %q after %s, not %s: %s", ns, name, dv.Status.Phase, timeout, phase, datavolume.ReadyMessage(dv))
+		return fmt.Errorf("DataVolume %s/%s is %q after %s, not %s: %s", ns, name, dv.Status.Phase, timeout, phase, conditions.ReadyMessage(dv))
 	}
 	return err
 }
@@ -161,7 +161,7 @@ func waitDV(ctx context.Context, c client.Client, ns, name string, timeout time.
 // proxyClient reaches the upload proxy at --uploadproxy-url or else at its
 // Service's cluster IP, verifying its certificate (for the Service's DNS
 // name) with tekvirt's CA bundle, which the operator publishes.
-func proxyClient(ctx context.Context, c client.Client, f uploadFlags) (*uploadproxy.Client, error) {
+func proxyClient(ctx context.Context, c client.Client, f uploadFlags) (*upload.Client, error) {
 	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
 	if !f.insecure {
 		caPEM, err := kube.TekvirtCA(ctx, c)
@@ -184,7 +184,7 @@ func proxyClient(ctx context.Context, c client.Client, f uploadFlags) (*uploadpr
 		url = "https://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
 		tlsCfg.ServerName = ctrlconfig.UploadProxyService + "." + ctrlconfig.Namespace + ".svc"
 	}
-	return &uploadproxy.Client{URL: url, HTTP: &http.Client{Transport: tr}}, nil
+	return &upload.Client{URL: url, HTTP: &http.Client{Transport: tr}}, nil
 }
 
 // progressBar draws the upload's progress on one line.

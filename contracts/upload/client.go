@@ -1,4 +1,4 @@
-package uploadproxy
+package upload
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-
-	"github.com/tekvirt/tekvirt/contracts/upload"
 )
 
 // Client uploads images through an upload proxy, as virtctl image-upload.
@@ -20,9 +18,9 @@ type Client struct {
 // Upload sends size bytes of r (-1: unknown) with token. Async returns once
 // the proxy has the data; otherwise once the disk is written.
 func (c *Client) Upload(ctx context.Context, token string, r io.Reader, size int64, async bool) error {
-	path := upload.Path
+	path := Path
 	if async {
-		path = upload.AsyncPath
+		path = AsyncPath
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.URL, "/")+path, r)
 	if err != nil {

@@ -20,3 +20,14 @@ func Next(prev *cdiv1.ConditionState, status corev1.ConditionStatus, reason, msg
 	}
 	return next
 }
+
+// ReadyMessage is the message of a DataVolume's Ready condition: why it
+// failed, or what it waits for.
+func ReadyMessage(dv *cdiv1.DataVolume) string {
+	for _, c := range dv.Status.Conditions {
+		if c.Type == cdiv1.DataVolumeReady {
+			return c.Message
+		}
+	}
+	return ""
+}

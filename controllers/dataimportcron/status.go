@@ -9,7 +9,6 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/controllers/conditions"
-	"github.com/tekvirt/tekvirt/controllers/datavolume"
 )
 
 // observed is what the reconciler saw of a cron's imports.
@@ -37,7 +36,7 @@ func upToDate(obs observed) (corev1.ConditionStatus, string, string) {
 	case obs.latest == nil:
 		return corev1.ConditionFalse, "NoImport", "no import yet"
 	case obs.latest.Status.Phase == cdiv1.Failed:
-		return corev1.ConditionFalse, "ImportFailed", fmt.Sprintf("DataVolume %s failed: %s", obs.latest.Name, datavolume.ReadyMessage(obs.latest))
+		return corev1.ConditionFalse, "ImportFailed", fmt.Sprintf("DataVolume %s failed: %s", obs.latest.Name, conditions.ReadyMessage(obs.latest))
 	case inFlight(obs.latest):
 		return corev1.ConditionFalse, "ImportProgressing", fmt.Sprintf("DataVolume %s is %s", obs.latest.Name, phase(obs.latest))
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/tekvirt/tekvirt/catalog"
 	"github.com/tekvirt/tekvirt/contracts/datastep"
+	"github.com/tekvirt/tekvirt/controllers/conditions"
 	"github.com/tekvirt/tekvirt/controllers/hostpath"
 )
 
@@ -157,7 +158,7 @@ func (r *Reconciler) sync(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1
 	if ok {
 		return ctrl.Result{}, r.succeeded(ctx, dv)
 	}
-	if msg := ReadyMessage(dv); dv.Status.Phase == cdiv1.Failed && msg != "" {
+	if msg := conditions.ReadyMessage(dv); dv.Status.Phase == cdiv1.Failed && msg != "" {
 		// Failed for good before: keep the cause rather than read the logs again.
 		obs.failed = msg
 		return ctrl.Result{}, nil

@@ -103,17 +103,6 @@ func podRefusedReason(run *pipelinev1.TaskRun) string {
 // ResourceQuota refuses.
 const ErrExceededQuotaReason = "ErrExceededQuota"
 
-// ReadyMessage is the message of a DataVolume's Ready condition: why it
-// failed, or what it waits for.
-func ReadyMessage(dv *cdiv1.DataVolume) string {
-	for _, c := range dv.Status.Conditions {
-		if c.Type == cdiv1.DataVolumeReady {
-			return c.Message
-		}
-	}
-	return ""
-}
-
 // nextStatus computes the DataVolume status; the reconciler patches it.
 func nextStatus(dv *cdiv1.DataVolume, obs observed, now metav1.Time) cdiv1.DataVolumeStatus {
 	st := *dv.Status.DeepCopy()

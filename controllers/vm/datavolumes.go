@@ -15,7 +15,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
-	"github.com/tekvirt/tekvirt/controllers/datavolume"
+	"github.com/tekvirt/tekvirt/controllers/conditions"
 	"github.com/tekvirt/tekvirt/controllers/requester"
 )
 
@@ -57,7 +57,7 @@ func (r *Reconciler) ensureDataVolumes(ctx context.Context, vm *v1.VirtualMachin
 		switch dv.Status.Phase {
 		case cdiv1.Succeeded:
 		case cdiv1.Failed:
-			return v1.VirtualMachineStatusDataVolumeError, fmt.Sprintf("DataVolume %s failed: %s", dv.Name, datavolume.ReadyMessage(dv)), nil
+			return v1.VirtualMachineStatusDataVolumeError, fmt.Sprintf("DataVolume %s failed: %s", dv.Name, conditions.ReadyMessage(dv)), nil
 		default:
 			waiting = v1.VirtualMachineStatusProvisioning
 		}
