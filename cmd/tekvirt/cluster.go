@@ -191,8 +191,8 @@ func (g *globalFlags) installedRelease(ctx context.Context) (string, error) {
 const hostedReleaseConfigMap = "tekvirt-hosted-release"
 
 // destroyCluster deletes the cluster's NodePools, the HostedCluster and
-// its pull secret, then waits (up to wait) until the HostedCluster and its
-// control-plane namespace are gone.
+// its pull secret, then waits (up to wait) until the NodePools, the
+// HostedCluster and its control-plane namespace are gone.
 func (g *globalFlags) destroyCluster(ctx context.Context, ns, name string, wait time.Duration, out io.Writer) error {
 	c, err := g.vmClient()
 	if err != nil {
@@ -207,9 +207,13 @@ func (g *globalFlags) destroyCluster(ctx context.Context, ns, name string, wait 
 		return err
 	}
 	var errs []error
+	// What the wait covers: the NodePools too, which their finalizers can
+	// keep after the HostedCluster is gone.
+	var gone []client.Object
 	for i := range pools.Items {
 		if pools.Items[i].Spec.ClusterName == name {
 			errs = append(errs, deleted(ctx, c, &pools.Items[i], "NodePool", out))
+			gone = append(gone, &pools.Items[i])
 		}
 	}
 	errs = append(errs, deleted(ctx, c, hc, "HostedCluster", out))
@@ -220,7 +224,8 @@ func (g *globalFlags) destroyCluster(ctx context.Context, ns, name string, wait 
 	if err := errors.Join(errs...); err != nil || wait == 0 {
 		return err
 	}
-	return waitGone(ctx, c, wait, out, hc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostedcluster.ControlPlaneNamespace(ns, name)}})
+	gone = append(gone, hc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostedcluster.ControlPlaneNamespace(ns, name)}})
+	return waitGone(ctx, c, wait, out, gone...)
 }
 
 // waitGone polls until every object is gone.
