@@ -125,10 +125,9 @@ func TestBridgeSetup(t *testing.T) {
 	}
 }
 
-// A Multus network's interface next to the pod network's: bridged at
-// layer 2 under its own names, with its own table holding the MAC rule
-// only, and the pod network's binding untouched.
-func TestSecondaryBridgeSetup(t *testing.T) {
+// bridgedPod is cniPod with the pod network's bridge binding built.
+func bridgedPod(t *testing.T) *os.File {
+	t.Helper()
 	ns := cniPod(t)
 	pod, err := DiscoverPodLink(ns, podnetwork.PodInterface)
 	if err != nil {
@@ -138,8 +137,16 @@ func TestSecondaryBridgeSetup(t *testing.T) {
 	if err := (Bridge{Tap: podnetwork.TapName(0), Owner: 107, Group: 107, MAC: podMAC, Link: pod}).Setup(ns); err != nil {
 		t.Fatal(err)
 	}
+	return ns
+}
+
+// A Multus network's interface next to the pod network's: bridged at
+// layer 2 under its own names, with its own table holding the MAC rule
+// only, and the pod network's binding untouched.
+func TestSecondaryBridgeSetup(t *testing.T) {
+	ns := bridgedPod(t)
 	iface := podnetwork.SecondaryInterface("red")
-	err = inNamespace(ns, func() error {
+	err := inNamespace(ns, func() error {
 		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: iface, MTU: 1450}, PeerName: "peer1"})
 	})
 	if err != nil {
@@ -195,17 +202,9 @@ func TestSecondaryBridgeSetup(t *testing.T) {
 // address on the bridge, the route to the guest, the address rules), in
 // the network's own table, while the pod network's binding keeps its own.
 func TestSecondaryBridgeWithAddress(t *testing.T) {
-	ns := cniPod(t)
-	pod, err := DiscoverPodLink(ns, podnetwork.PodInterface)
-	if err != nil {
-		t.Fatal(err)
-	}
-	podMAC, _ := net.ParseMAC(pod.MAC)
-	if err := (Bridge{Tap: podnetwork.TapName(0), Owner: 107, Group: 107, MAC: podMAC, Link: pod}).Setup(ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := bridgedPod(t)
 	iface := podnetwork.SecondaryInterface("blue")
-	err = inNamespace(ns, func() error {
+	err := inNamespace(ns, func() error {
 		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: iface}, PeerName: "peer2"}); err != nil {
 			return err
 		}
