@@ -15,7 +15,7 @@ E2E_PARALLEL ?= 3
 NODES ?= 1
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e$$|/e2e/bench$$')
 
-.PHONY: help build test test-unit e2e e2e-hosted e2e-forge up down demo generate verify-gen lint bench fmt release catalog virtctl
+.PHONY: help build test test-unit e2e e2e-hosted e2e-forge up down demo generate verify-gen lint bench fmt release catalog virtctl prefetch
 
 help: ## list the targets (docs/development.md says more, with times)
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -27,7 +27,21 @@ build: ## compile everything
 # must run, not skip: `up` has built the kube-apiserver they use by then.
 test: export TEKVIRT_REQUIRE_TESTENV=1
 test: NODES = 2
-test: verify-gen lint up test-unit e2e ## what CI runs: verify-gen, lint, up (2 nodes), test-unit, e2e (about 30 min warm)
+test: prefetch verify-gen lint up test-unit e2e ## what CI runs: verify-gen, lint, up (2 nodes), test-unit, e2e (about 30 min warm)
+
+# The modules make test builds from: tekvirt's and the tools modules' but
+# the forge's (gitea, pac), which only e2e-forge builds.
+PREFETCH_MODULES = . $(filter-out e2e/tools/gitea e2e/tools/pac,$(wildcard e2e/tools/*))
+
+# On a fresh machine each build fetches its modules before it compiles,
+# one build after the other: minutes of waiting on the network with the
+# CPU idle. prefetch starts every download at once in the background and
+# returns, so that they run under verify-gen and lint; the go command's
+# module cache locks make a build that needs a module wait for it (a
+# download that fails is fetched again by the build). Its log:
+# _output/prefetch.log.
+prefetch: ## start downloading the Go modules of tekvirt and its tools in the background (returns at once)
+	@mkdir -p _output; for d in $(PREFETCH_MODULES); do (cd $$d && $(GO) mod download >/dev/null 2>>$(CURDIR)/_output/prefetch.log || echo "prefetch: $$d: go mod download failed" >>$(CURDIR)/_output/prefetch.log) & done
 
 test-unit: ## go vet and the unit tests; no cluster needed (API-server tests skip until up built it)
 	$(GO) vet ./...
