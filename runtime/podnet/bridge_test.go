@@ -140,6 +140,20 @@ func bridgedPod(t *testing.T) *os.File {
 	return ns
 }
 
+// setupSecondary builds, twice (as a handler restarting mid-way does), the
+// bridge binding of the Multus interface iface that DiscoverPodLink read
+// as link, for the guest's MAC.
+func setupSecondary(t *testing.T, ns *os.File, iface string, mac net.HardwareAddr, link PodLink) Bridge {
+	t.Helper()
+	b := Bridge{Tap: podnetwork.SecondaryTap(iface), Owner: 107, Group: 107, MAC: mac, PodInterface: iface, Name: podnetwork.SecondaryBridge(iface), Link: link}
+	for range 2 {
+		if err := b.Setup(ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
 // A Multus network's interface next to the pod network's: bridged at
 // layer 2 under its own names, with its own table holding the MAC rule
 // only, and the pod network's binding untouched.
@@ -157,12 +171,7 @@ func TestSecondaryBridgeSetup(t *testing.T) {
 		t.Fatalf("the Multus interface: %+v, %v; want no address, MTU 1450", link, err)
 	}
 	guestMAC, _ := net.ParseMAC("02:00:00:00:00:0c")
-	b := Bridge{Tap: podnetwork.SecondaryTap(iface), Owner: 107, Group: 107, MAC: guestMAC, PodInterface: iface, Name: podnetwork.SecondaryBridge(iface), Link: link}
-	for range 2 {
-		if err := b.Setup(ns); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b := setupSecondary(t, ns, iface, guestMAC, link)
 	err = inNamespace(ns, func() error {
 		br, err := netlink.LinkByName(b.Name)
 		if err != nil {
@@ -234,12 +243,7 @@ func TestSecondaryBridgeWithAddress(t *testing.T) {
 		t.Fatalf("the Multus interface %+v: want 192.168.78.5/24, no gateway, the route to 172.30.0.0/16", link)
 	}
 	guestMAC, _ := net.ParseMAC("02:00:00:00:00:0d")
-	b := Bridge{Tap: podnetwork.SecondaryTap(iface), Owner: 107, Group: 107, MAC: guestMAC, PodInterface: iface, Name: podnetwork.SecondaryBridge(iface), Link: link}
-	for range 2 {
-		if err := b.Setup(ns); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b := setupSecondary(t, ns, iface, guestMAC, link)
 	err = inNamespace(ns, func() error {
 		for _, name := range []string{podnetwork.BridgeName, b.Name} {
 			br, err := netlink.LinkByName(name)
