@@ -27,7 +27,7 @@ build: ## compile everything
 # must run, not skip: `up` has built the kube-apiserver they use by then.
 test: export TEKVIRT_REQUIRE_TESTENV=1
 test: NODES = 2
-test: prefetch verify-gen lint up test-unit e2e ## what CI runs: verify-gen, lint, up (2 nodes), test-unit, e2e (about 30 min warm)
+test: prefetch verify-gen lint up test-unit e2e ## what CI runs: prefetch, verify-gen, lint, up (2 nodes), test-unit, e2e (about 30 min warm)
 
 # The modules make test builds from: tekvirt's and the tools modules' but
 # the forge's (gitea, pac), which only e2e-forge builds.
