@@ -29,6 +29,11 @@ func TapName(i int) string { return fmt.Sprintf("tap%d", i) }
 // launcher Pod when spec.networks[].pod.vmNetworkCIDR is empty.
 const DefaultMasqueradeCIDR = "10.0.2.0/24"
 
+// DefaultMasqueradeIPv6CIDR is KubeVirt's IPv6 network between the guest
+// and its launcher Pod when spec.networks[].pod.vmIPv6NetworkCIDR is
+// empty; it is used where the Pod has an IPv6 address.
+const DefaultMasqueradeIPv6CIDR = "fd10:0:2::/120"
+
 // Masquerade are the addresses of a masquerade binding: the gateway (the
 // bridge in the Pod) and the guest's, the first two of the network.
 type Masquerade struct {
@@ -50,8 +55,29 @@ func MasqueradeAddresses(cidr string) (Masquerade, error) {
 	if !p.Addr().Is4() || p.Bits() > 29 {
 		return Masquerade{}, fmt.Errorf("vmNetworkCIDR %q: want an IPv4 network of /29 or larger", cidr)
 	}
+	return firstTwo(p), nil
+}
+
+// MasqueradeIPv6Addresses are MasqueradeAddresses for the IPv6 network
+// cidr (empty: DefaultMasqueradeIPv6CIDR): ::1 the gateway, ::2 the guest.
+func MasqueradeIPv6Addresses(cidr string) (Masquerade, error) {
+	if cidr == "" {
+		cidr = DefaultMasqueradeIPv6CIDR
+	}
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return Masquerade{}, fmt.Errorf("vmIPv6NetworkCIDR %q: %w", cidr, err)
+	}
+	p = p.Masked()
+	if !p.Addr().Is6() || p.Addr().Is4In6() || p.Bits() > 126 {
+		return Masquerade{}, fmt.Errorf("vmIPv6NetworkCIDR %q: want an IPv6 network of /126 or larger", cidr)
+	}
+	return firstTwo(p), nil
+}
+
+func firstTwo(p netip.Prefix) Masquerade {
 	gw := p.Addr().Next()
-	return Masquerade{Gateway: netip.PrefixFrom(gw, p.Bits()), Guest: netip.PrefixFrom(gw.Next(), p.Bits())}, nil
+	return Masquerade{Gateway: netip.PrefixFrom(gw, p.Bits()), Guest: netip.PrefixFrom(gw.Next(), p.Bits())}
 }
 
 // MAC is the address of a VMI's interface that names none: stable for the

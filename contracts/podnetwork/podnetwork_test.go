@@ -29,6 +29,30 @@ func TestMasqueradeAddresses(t *testing.T) {
 	}
 }
 
+func TestMasqueradeIPv6Addresses(t *testing.T) {
+	for _, tc := range []struct {
+		cidr, gateway, guest, err string
+	}{
+		{cidr: "", gateway: "fd10:0:2::1/120", guest: "fd10:0:2::2/120"},
+		{cidr: "fd20::5/64", gateway: "fd20::1/64", guest: "fd20::2/64"},
+		{cidr: "fd10::/127", err: `vmIPv6NetworkCIDR "fd10::/127": want an IPv6 network of /126 or larger`},
+		{cidr: "10.0.2.0/24", err: `vmIPv6NetworkCIDR "10.0.2.0/24": want an IPv6 network of /126 or larger`},
+		{cidr: "::ffff:10.0.2.0/120", err: `vmIPv6NetworkCIDR "::ffff:10.0.2.0/120": want an IPv6 network of /126 or larger`},
+		{cidr: "fd10::", err: `vmIPv6NetworkCIDR "fd10::": netip.ParsePrefix("fd10::"): no '/'`},
+	} {
+		m, err := MasqueradeIPv6Addresses(tc.cidr)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%q: error %v, want %s", tc.cidr, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || m.Gateway.String() != tc.gateway || m.Guest.String() != tc.guest {
+			t.Errorf("%q: %v %v %v, want %s %s", tc.cidr, m.Gateway, m.Guest, err, tc.gateway, tc.guest)
+		}
+	}
+}
+
 func TestMACIsStableAndLocalToQEMU(t *testing.T) {
 	a, b := MAC("uid-1", "default"), MAC("uid-1", "default")
 	if a.String() != b.String() || a.String()[:9] != "52:54:00:" {

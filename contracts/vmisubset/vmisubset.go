@@ -33,7 +33,7 @@ var Fields = []string{
 	"domain.firmware.kernelBoot.kernelArgs",
 	"domain.firmware.kernelBoot.container.image", "domain.firmware.kernelBoot.container.kernelPath",
 	"domain.firmware.kernelBoot.container.initrdPath", "domain.firmware.kernelBoot.container.imagePullPolicy",
-	"networks.name", "networks.pod", "networks.pod.vmNetworkCIDR", "networks.multus.networkName",
+	"networks.name", "networks.pod", "networks.pod.vmNetworkCIDR", "networks.pod.vmIPv6NetworkCIDR", "networks.multus.networkName",
 	"volumes.name",
 	"volumes.containerDisk.image", "volumes.containerDisk.path", "volumes.containerDisk.imagePullPolicy",
 	"volumes.persistentVolumeClaim.claimName", "volumes.persistentVolumeClaim.readOnly",

@@ -22,7 +22,7 @@ func TestCheck(t *testing.T) {
 					InterfaceBindingMethod: v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}}},
 			},
 		},
-		Networks: []v1.Network{{Name: "default", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{VMNetworkCIDR: "10.11.0.0/24"}}}},
+		Networks: []v1.Network{{Name: "default", NetworkSource: v1.NetworkSource{Pod: &v1.PodNetwork{VMNetworkCIDR: "10.11.0.0/24", VMIPv6NetworkCIDR: "fd10::/120"}}}},
 		Volumes:  []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "img"}}}},
 	}
 	if err := Check(spec); err != nil {
@@ -31,9 +31,9 @@ func TestCheck(t *testing.T) {
 	spec.Domain.Devices.Disks[0].Disk.Bus = v1.DiskBusSCSI
 	spec.Volumes[0].ContainerDisk.ImagePullSecret = "pull"
 	spec.DNSPolicy = corev1.DNSNone
-	spec.Networks[0].Pod.VMIPv6NetworkCIDR = "fd10::/120"
+	spec.Domain.Devices.Interfaces[0].PciAddress = "0000:81:01.0"
 	err := Check(spec)
-	for _, want := range []string{"spec.networks[0].pod.vmIPv6NetworkCIDR", "fields not supported by tekvirt", `spec.domain.devices.disks[0].disk.bus: "scsi" (supported: virtio, sata)`,
+	for _, want := range []string{"spec.domain.devices.interfaces[0].pciAddress", "fields not supported by tekvirt", `spec.domain.devices.disks[0].disk.bus: "scsi" (supported: virtio, sata)`,
 		"spec.volumes[0].containerDisk.imagePullSecret", "spec.dnsPolicy"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)

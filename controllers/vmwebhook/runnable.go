@@ -73,7 +73,7 @@ func checkInterfaces(prefix string, spec *v1.VirtualMachineInstanceSpec) []strin
 // checkNetworks lists what of networks the runtime cannot build: one
 // without an interface (named lists those with one), two pod networks,
 // one both pod and Multus, a Multus network name that is none, a
-// masquerade network (vmNetworkCIDR) too small.
+// masquerade network (vmNetworkCIDR, vmIPv6NetworkCIDR) too small.
 func checkNetworks(prefix string, networks []v1.Network, named map[string]bool) []string {
 	var msgs []string
 	pod := -1
@@ -90,6 +90,9 @@ func checkNetworks(prefix string, networks []v1.Network, named map[string]bool) 
 		case n.Pod != nil:
 			pod = i
 			if _, err := podnetwork.MasqueradeAddresses(n.Pod.VMNetworkCIDR); n.Pod.VMNetworkCIDR != "" && err != nil {
+				msgs = append(msgs, fmt.Sprintf("%s.pod.%v", field, err))
+			}
+			if _, err := podnetwork.MasqueradeIPv6Addresses(n.Pod.VMIPv6NetworkCIDR); n.Pod.VMIPv6NetworkCIDR != "" && err != nil {
 				msgs = append(msgs, fmt.Sprintf("%s.pod.%v", field, err))
 			}
 		case n.Multus != nil:

@@ -26,6 +26,14 @@ const (
 	cniBinDir       = "/usr/lib/cni"
 )
 
+// The cluster is dual-stack, IPv4 first (so single-stack Services and a
+// Pod's status.podIP stay IPv4): its IPv6 ranges are unique local ones
+// that only this machine routes.
+const (
+	serviceCIDR6 = "fd00:10:96::/112"
+	podCIDR6     = "fd00:10:244::/56"
+)
+
 // Cluster is the local cluster rooted at Home ($TEKVIRT_HOME).
 type Cluster struct {
 	// Home holds all state: pki, configs, data, logs, run (PID files), bin, cache.

@@ -71,7 +71,7 @@ func (c *Cluster) processes(b binaries) []*process {
 		{
 			name: "kubelet", binary: b.k("kubelet"),
 			args: []string{"--config", etc("kubelet.yaml"), "--kubeconfig", etc("kubelet.kubeconfig"),
-				"--hostname-override", c.NodeName, "--node-ip", c.NodeIP.String(), "--root-dir", c.KubeletRoot()},
+				"--hostname-override", c.NodeName, "--node-ip", c.firstNode().nodeIPs(), "--root-dir", c.KubeletRoot()},
 			ports: []string{"0.0.0.0:10250", "127.0.0.1:10248"}, ready: httpReady(nil, "http://127.0.0.1:10248/healthz"),
 		},
 		{
@@ -110,7 +110,7 @@ func (c *Cluster) nodeProcesses(b binaries, n node) []*process {
 		{
 			name: n.proc("kubelet"), binary: b.k("kubelet"), ns: ns,
 			args: []string{"--config", c.etc(n, "kubelet.yaml"), "--kubeconfig", c.etc(n, "kubelet.kubeconfig"),
-				"--hostname-override", n.name, "--node-ip", n.ip.String(), "--root-dir", c.KubeletRoot()},
+				"--hostname-override", n.name, "--node-ip", n.nodeIPs(), "--root-dir", c.KubeletRoot()},
 			ready: httpReadyIn(ns.net, "http://127.0.0.1:10248/healthz"),
 		},
 		{
@@ -189,7 +189,7 @@ func (c *Cluster) apiServerArgs() []string {
 	pki := func(f string) string { return filepath.Join(c.pkiDir(), f) }
 	return []string{"--etcd-servers", "http://" + etcdClientAddr,
 		"--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(APIServerPort), "--advertise-address", c.NodeIP.String(),
-		"--service-cluster-ip-range", serviceCIDR, "--allow-privileged=true",
+		"--service-cluster-ip-range", serviceCIDR + "," + serviceCIDR6, "--allow-privileged=true",
 		"--client-ca-file", pki("ca.crt"), "--tls-cert-file", pki("apiserver.crt"), "--tls-private-key-file", pki("apiserver.key"),
 		"--kubelet-client-certificate", pki("apiserver-kubelet-client.crt"), "--kubelet-client-key", pki("apiserver-kubelet-client.key"),
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",

@@ -202,7 +202,7 @@ healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 conntrack: {maxPerCore: 0}
 nodePortAddresses: [primary]
-`, c.etc(n, "kube-proxy.kubeconfig"), podCIDR, n.name)
+`, c.etc(n, "kube-proxy.kubeconfig"), podCIDR+","+podCIDR6, n.name)
 }
 
 // containerdConfig is the CRI configuration known to work here: cgroupfs,
@@ -254,7 +254,8 @@ func cniConfig(n node) string {
       "isGateway": true,
       "ipMasq": false,
       "hairpinMode": true,
-      "ipam": {"type": "host-local", "ranges": [[{"subnet": "` + n.podSubnet() + `"}]], "routes": [{"dst": "0.0.0.0/0"}]}
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "` + n.podSubnet() + `"}], [{"subnet": "` + n.podSubnet6() + `"}]],
+               "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]}
     },
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
@@ -282,13 +283,17 @@ func (c *Cluster) prepareHost() error {
 	}
 	sysctls := map[string]string{
 		"net/ipv4/ip_forward":                 "1",
+		"net/ipv6/conf/all/forwarding":        "1",
 		"net/bridge/bridge-nf-call-iptables":  "1",
 		"net/bridge/bridge-nf-call-ip6tables": "1",
 	}
 	for k, v := range sysctls {
-		if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil && k == "net/ipv4/ip_forward" {
+		if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil && !strings.HasPrefix(k, "net/bridge/") {
 			return fmt.Errorf("enabling %s: %w", strings.ReplaceAll(k, "/", "."), err)
 		}
+	}
+	if err := ensureNodeBridge(); err != nil {
+		return fmt.Errorf("the node bridge %s (the first node's IPv6 address): %w", nodeBridge, err)
 	}
 	if err := exec.Command("id", "libvirt-qemu").Run(); err != nil {
 		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "libvirt-qemu").CombinedOutput(); err != nil {

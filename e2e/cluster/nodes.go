@@ -19,6 +19,11 @@ const (
 	nodeNetPrefix  = "10.245.0."
 	nodePrefixLen  = 24
 	podSubnetFirst = "10.244.%d.0/24"
+	// The IPv6 side: node i is nodeNet6Prefix+i (the first node's address
+	// is the host's end of the bridge), its Pods in podSubnet6First.
+	nodeNet6Prefix  = "fd00:10:245::"
+	nodePrefixLen6  = 64
+	podSubnet6First = "fd00:10:244:%x::/64"
 	// NodesRoot holds, per extra node, the directories its mount namespace
 	// shows at the paths a node has (/var/lib/kubelet, /var/lib/tekvirt).
 	NodesRoot = "/var/lib/tekvirt-nodes"
@@ -33,12 +38,22 @@ type node struct {
 	index int
 	name  string
 	ip    net.IP
+	// ip6 is its IPv6 address, on the node bridge.
+	ip6 net.IP
 }
 
 func (n node) first() bool { return n.index == 1 }
 
 // podSubnet is the range the node's CNI bridge hands pod addresses from.
 func (n node) podSubnet() string { return fmt.Sprintf(podSubnetFirst, n.index-1) }
+
+// podSubnet6 is podSubnet's IPv6 counterpart.
+func (n node) podSubnet6() string { return fmt.Sprintf(podSubnet6First, n.index-1) }
+
+// nodeIPs is the kubelet's --node-ip: IPv4 first, as the cluster's ranges.
+func (n node) nodeIPs() string { return n.ip.String() + "," + n.ip6.String() }
+
+func nodeIP6(index int) net.IP { return net.ParseIP(fmt.Sprintf("%s%x", nodeNet6Prefix, index)) }
 
 // proc names one of the node's processes (PID file, log).
 func (n node) proc(name string) string {
@@ -49,11 +64,13 @@ func (n node) proc(name string) string {
 }
 
 // firstNode is the machine itself.
-func (c *Cluster) firstNode() node { return node{index: 1, name: c.NodeName, ip: c.NodeIP} }
+func (c *Cluster) firstNode() node {
+	return node{index: 1, name: c.NodeName, ip: c.NodeIP, ip6: nodeIP6(1)}
+}
 
 // extraNode is node i (i >= 2).
 func (c *Cluster) extraNode(i int) node {
-	return node{index: i, name: fmt.Sprintf("%s-node%d", c.NodeName, i), ip: net.ParseIP(nodeNetPrefix + strconv.Itoa(i)).To4()}
+	return node{index: i, name: fmt.Sprintf("%s-node%d", c.NodeName, i), ip: net.ParseIP(nodeNetPrefix + strconv.Itoa(i)).To4(), ip6: nodeIP6(i)}
 }
 
 // nodes lists every node: the first and the extra ones Up was asked for

@@ -38,17 +38,33 @@ func (c *Cluster) setUpNode(n node) error {
 	return nil
 }
 
-func (c *Cluster) setUpNodeNetwork(n node) error {
-	hostEnd := nodeNetPrefix + "1"
+// ensureNodeBridge makes the host's bridge to the extra nodes, with the
+// host's end of their network, both families: its IPv6 address is also the
+// first node's.
+func ensureNodeBridge() error {
 	if !linkExists(nodeBridge) {
 		if err := run("ip", "link", "add", nodeBridge, "type", "bridge"); err != nil {
 			return err
 		}
 	}
-	steps := [][]string{
-		{"ip", "addr", "replace", fmt.Sprintf("%s/%d", hostEnd, nodePrefixLen), "dev", nodeBridge},
+	for _, s := range [][]string{
+		{"ip", "addr", "replace", fmt.Sprintf("%s/%d", nodeNetPrefix+"1", nodePrefixLen), "dev", nodeBridge},
+		{"ip", "-6", "addr", "replace", fmt.Sprintf("%s/%d", nodeIP6(1), nodePrefixLen6), "dev", nodeBridge, "nodad"},
 		{"ip", "link", "set", nodeBridge, "up"},
+	} {
+		if err := run(s...); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+func (c *Cluster) setUpNodeNetwork(n node) error {
+	hostEnd := nodeNetPrefix + "1"
+	if err := ensureNodeBridge(); err != nil {
+		return err
+	}
+	var steps [][]string
 	if _, err := os.Stat(netnsPath(n)); err != nil {
 		steps = append(steps, []string{"ip", "netns", "add", netnsName(n)})
 	}
@@ -60,12 +76,15 @@ func (c *Cluster) setUpNodeNetwork(n node) error {
 		[]string{"ip", "link", "set", hostVeth(n), "master", nodeBridge, "up"},
 		in("link", "set", "lo", "up"),
 		in("addr", "replace", fmt.Sprintf("%s/%d", n.ip, nodePrefixLen), "dev", "eth0"),
+		in("-6", "addr", "replace", fmt.Sprintf("%s/%d", n.ip6, nodePrefixLen6), "dev", "eth0", "nodad"),
 		in("link", "set", "eth0", "up"),
 		in("route", "replace", "default", "via", hostEnd),
+		in("-6", "route", "replace", "default", "via", nodeIP6(1).String()),
 		[]string{"ip", "route", "replace", n.podSubnet(), "via", n.ip.String()},
+		[]string{"ip", "-6", "route", "replace", n.podSubnet6(), "via", n.ip6.String()},
 		// Pods' traffic is routed through the node; Services' rules see
 		// bridged traffic, as on the first node.
-		[]string{"ip", "netns", "exec", netnsName(n), "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"},
+		[]string{"ip", "netns", "exec", netnsName(n), "sysctl", "-q", "-w", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"},
 	)
 	for _, s := range steps {
 		if err := run(s...); err != nil {
@@ -76,7 +95,7 @@ func (c *Cluster) setUpNodeNetwork(n node) error {
 		return err
 	}
 	// Not present on every kernel inside a namespace; kube-proxy reports it.
-	_ = run("ip", "netns", "exec", netnsName(n), "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1")
+	_ = run("ip", "netns", "exec", netnsName(n), "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1", "net.bridge.bridge-nf-call-ip6tables=1")
 	return nil
 }
 
@@ -223,6 +242,7 @@ func (c *Cluster) tearDownNode(n node) error {
 		errs = append(errs, run("ip", "link", "del", hostVeth(n)))
 	}
 	_ = run("ip", "route", "del", n.podSubnet())
+	_ = run("ip", "-6", "route", "del", n.podSubnet6())
 	errs = append(errs, removeCgroupRoot(cgroupRoot(n)))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("node %s: %w", n.name, err)

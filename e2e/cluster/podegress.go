@@ -14,7 +14,9 @@ import (
 // podEgressTable masquerades, on each node, Pod traffic that leaves the
 // Pod network, as kindnet and flannel do: Pods reach each other across
 // nodes at their own addresses (the Kubernetes network model, which
-// NetworkPolicy peers rest on), and anything else with the node's.
+// NetworkPolicy peers rest on), and anything else with the node's. IPv4
+// only: the cluster's IPv6 goes no further than its nodes, which route
+// every Pod subnet.
 const podEgressTable = "tekvirt-pod-egress"
 
 // installPodEgress replaces the node's masquerade table in the network

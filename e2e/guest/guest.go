@@ -28,6 +28,9 @@ var chpasswdScript []byte
 //go:embed udhcpc.script
 var udhcpcScript []byte
 
+//go:embed network-config.awk
+var networkConfigAwk []byte
+
 // Flavor is what a guest is made of besides the Debian kernel and busybox.
 type Flavor struct {
 	// Name prefixes the build's cache folder.
@@ -63,12 +66,13 @@ var Test = Flavor{
 	Modules: []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ahci", "sd_mod", "ext4", "vfat", "nls_cp437", "nls_ascii"},
 	Files: map[string][]byte{
 		// guest: a second user, for the guest agent's per-user writes.
-		"etc/passwd":          []byte("root:x:0:0:root:/root:/bin/sh\nguest:x:1000:1000:guest:/home/guest:/bin/sh\n"),
-		"etc/group":           []byte("root:x:0:\nguest:x:1000:\n"),
-		"etc/shadow":          []byte("root:*:20000:0:99999:7:::\nguest:*:20000:0:99999:7:::\n"),
-		"home/guest/.profile": []byte("# the guest user's home\n"),
-		"etc/shells":          []byte("/bin/sh\n"),
-		"etc/hostname":        []byte("tekvirt-guest\n"),
+		"etc/passwd":             []byte("root:x:0:0:root:/root:/bin/sh\nguest:x:1000:1000:guest:/home/guest:/bin/sh\n"),
+		"etc/group":              []byte("root:x:0:\nguest:x:1000:\n"),
+		"etc/shadow":             []byte("root:*:20000:0:99999:7:::\nguest:*:20000:0:99999:7:::\n"),
+		"home/guest/.profile":    []byte("# the guest user's home\n"),
+		"etc/shells":             []byte("/bin/sh\n"),
+		"etc/hostname":           []byte("tekvirt-guest\n"),
+		"etc/network-config.awk": networkConfigAwk,
 		"etc/os-release": []byte("PRETTY_NAME=\"tekvirt test guest (Debian kernel, busybox)\"\nNAME=\"tekvirt guest\"\n" +
 			"ID=tekvirt-guest\nID_LIKE=debian\nVERSION_ID=1\n"),
 	},

@@ -227,3 +227,33 @@ func sshRun(ctx context.Context, addr string, signer ssh.Signer, cmd string) (st
 	out, err := sess.CombinedOutput(cmd)
 	return string(out), err
 }
+
+// The guest's network-config reader, run by this machine's busybox (the
+// guest's own) on network data as KubeVirt's examples and cloud-init's
+// documentation write it.
+func TestNetworkConfigAwk(t *testing.T) {
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		t.Skip("no /bin/busybox (apt-get install busybox-static), which the guest is built from")
+	}
+	for name, tc := range map[string]struct{ config, want string }{
+		"KubeVirt's IPv6 masquerade example": {
+			config: "version: 2\nethernets:\n  eth0:\n    dhcp4: true\n    addresses: [ fd10:0:2::2/120 ]\n    gateway6: fd10:0:2::1\n",
+			want:   "address eth0 fd10:0:2::2/120\ngateway6 eth0 fd10:0:2::1\n",
+		},
+		"block lists, quotes, comments; DNS servers, routes and match skipped": {
+			config: "network:\n  version: 2\n  ethernets:\n    eth1:   # the lab\n      match:\n        macaddress: \"52:54:00:aa:bb:cc\"\n" +
+				"      addresses:\n        - 192.168.78.5/24\n        - \"fd20::5/64\"\n      gateway4: 192.168.78.1\n" +
+				"      nameservers:\n        addresses: [10.96.0.10]\n      routes:\n        - to: 10.0.0.0/8\n          via: 192.168.78.1\n" +
+				"    eth2:\n      addresses: ['10.1.1.1/24', 10.1.1.2/24]\n",
+			want: "address eth1 192.168.78.5/24\naddress eth1 fd20::5/64\ngateway4 eth1 192.168.78.1\naddress eth2 10.1.1.1/24\naddress eth2 10.1.1.2/24\n",
+		},
+		"DHCP only": {config: "version: 2\nethernets:\n  eth0:\n    dhcp4: true\n", want: ""},
+	} {
+		cmd := exec.Command("/bin/busybox", "awk", "-f", "network-config.awk")
+		cmd.Stdin = strings.NewReader(tc.config)
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != tc.want {
+			t.Errorf("%s: %v\n%s\nwant\n%s", name, err, out, tc.want)
+		}
+	}
+}

@@ -31,9 +31,23 @@ if [ -n "$seed" ] && mkdir -p /run/seed && mount -t vfat -o ro "$seed" /run/seed
       if ($0 ~ /^".*"$/) { $0 = substr($0, 2, length($0) - 2); gsub(/\\"/, "\""); gsub(/\\\\/, "\\") } print; next}
     {keys=0}' /run/seed/meta-data >> /root/.ssh/authorized_keys 2>/dev/null
   chmod 600 /root/.ssh/authorized_keys
+  cp /run/seed/network-config /run/network-config 2>/dev/null
   umount /run/seed
 fi
 ip link set lo up
+# Static addresses and gateways of the seed's network-config (version 2),
+# e.g. the IPv6 address KubeVirt's masquerade examples give the guest.
+if [ -s /run/network-config ]; then
+  awk -f /etc/network-config.awk /run/network-config | while read -r what dev arg; do
+    [ -e "/sys/class/net/$dev" ] || continue
+    ip link set "$dev" up
+    case "$what" in
+      address) ip addr add "$arg" dev "$dev" ;;
+      gateway4) ip route replace default via "$arg" dev "$dev" ;;
+      gateway6) ip -6 route replace default via "$arg" dev "$dev" ;;
+    esac
+  done
+fi
 # The NIC gets its address by DHCP (user networking answers), in the
 # background so the agent does not wait for it; dropbear serves SSH with
 # the keys from the seed, host keys made on first use.

@@ -118,7 +118,7 @@ func planBinding(vmi *v1.VirtualMachineInstance, i int, nic domain.NIC) (binding
 // setup builds the binding in ns, for the VMI's interface i.
 func (b binding) setup(ns *os.File, d vmDir, i int) (domain.Interface, error) {
 	if m := b.masquerade; m != nil {
-		if err := m.Setup(ns); err != nil {
+		if _, err := m.Setup(ns); err != nil {
 			return domain.Interface{}, err
 		}
 		return domain.Interface{
@@ -204,21 +204,25 @@ func (d vmDir) podLink(ns *os.File, i int, iface string) (podnet.PodLink, error)
 }
 
 // masquerade is the binding of vmi's interface i (iface) to the pod
-// network, with the guest's MAC: the network of its
-// spec.networks[].pod.vmNetworkCIDR and the ports it lists (none: every
-// port).
+// network, with the guest's MAC: the networks of its
+// spec.networks[].pod.vmNetworkCIDR and vmIPv6NetworkCIDR and the ports
+// it lists (none: every port).
 func masquerade(vmi *v1.VirtualMachineInstance, i int, iface v1.Interface, mac net.HardwareAddr) (podnet.Masquerade, error) {
 	field := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
-	addrs, err := podnetwork.MasqueradeAddresses("")
+	var cidr, cidr6 string
+	network := "spec.networks"
 	for k, n := range vmi.Spec.Networks {
 		if n.Name == iface.Name && n.Pod != nil {
-			if addrs, err = podnetwork.MasqueradeAddresses(n.Pod.VMNetworkCIDR); err != nil {
-				return podnet.Masquerade{}, fmt.Errorf("spec.networks[%d].pod: %w", k, err)
-			}
+			cidr, cidr6, network = n.Pod.VMNetworkCIDR, n.Pod.VMIPv6NetworkCIDR, fmt.Sprintf("spec.networks[%d]", k)
 		}
 	}
+	addrs, err := podnetwork.MasqueradeAddresses(cidr)
 	if err != nil {
-		return podnet.Masquerade{}, err
+		return podnet.Masquerade{}, fmt.Errorf("%s.pod: %w", network, err)
+	}
+	addrs6, err := podnetwork.MasqueradeIPv6Addresses(cidr6)
+	if err != nil {
+		return podnet.Masquerade{}, fmt.Errorf("%s.pod: %w", network, err)
 	}
 	var ports []podnet.Port
 	for j, p := range iface.Ports {
@@ -233,7 +237,7 @@ func masquerade(vmi *v1.VirtualMachineInstance, i int, iface v1.Interface, mac n
 	}
 	return podnet.Masquerade{
 		Tap: podnetwork.TapName(i), Owner: launcherpod.User, Group: launcherpod.Group,
-		MAC: mac, Addresses: addrs, Ports: ports,
+		MAC: mac, Addresses: addrs, IPv6: addrs6, Ports: ports,
 	}, nil
 }
 

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 )
@@ -32,31 +34,48 @@ type Masquerade struct {
 	MAC net.HardwareAddr
 	// Addresses are the gateway's (the bridge's) and the guest's.
 	Addresses podnetwork.Masquerade
+	// IPv6 are the same on the IPv6 network, built when the Pod has a
+	// global IPv6 address (a dual-stack cluster); zero: never.
+	IPv6 podnetwork.Masquerade
 	// Ports, when set, are the only ones forwarded.
 	Ports []Port
 }
 
 // Setup builds the binding in the network namespace ns (a launcher Pod's):
 // a bridge holding the gateway address, the tap on it, forwarding on and
-// the NAT and anti-spoofing rules. It is idempotent: what
-// exists is kept, the rules are replaced.
-func (m Masquerade) Setup(ns *os.File) error {
+// the NAT and anti-spoofing rules; the same for IPv6 when the Pod has an
+// IPv6 address, which it reports. It is idempotent: what exists is kept,
+// the rules are replaced.
+func (m Masquerade) Setup(ns *os.File) (ipv6 bool, err error) {
 	if err := m.validate(); err != nil {
-		return err
+		return false, err
 	}
-	return inNamespace(ns, func() error {
+	err = inNamespace(ns, func() error {
 		pod, err := netlink.LinkByName(podnetwork.PodInterface)
 		if err != nil {
 			return fmt.Errorf("the Pod's interface %s: %w", podnetwork.PodInterface, err)
+		}
+		if m.IPv6.Guest.IsValid() {
+			if ipv6, err = hasGlobalIPv6(pod); err != nil {
+				return err
+			}
 		}
 		mtu := pod.Attrs().MTU
 		br, err := ensureBridge(podnetwork.BridgeName, mtu)
 		if err != nil {
 			return err
 		}
-		gw := &netlink.Addr{IPNet: &net.IPNet{IP: m.Addresses.Gateway.Addr().AsSlice(), Mask: net.CIDRMask(m.Addresses.Gateway.Bits(), 32)}}
-		if err := netlink.AddrReplace(br, gw); err != nil {
-			return fmt.Errorf("address %s on %s: %w", m.Addresses.Gateway, podnetwork.BridgeName, err)
+		gateways := []netip.Prefix{m.Addresses.Gateway}
+		if ipv6 {
+			gateways = append(gateways, m.IPv6.Gateway)
+		}
+		for _, gw := range gateways {
+			// No duplicate address detection: the address is the
+			// gateway's from the start, and only the guest shares the link.
+			a := &netlink.Addr{IPNet: &net.IPNet{IP: gw.Addr().AsSlice(), Mask: net.CIDRMask(gw.Bits(), gw.Addr().BitLen())}, Flags: unix.IFA_F_NODAD}
+			if err := netlink.AddrReplace(br, a); err != nil {
+				return fmt.Errorf("address %s on %s: %w", gw, podnetwork.BridgeName, err)
+			}
 		}
 		if err := ensureTap(m.Tap, m.Owner, m.Group, mtu, br); err != nil {
 			return err
@@ -67,8 +86,29 @@ func (m Masquerade) Setup(ns *os.File) error {
 		if err := setSysctl("net/ipv4/ip_forward", "1"); err != nil {
 			return err
 		}
-		return m.rules(ns)
+		if ipv6 {
+			if err := setSysctl("net/ipv6/conf/all/forwarding", "1"); err != nil {
+				return err
+			}
+		}
+		return m.rules(ns, ipv6)
 	})
+	return ipv6, err
+}
+
+// hasGlobalIPv6 reports whether link holds an IPv6 address beyond its
+// link-local one.
+func hasGlobalIPv6(link netlink.Link) (bool, error) {
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_V6)
+	if err != nil {
+		return false, fmt.Errorf("IPv6 addresses of %s: %w", link.Attrs().Name, err)
+	}
+	for _, a := range addrs {
+		if a.IP.IsGlobalUnicast() {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (m Masquerade) validate() error {
@@ -77,6 +117,9 @@ func (m Masquerade) validate() error {
 	}
 	if !m.Addresses.Gateway.Addr().Is4() || !m.Addresses.Guest.Addr().Is4() {
 		return errors.New("masquerade: the gateway and guest need IPv4 addresses")
+	}
+	if m.IPv6.Guest.IsValid() && (!m.IPv6.Gateway.Addr().Is6() || !m.IPv6.Guest.Addr().Is6()) {
+		return errors.New("masquerade: the IPv6 gateway and guest need IPv6 addresses")
 	}
 	for _, p := range m.Ports {
 		if p.Protocol != "tcp" && p.Protocol != "udp" || p.Port == 0 {

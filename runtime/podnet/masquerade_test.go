@@ -79,7 +79,11 @@ func binding(t *testing.T, ports ...Port) Masquerade {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Masquerade{Tap: podnetwork.TapName(0), Owner: 107, Group: 107, MAC: podnetwork.MAC("uid", "default"), Addresses: addrs, Ports: ports}
+	addrs6, err := podnetwork.MasqueradeIPv6Addresses("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Masquerade{Tap: podnetwork.TapName(0), Owner: 107, Group: 107, MAC: podnetwork.MAC("uid", "default"), Addresses: addrs, IPv6: addrs6, Ports: ports}
 }
 
 func TestMasqueradeSetup(t *testing.T) {
@@ -87,8 +91,8 @@ func TestMasqueradeSetup(t *testing.T) {
 	m := binding(t)
 	// Twice: a handler that restarts mid-way runs it again.
 	for range 2 {
-		if err := m.Setup(ns); err != nil {
-			t.Fatal(err)
+		if ipv6, err := m.Setup(ns); err != nil || ipv6 {
+			t.Fatalf("setup: IPv6 %v, %v; want IPv4 only (the Pod has no IPv6 address)", ipv6, err)
 		}
 	}
 	err := inNamespace(ns, func() error {
@@ -133,14 +137,98 @@ func TestMasqueradeSetup(t *testing.T) {
 	if got := ruleCounts(t, ns); got["antispoof"] != 2 || got["inbound"] != 2 || got["outbound"] != 1 {
 		t.Errorf("rules per chain %v, want antispoof 2, inbound 2 (tcp, udp), outbound 1", got)
 	}
+	if got := familyRuleCounts(t, ns, nftables.TableFamilyIPv6); len(got) != 0 {
+		t.Errorf("IPv6 rules %v in a Pod without IPv6", got)
+	}
 	if mac, addr, err := Dropped(ns); err != nil || mac != 0 || addr != 0 {
 		t.Errorf("dropped %d, %d, %v: want the two counters, at 0", mac, addr, err)
 	}
 }
 
+// A Pod of a dual-stack cluster: the guest's IPv6 network beside the
+// IPv4 one, and its rules in an ip6 table; gone again once the Pod has no
+// IPv6 address.
+func TestMasqueradeIPv6(t *testing.T) {
+	ns := newPodNamespace(t)
+	podAddr := "fd00:10:244::9/64"
+	setPodIPv6 := func(add bool) {
+		t.Helper()
+		err := inNamespace(ns, func() error {
+			eth0, err := netlink.LinkByName(podnetwork.PodInterface)
+			if err != nil {
+				return err
+			}
+			a, err := netlink.ParseAddr(podAddr)
+			if err != nil {
+				return err
+			}
+			a.Flags = unix.IFA_F_NODAD
+			if add {
+				return netlink.AddrAdd(eth0, a)
+			}
+			return netlink.AddrDel(eth0, a)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setPodIPv6(true)
+	m := binding(t, Port{Protocol: "tcp", Port: 22})
+	for range 2 {
+		if ipv6, err := m.Setup(ns); err != nil || !ipv6 {
+			t.Fatalf("setup: IPv6 %v, %v; want IPv6 built", ipv6, err)
+		}
+	}
+	err := inNamespace(ns, func() error {
+		br, err := netlink.LinkByName(podnetwork.BridgeName)
+		if err != nil {
+			return err
+		}
+		addrs, err := netlink.AddrList(br, netlink.FAMILY_V6)
+		if err != nil {
+			return err
+		}
+		var global []string
+		for _, a := range addrs {
+			if a.IP.IsGlobalUnicast() {
+				global = append(global, a.IPNet.String())
+				if a.Flags&unix.IFA_F_TENTATIVE != 0 {
+					t.Errorf("%s is tentative: the guest could not reach its gateway yet", a.IPNet)
+				}
+			}
+		}
+		if !slices.Equal(global, []string{"fd10:0:2::1/120"}) {
+			t.Errorf("bridge IPv6 addresses %v, want fd10:0:2::1/120", global)
+		}
+		got, err := os.ReadFile("/proc/sys/net/ipv6/conf/all/forwarding")
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(string(got)) != "1" {
+			t.Errorf("IPv6 forwarding %s, want 1", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for family, name := range map[nftables.TableFamily]string{nftables.TableFamilyIPv4: "ip", nftables.TableFamilyIPv6: "ip6"} {
+		if got := familyRuleCounts(t, ns, family); got["antispoof"] != 2 || got["inbound"] != 1 || got["outbound"] != 1 {
+			t.Errorf("%s rules per chain %v, want antispoof 2, inbound 1 (tcp/22), outbound 1", name, got)
+		}
+	}
+	setPodIPv6(false)
+	if ipv6, err := m.Setup(ns); err != nil || ipv6 {
+		t.Fatalf("setup without the Pod's IPv6 address: IPv6 %v, %v", ipv6, err)
+	}
+	if got := familyRuleCounts(t, ns, nftables.TableFamilyIPv6); len(got) != 0 {
+		t.Errorf("IPv6 rules %v left once the Pod has no IPv6 address", got)
+	}
+}
+
 func TestMasqueradeOnlyListedPorts(t *testing.T) {
 	ns := newPodNamespace(t)
-	if err := binding(t, Port{Protocol: "tcp", Port: 22}, Port{Protocol: "tcp", Port: 80}, Port{Protocol: "udp", Port: 53}).Setup(ns); err != nil {
+	if _, err := binding(t, Port{Protocol: "tcp", Port: 22}, Port{Protocol: "tcp", Port: 80}, Port{Protocol: "udp", Port: 53}).Setup(ns); err != nil {
 		t.Fatal(err)
 	}
 	if got := ruleCounts(t, ns); got["inbound"] != 3 {
@@ -196,7 +284,7 @@ func TestSetupRefusesTheNodesNamespace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := binding(t).Setup(f); !errors.Is(err, ErrNotPodNamespace) {
+		if _, err := binding(t).Setup(f); !errors.Is(err, ErrNotPodNamespace) {
 			t.Errorf("%s: %v, want ErrNotPodNamespace", name, err)
 		}
 		f.Close()

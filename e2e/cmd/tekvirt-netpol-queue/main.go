@@ -5,12 +5,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,7 +20,7 @@ import (
 )
 
 func main() {
-	podCIDR := flag.String("pod-cidr", "", "the cluster's Pod network (CIDR)")
+	podCIDR := flag.String("pod-cidr", "", "the cluster's Pod network (CIDR; a dual-stack cluster's two, comma-separated)")
 	queue := flag.Uint("nfqueue-id", 100, "the agent's queue (its --nfqueue-id)")
 	failOpen := flag.Bool("fail-open", false, "accept packets while the agent does not read the queue (its --fail-open)")
 	every := flag.Duration("check-every", 2*time.Second, "how often to look for the agent and for the rules")
@@ -30,16 +32,39 @@ func main() {
 	}
 }
 
-func run(podCIDR string, queue uint, failOpen bool, every time.Duration, log *slog.Logger) error {
-	prefix, err := netip.ParsePrefix(podCIDR)
-	if err != nil {
-		return fmt.Errorf("--pod-cidr: %w", err)
+func run(podCIDRs string, queue uint, failOpen bool, every time.Duration, log *slog.Logger) error {
+	var configs []netpolqueue.Config
+	for _, cidr := range strings.Split(podCIDRs, ",") {
+		prefix, err := netip.ParsePrefix(strings.TrimSpace(cidr))
+		if err != nil {
+			return fmt.Errorf("--pod-cidr: %w", err)
+		}
+		configs = append(configs, netpolqueue.Config{PodCIDR: prefix, FailOpen: failOpen})
 	}
 	if queue > 0xffff {
 		return fmt.Errorf("--nfqueue-id %d: queues are numbered up to 65535", queue)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c := netpolqueue.Config{PodCIDR: prefix, Queue: uint16(queue), FailOpen: failOpen}
-	return netpolqueue.Run(ctx, log, c, every)
+	// One table per family, each kept by its own loop; the first to fail
+	// stops the others.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(configs))
+	for _, c := range configs {
+		c.Queue = uint16(queue)
+		go func() {
+			err := netpolqueue.Run(ctx, log, c, every)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", c.PodCIDR, err)
+			}
+			cancel()
+			errc <- err
+		}()
+	}
+	var errs []error
+	for range configs {
+		errs = append(errs, <-errc)
+	}
+	return errors.Join(errs...)
 }

@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/docexample"
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// TestMasqueradeIPv6: on the dual-stack testbed, a masquerade guest with
+// vms.md's IPv6 example (cloud-init network data as KubeVirt's
+// documentation writes it) has fd10:0:2::2 behind its launcher Pod's IPv6
+// address: a Pod on the other node reaches it there, what it opens comes
+// from that address, the VMI reports both of the Pod's addresses, frames
+// from another MAC or IPv6 address are dropped in the Pod, and a
+// NetworkPolicy denying ingress cuts IPv6 off as it does IPv4.
+func TestMasqueradeIPv6(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VM: see "Parallel" in doc.go
+	f := framework.New(t)
+	ns, podNS := f.Namespace(t), f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	nodes := f.Nodes(t)
+	if len(nodes) < 2 {
+		t.Skip("needs two nodes")
+	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "six"}, Spec: framework.GuestVMI(framework.GuestImage, "six")}
+	vmi.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": nodes[0]}
+	var doc v1.VirtualMachineInstanceSpec
+	if err := yaml.UnmarshalStrict([]byte(docexample.Find(t, "vms-masquerade-ipv6").Body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	vmi.Spec.Domain.Devices.Interfaces, vmi.Spec.Networks = doc.Domain.Devices.Interfaces, doc.Networks
+	for i := range vmi.Spec.Volumes {
+		if v := &vmi.Spec.Volumes[i]; v.CloudInitNoCloud != nil {
+			v.CloudInitNoCloud.NetworkData = doc.Volumes[0].CloudInitNoCloud.NetworkData
+		}
+	}
+	if err := c.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	vmi = framework.WaitVMI(t, c, ns, vmi.Name, 4*time.Minute, "runs with its agent and both Pod addresses", func(vmi *v1.VirtualMachineInstance) error {
+		if err := framework.AgentConnected(vmi); err != nil {
+			return err
+		}
+		if ifs := vmi.Status.Interfaces; len(ifs) == 0 || len(ifs[0].IPs) != 2 {
+			return fmt.Errorf("interfaces %+v", ifs)
+		}
+		return nil
+	})
+	pod := f.LauncherPod(t, vmi)
+	var podIPs []string
+	for _, ip := range pod.Status.PodIPs {
+		podIPs = append(podIPs, ip.IP)
+	}
+	podIP6 := ipv6Of(t, podIPs)
+	if got := vmi.Status.Interfaces[0].IPs; !slices.Equal(got, podIPs) {
+		t.Errorf("VMI interface addresses %v, want the launcher Pod's %v", got, podIPs)
+	}
+	framework.Eventually(t, time.Minute, "the guest has its IPv6 address and route and serves", func() error {
+		out := guestShell(t, f, vmi, "mkdir -p /tmp/www && echo six > /tmp/www/index.html && (pidof httpd >/dev/null || httpd -p 8088 -h /tmp/www); ip -6 addr show eth0; ip -6 route")
+		for _, want := range []string{"inet6 fd10:0:2::2/120 scope global", "default via fd10:0:2::1"} {
+			if !strings.Contains(out, want) || strings.Contains(out, "tentative") {
+				return fmt.Errorf("want %q in the guest's (not tentative):\n%s", want, out)
+			}
+		}
+		return nil
+	})
+
+	// A Pod on the other node, in a namespace of its own: it serves the
+	// guest, and asks the guest's page every second.
+	client := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: podNS, Name: "client"},
+		Spec: corev1.PodSpec{
+			NodeName:      nodes[1],
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "c", Image: registryImage(t, f, "tekvirt/busybox"),
+				Command: []string{"sh", "-c", fmt.Sprintf(`mkdir -p /www && echo from-a-pod > /www/index.html && httpd -f -vv -p 8081 -h /www &
+while :; do body=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 2 %s 8088 2>/dev/null | tail -n 1); echo "guest: ${body:-unreachable}"; sleep 1; done`, podIP6)},
+			}},
+		},
+	}
+	if _, err := f.Kube.CoreV1().Pods(podNS).Create(ctx, client, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	logs := func() string {
+		b, _ := f.Kube.CoreV1().Pods(podNS).GetLogs(client.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		return string(b)
+	}
+	// lastAnswers are the guest's last n answers in the Pod's log.
+	lastAnswers := func(n int) []string {
+		var out []string
+		for _, l := range strings.Split(logs(), "\n") {
+			if a, ok := strings.CutPrefix(l, "guest: "); ok {
+				out = append(out, a)
+			}
+		}
+		return out[max(0, len(out)-n):]
+	}
+	framework.Eventually(t, 2*time.Minute, "the Pod reaches the guest at "+podIP6, func() error {
+		if got := lastAnswers(1); !slices.Equal(got, []string{"six"}) {
+			return fmt.Errorf("last answer %q:\n%s", got, logs())
+		}
+		return nil
+	})
+	client, err := f.Kube.CoreV1().Pods(podNS).Get(ctx, client.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clientIPs []string
+	for _, ip := range client.Status.PodIPs {
+		clientIPs = append(clientIPs, ip.IP)
+	}
+	clientIP6 := ipv6Of(t, clientIPs)
+	get := `printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 ` + clientIP6 + " 8081 | tail -n 1"
+	if got := guestShell(t, f, vmi, get); !strings.Contains(got, "from-a-pod") {
+		t.Errorf("the guest did not reach the Pod at %s: %q", clientIP6, got)
+	}
+	framework.Eventually(t, 30*time.Second, "the Pod saw the guest come from its launcher Pod's IPv6 address", func() error {
+		if !strings.Contains(logs(), podIP6) {
+			return fmt.Errorf("no %s in the Pod's httpd log:\n%s", podIP6, logs())
+		}
+		return nil
+	})
+
+	// Attack: the guest sends as another MAC, then from another IPv6
+	// address; the ip6 table in its launcher Pod drops both.
+	got, macs, addrs := droppedWhile(t, f, vmi, "mac=$(cat /sys/class/net/eth0/address); ip link set eth0 address 52:54:00:66:66:66 && "+
+		get+"; echo spoofed-mac; ip link set eth0 address $mac; "+
+		"ip -6 addr add fd10:0:2::99/120 dev eth0 && sleep 2 && ip -6 route replace default via fd10:0:2::1 src fd10:0:2::99 && "+get+"; echo spoofed-address; "+
+		"ip -6 route replace default via fd10:0:2::1 src fd10:0:2::2; ip -6 addr del fd10:0:2::99/120 dev eth0")
+	t.Logf("spoofing guest: %q; dropped from another MAC %d, from another address %d", got, macs, addrs)
+	if strings.Contains(got, "from-a-pod") || !strings.Contains(got, "spoofed-address") || macs == 0 || addrs == 0 {
+		t.Errorf("a guest sending IPv6 as another MAC or address: answered %q, dropped %d and %d packets; want no answer and both dropped", got, macs, addrs)
+	}
+
+	// A policy denying all ingress to the VM's namespace: the Pod's IPv6
+	// connections to the guest stop too.
+	policy := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deny-ingress"},
+		Spec:       networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
+	}
+	if _, err := f.Kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "a policy denying ingress to "+ns+" cuts the Pod's IPv6 connections off", func() error {
+		if got := lastAnswers(3); !slices.Equal(got, []string{"unreachable", "unreachable", "unreachable"}) {
+			return fmt.Errorf("last answers %q", got)
+		}
+		return nil
+	})
+}
+
+// ipv6Of is the IPv6 address among addrs, which a dual-stack cluster gives
+// every Pod.
+func ipv6Of(t *testing.T, addrs []string) string {
+	t.Helper()
+	for _, a := range addrs {
+		if ip, err := netip.ParseAddr(a); err == nil && ip.Is6() {
+			return a
+		}
+	}
+	t.Fatalf("addresses %v: no IPv6 one; the testbed is dual-stack", addrs)
+	return ""
+}
