@@ -230,3 +230,31 @@ func TestStateChangeRaces(t *testing.T) {
 		})
 	}
 }
+
+// A stop with a grace period while a restart deletes the VMI: the VMI is
+// gone by the time its grace period is written, and the VM still stops
+// (not "virtualmachineinstances ... not found").
+func TestStopWhileTheVMIGoes(t *testing.T) {
+	a, c := testAPI(t)
+	ctx := context.Background()
+	a.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*v1.VirtualMachineInstance); ok {
+				if err := c.Delete(ctx, obj.DeepCopyObject().(client.Object)); err != nil {
+					return err
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		}})
+	w := serve(t, a, "PUT", "/apis/"+groupVersion+"/namespaces/ns/virtualmachines/manual/stop", "alice", `{"gracePeriod": 0}`)
+	if w.Code != http.StatusAccepted {
+		t.Fatalf("stop: %d %s, want 202", w.Code, w.Body)
+	}
+	vm := &v1.VirtualMachine{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "manual"}, vm); err != nil {
+		t.Fatal(err)
+	}
+	if r := vm.Status.StateChangeRequests; len(r) != 1 || r[0].Action != v1.StopRequest {
+		t.Errorf("state change requests %+v after the stop, want one stop", r)
+	}
+}

@@ -28,7 +28,9 @@ func (a *API) apply(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualM
 	if c.grace != nil && vmi != nil {
 		base := vmi.DeepCopy()
 		vmi.Spec.TerminationGracePeriodSeconds = c.grace
-		if err := a.Client.Patch(ctx, vmi, client.MergeFromWithOptions(base, locked), opts...); err != nil {
+		// A VMI gone meanwhile (a restart's old one) has nothing left to
+		// stop sooner: the VM's change still applies.
+		if err := a.Client.Patch(ctx, vmi, client.MergeFromWithOptions(base, locked), opts...); err != nil && !apierrors.IsNotFound(err) {
 			return raced(err)
 		}
 	}
