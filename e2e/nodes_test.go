@@ -84,10 +84,15 @@ func TestVMOnSecondNode(t *testing.T) {
 	if len(vmi.Status.Interfaces) == 0 || !strings.HasPrefix(vmi.Status.Interfaces[0].IP, "10.244.1.") {
 		t.Errorf("VMI interfaces %+v: want an address from the second node's pod subnet", vmi.Status.Interfaces)
 	}
+	// Dual-stack: one address of each family, IPv4 first.
+	var internal []string
 	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP && !strings.HasPrefix(a.Address, "10.245.0.") {
-			t.Errorf("second node's address %s is not in the testbed's node range", a.Address)
+		if a.Type == corev1.NodeInternalIP {
+			internal = append(internal, a.Address)
 		}
+	}
+	if len(internal) != 2 || !strings.HasPrefix(internal[0], "10.245.0.") || !strings.HasPrefix(internal[1], "fd00:10:245::") {
+		t.Errorf("second node's addresses %v are not the testbed's node range's (10.245.0.<i>, fd00:10:245::<i>)", internal)
 	}
 	f.BindTaskRole(t, ns, "execute-in-vm")
 	framework.NewTaskRunRunner(t, f, framework.ExecuteInVMTaskRun(ns, vm.Name, "hostname", "2m")).

@@ -41,6 +41,9 @@ type Interface struct {
 	Gateway netip.Addr
 	Server  netip.Addr         `json:",omitzero"`
 	Routes  []podnetwork.Route `json:",omitempty"`
+	// Address6 is the guest's IPv6 address on masquerade's IPv6 network,
+	// when the Pod has IPv6: what the launcher's DHCPv6 server hands out.
+	Address6 netip.Addr `json:",omitzero"`
 	// Secondary: on a Multus network, bridged to the interface Multus
 	// attached. Without an Address (a network without IPAM) it is layer 2
 	// only: no DHCP, the guest brings its own address.

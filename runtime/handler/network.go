@@ -118,13 +118,18 @@ func planBinding(vmi *v1.VirtualMachineInstance, i int, nic domain.NIC) (binding
 // setup builds the binding in ns, for the VMI's interface i.
 func (b binding) setup(ns *os.File, d vmDir, i int) (domain.Interface, error) {
 	if m := b.masquerade; m != nil {
-		if _, err := m.Setup(ns); err != nil {
+		ipv6, err := m.Setup(ns)
+		if err != nil {
 			return domain.Interface{}, err
 		}
-		return domain.Interface{
+		di := domain.Interface{
 			Tap: m.Tap, MAC: m.MAC.String(), Binding: domain.BindingMasquerade,
 			Address: m.Addresses.Guest, Gateway: m.Addresses.Gateway.Addr(),
-		}, nil
+		}
+		if ipv6 {
+			di.Address6 = m.IPv6.Guest.Addr()
+		}
+		return di, nil
 	}
 	br := *b.bridge
 	iface := br.Interface()

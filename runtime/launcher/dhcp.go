@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 
 	"github.com/tekvirt/tekvirt/contracts/podnetwork"
@@ -19,8 +20,9 @@ const resolvConf = "/etc/resolv.conf"
 // (on the pod network, or a Multus network whose IPAM gave the Pod one),
 // the DHCP server that hands it its address, gateway and routes and its
 // bridge's MTU; on the pod network also the Pod's DNS servers and search
-// domains and the VMI's host name. It returns once the servers listen;
-// they run until ctx ends.
+// domains and the VMI's host name; and a DHCPv6 server for masquerade's
+// IPv6 address. It returns once the servers listen; they run until ctx
+// ends.
 func serveDHCP(ctx context.Context, spec *Spec, log *slog.Logger) error {
 	for name, iface := range spec.Options.Interfaces {
 		if !iface.Address.IsValid() {
@@ -54,6 +56,34 @@ func serveDHCP(ctx context.Context, spec *Spec, log *slog.Logger) error {
 		if err := <-ready; err != nil {
 			return fmt.Errorf("interface %s: %w", name, err)
 		}
+		if iface.Address6.IsValid() {
+			if err := serveDHCPv6(ctx, name, bridge, iface.Address6, lease, log); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// serveDHCPv6 starts masquerade's DHCPv6 server on bridge, as KubeVirt's
+// launcher runs one: the guest's IPv6 address and v4's DNS lease's IPv6
+// servers and search domains.
+func serveDHCPv6(ctx context.Context, name, bridge string, addr netip.Addr, v4 *dhcp.Lease, log *slog.Logger) error {
+	br, err := net.InterfaceByName(bridge)
+	if err != nil {
+		return fmt.Errorf("interface %s: %w", name, err)
+	}
+	lease := &dhcp.Lease6{Address: addr, ServerMAC: br.HardwareAddr, DNS: v4.DNS, Search: v4.Search}
+	ready := make(chan error, 2)
+	go func() {
+		err := lease.Serve6(ctx, bridge, log.With("interface", name), func() { ready <- nil })
+		if err != nil {
+			log.Error("the DHCPv6 server stopped", "interface", name, "err", err)
+		}
+		ready <- err
+	}()
+	if err := <-ready; err != nil {
+		return fmt.Errorf("interface %s: %w", name, err)
 	}
 	return nil
 }
