@@ -174,30 +174,68 @@ func classlessRoutes(routes []podnetwork.Route, gateway netip.Addr) ([]byte, err
 // ip_unprivileged_port_start at or below it (the launcher Pod sets it), or
 // CAP_NET_BIND_SERVICE.
 func (l *Lease) Serve(ctx context.Context, ifname string, log *slog.Logger, listening func()) error {
+	pc, err := listenOn(ctx, "udp4", fmt.Sprintf("0.0.0.0:%d", ServerPort), ifname, true)
+	if err != nil {
+		return fmt.Errorf("DHCP server on %s: %w", ifname, err)
+	}
+	if listening != nil {
+		listening()
+	}
+	err = answer(ctx, pc, func(b []byte, _ net.Addr) ([]byte, net.Addr, error) {
+		req, err := Parse(b)
+		if err != nil {
+			return nil, nil, err
+		}
+		rep, err := l.Reply(req)
+		if err != nil || rep == nil {
+			return nil, nil, err
+		}
+		to := &net.UDPAddr{IP: net.IPv4bcast, Port: ClientPort}
+		if req.CIAddr.IsValid() && !req.CIAddr.IsUnspecified() {
+			to.IP = net.IP(req.CIAddr.AsSlice())
+		}
+		log.Info("DHCP reply", "type", rep.Type(), "client", req.CHAddr.String(), "address", l.Address.Addr().String())
+		return rep.Marshal(), to, nil
+	}, log.With("server", "DHCP on "+ifname))
+	if err != nil {
+		return fmt.Errorf("DHCP server on %s: %w", ifname, err)
+	}
+	return nil
+}
+
+// listenOn is a UDP socket on addr bound to the interface ifname (and
+// allowed to broadcast), closed when ctx ends.
+func listenOn(ctx context.Context, network, addr, ifname string, broadcast bool) (net.PacketConn, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
 			if serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); serr != nil {
 				return
 			}
-			if serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_BROADCAST, 1); serr != nil {
-				return
+			if broadcast {
+				if serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_BROADCAST, 1); serr != nil {
+					return
+				}
 			}
 			serr = syscall.BindToDevice(int(fd), ifname)
 		})
 		return errors.Join(err, serr)
 	}}
-	pc, err := lc.ListenPacket(ctx, "udp4", fmt.Sprintf("0.0.0.0:%d", ServerPort))
+	pc, err := lc.ListenPacket(ctx, network, addr)
 	if err != nil {
-		return fmt.Errorf("DHCP server on %s: %w", ifname, err)
+		return nil, err
 	}
 	go func() {
 		<-ctx.Done()
 		_ = pc.Close()
 	}()
-	if listening != nil {
-		listening()
-	}
+	return pc, nil
+}
+
+// answer reads requests from pc until ctx ends and sends what reply makes
+// of each (nothing when it returns no message): a request it cannot read
+// is logged and dropped.
+func answer(ctx context.Context, pc net.PacketConn, reply func(req []byte, from net.Addr) ([]byte, net.Addr, error), log *slog.Logger) error {
 	buf := make([]byte, 1500)
 	for {
 		n, from, err := pc.ReadFrom(buf)
@@ -205,29 +243,18 @@ func (l *Lease) Serve(ctx context.Context, ifname string, log *slog.Logger, list
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("DHCP server on %s: %w", ifname, err)
+			return err
 		}
-		req, err := Parse(buf[:n])
+		rep, to, err := reply(buf[:n], from)
 		if err != nil {
-			log.Info("DHCP message ignored", "from", from.String(), "err", err)
-			continue
-		}
-		rep, err := l.Reply(req)
-		if err != nil {
-			log.Error("no DHCP reply", "err", err)
+			log.Info("request not answered", "from", from.String(), "err", err)
 			continue
 		}
 		if rep == nil {
 			continue
 		}
-		to := &net.UDPAddr{IP: net.IPv4bcast, Port: ClientPort}
-		if req.CIAddr.IsValid() && !req.CIAddr.IsUnspecified() {
-			to.IP = net.IP(req.CIAddr.AsSlice())
+		if _, err := pc.WriteTo(rep, to); err != nil {
+			log.Error("sending the reply", "to", to.String(), "err", err)
 		}
-		if _, err := pc.WriteTo(rep.Marshal(), to); err != nil {
-			log.Error("sending the DHCP reply", "to", to.String(), "err", err)
-			continue
-		}
-		log.Info("DHCP reply", "type", rep.Type(), "client", req.CHAddr.String(), "address", l.Address.Addr().String())
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"syscall"
 
 	"golang.org/x/net/ipv6"
 )
@@ -227,24 +226,10 @@ func (l *Lease6) Serve6(ctx context.Context, ifname string, log *slog.Logger, li
 	if err != nil {
 		return fmt.Errorf("DHCPv6 server: %w", err)
 	}
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			if serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); serr != nil {
-				return
-			}
-			serr = syscall.BindToDevice(int(fd), ifname)
-		})
-		return errors.Join(err, serr)
-	}}
-	pc, err := lc.ListenPacket(ctx, "udp6", fmt.Sprintf("[::]:%d", ServerPort6))
+	pc, err := listenOn(ctx, "udp6", fmt.Sprintf("[::]:%d", ServerPort6), ifname, false)
 	if err != nil {
 		return fmt.Errorf("DHCPv6 server on %s: %w", ifname, err)
 	}
-	go func() {
-		<-ctx.Done()
-		_ = pc.Close()
-	}()
 	if err := ipv6.NewPacketConn(pc).JoinGroup(iface, &net.UDPAddr{IP: AllServers6.AsSlice()}); err != nil {
 		_ = pc.Close()
 		return fmt.Errorf("DHCPv6 server on %s: joining %s: %w", ifname, AllServers6, err)
@@ -252,32 +237,20 @@ func (l *Lease6) Serve6(ctx context.Context, ifname string, log *slog.Logger, li
 	if listening != nil {
 		listening()
 	}
-	buf := make([]byte, 1500)
-	for {
-		n, from, err := pc.ReadFrom(buf)
+	err = answer(ctx, pc, func(b []byte, from net.Addr) ([]byte, net.Addr, error) {
+		req, err := ParseMessage6(b)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("DHCPv6 server on %s: %w", ifname, err)
-		}
-		req, err := ParseMessage6(buf[:n])
-		if err != nil {
-			log.Info("DHCPv6 message ignored", "from", from.String(), "err", err)
-			continue
+			return nil, nil, err
 		}
 		rep, err := l.Reply(req)
-		if err != nil {
-			log.Error("no DHCPv6 reply", "err", err)
-			continue
-		}
-		if rep == nil {
-			continue
-		}
-		if _, err := pc.WriteTo(rep.Marshal(), from); err != nil {
-			log.Error("sending the DHCPv6 reply", "to", from.String(), "err", err)
-			continue
+		if err != nil || rep == nil {
+			return nil, nil, err
 		}
 		log.Info("DHCPv6 reply", "type", rep.Type, "address", l.Address.String())
+		return rep.Marshal(), from, nil
+	}, log.With("server", "DHCPv6 on "+ifname))
+	if err != nil {
+		return fmt.Errorf("DHCPv6 server on %s: %w", ifname, err)
 	}
+	return nil
 }

@@ -45,16 +45,10 @@ func serveDHCP(ctx context.Context, spec *Spec, log *slog.Logger) error {
 		if br, err := net.InterfaceByName(bridge); err == nil {
 			lease.MTU = br.MTU
 		}
-		ready := make(chan error, 2)
-		go func() {
-			err := lease.Serve(ctx, bridge, log.With("interface", name), func() { ready <- nil })
-			if err != nil {
-				log.Error("the DHCP server stopped", "interface", name, "err", err)
-			}
-			ready <- err
-		}()
-		if err := <-ready; err != nil {
-			return fmt.Errorf("interface %s: %w", name, err)
+		if err := startServer(name, "DHCP", log, func(ready func()) error {
+			return lease.Serve(ctx, bridge, log.With("interface", name), ready)
+		}); err != nil {
+			return err
 		}
 		if iface.Address6.IsValid() {
 			if err := serveDHCPv6(ctx, name, bridge, iface.Address6, lease, log); err != nil {
@@ -74,11 +68,19 @@ func serveDHCPv6(ctx context.Context, name, bridge string, addr netip.Addr, v4 *
 		return fmt.Errorf("interface %s: %w", name, err)
 	}
 	lease := &dhcp.Lease6{Address: addr, ServerMAC: br.HardwareAddr, DNS: v4.DNS, Search: v4.Search}
+	return startServer(name, "DHCPv6", log, func(ready func()) error {
+		return lease.Serve6(ctx, bridge, log.With("interface", name), ready)
+	})
+}
+
+// startServer runs serve in the background and returns once it listens
+// (it calls ready) or has failed; a later failure is logged.
+func startServer(name, what string, log *slog.Logger, serve func(ready func()) error) error {
 	ready := make(chan error, 2)
 	go func() {
-		err := lease.Serve6(ctx, bridge, log.With("interface", name), func() { ready <- nil })
+		err := serve(func() { ready <- nil })
 		if err != nil {
-			log.Error("the DHCPv6 server stopped", "interface", name, "err", err)
+			log.Error("the "+what+" server stopped", "interface", name, "err", err)
 		}
 		ready <- err
 	}()
