@@ -6,41 +6,25 @@ import (
 )
 
 func TestMasqueradeAddresses(t *testing.T) {
+	v4, v6 := MasqueradeAddresses, MasqueradeIPv6Addresses
 	for _, tc := range []struct {
+		addresses                 func(string) (Masquerade, error)
 		cidr, gateway, guest, err string
 	}{
-		{cidr: "", gateway: "10.0.2.1/24", guest: "10.0.2.2/24"},
-		{cidr: "10.11.12.0/24", gateway: "10.11.12.1/24", guest: "10.11.12.2/24"},
-		{cidr: "192.168.7.9/28", gateway: "192.168.7.1/28", guest: "192.168.7.2/28"},
-		{cidr: "10.0.0.0/30", err: `vmNetworkCIDR "10.0.0.0/30": want an IPv4 network of /29 or larger`},
-		{cidr: "fd10:0:2::/120", err: `vmNetworkCIDR "fd10:0:2::/120": want an IPv4 network of /29 or larger`},
-		{cidr: "ten", err: `vmNetworkCIDR "ten": netip.ParsePrefix("ten"): no '/'`},
+		{addresses: v4, cidr: "", gateway: "10.0.2.1/24", guest: "10.0.2.2/24"},
+		{addresses: v4, cidr: "10.11.12.0/24", gateway: "10.11.12.1/24", guest: "10.11.12.2/24"},
+		{addresses: v4, cidr: "192.168.7.9/28", gateway: "192.168.7.1/28", guest: "192.168.7.2/28"},
+		{addresses: v4, cidr: "10.0.0.0/30", err: `vmNetworkCIDR "10.0.0.0/30": want an IPv4 network of /29 or larger`},
+		{addresses: v4, cidr: "fd10:0:2::/120", err: `vmNetworkCIDR "fd10:0:2::/120": want an IPv4 network of /29 or larger`},
+		{addresses: v4, cidr: "ten", err: `vmNetworkCIDR "ten": netip.ParsePrefix("ten"): no '/'`},
+		{addresses: v6, cidr: "", gateway: "fd10:0:2::1/120", guest: "fd10:0:2::2/120"},
+		{addresses: v6, cidr: "fd20::5/64", gateway: "fd20::1/64", guest: "fd20::2/64"},
+		{addresses: v6, cidr: "fd10::/127", err: `vmIPv6NetworkCIDR "fd10::/127": want an IPv6 network of /126 or larger`},
+		{addresses: v6, cidr: "10.0.2.0/24", err: `vmIPv6NetworkCIDR "10.0.2.0/24": want an IPv6 network of /126 or larger`},
+		{addresses: v6, cidr: "::ffff:10.0.2.0/120", err: `vmIPv6NetworkCIDR "::ffff:10.0.2.0/120": want an IPv6 network of /126 or larger`},
+		{addresses: v6, cidr: "fd10::", err: `vmIPv6NetworkCIDR "fd10::": netip.ParsePrefix("fd10::"): no '/'`},
 	} {
-		m, err := MasqueradeAddresses(tc.cidr)
-		if tc.err != "" {
-			if err == nil || err.Error() != tc.err {
-				t.Errorf("%q: error %v, want %s", tc.cidr, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || m.Gateway.String() != tc.gateway || m.Guest.String() != tc.guest {
-			t.Errorf("%q: %v %v %v, want %s %s", tc.cidr, m.Gateway, m.Guest, err, tc.gateway, tc.guest)
-		}
-	}
-}
-
-func TestMasqueradeIPv6Addresses(t *testing.T) {
-	for _, tc := range []struct {
-		cidr, gateway, guest, err string
-	}{
-		{cidr: "", gateway: "fd10:0:2::1/120", guest: "fd10:0:2::2/120"},
-		{cidr: "fd20::5/64", gateway: "fd20::1/64", guest: "fd20::2/64"},
-		{cidr: "fd10::/127", err: `vmIPv6NetworkCIDR "fd10::/127": want an IPv6 network of /126 or larger`},
-		{cidr: "10.0.2.0/24", err: `vmIPv6NetworkCIDR "10.0.2.0/24": want an IPv6 network of /126 or larger`},
-		{cidr: "::ffff:10.0.2.0/120", err: `vmIPv6NetworkCIDR "::ffff:10.0.2.0/120": want an IPv6 network of /126 or larger`},
-		{cidr: "fd10::", err: `vmIPv6NetworkCIDR "fd10::": netip.ParsePrefix("fd10::"): no '/'`},
-	} {
-		m, err := MasqueradeIPv6Addresses(tc.cidr)
+		m, err := tc.addresses(tc.cidr)
 		if tc.err != "" {
 			if err == nil || err.Error() != tc.err {
 				t.Errorf("%q: error %v, want %s", tc.cidr, err, tc.err)
