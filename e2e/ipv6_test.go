@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -93,25 +92,7 @@ func TestMasqueradeIPv6(t *testing.T) {
 
 	// A Pod on the other node, in a namespace of its own: it serves the
 	// guest, and asks the guest's page every second.
-	client := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: podNS, Name: "client"},
-		Spec: corev1.PodSpec{
-			NodeName:      nodes[1],
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: "c", Image: registryImage(t, f, "tekvirt/busybox"),
-				Command: []string{"sh", "-c", fmt.Sprintf(`mkdir -p /www && echo from-a-pod > /www/index.html && httpd -f -vv -p 8081 -h /www &
-while :; do body=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 2 %s 8088 2>/dev/null | tail -n 1); echo "guest: ${body:-unreachable}"; sleep 1; done`, podIP6)},
-			}},
-		},
-	}
-	if _, err := f.Kube.CoreV1().Pods(podNS).Create(ctx, client, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	logs := func() string {
-		b, _ := f.Kube.CoreV1().Pods(podNS).GetLogs(client.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		return string(b)
-	}
+	client, logs := webClientPod(t, f, podNS, nodes[1], fmt.Sprintf(`while :; do body=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 2 %s 8088 2>/dev/null | tail -n 1); echo "guest: ${body:-unreachable}"; sleep 1; done`, podIP6))
 	// lastAnswers are the guest's last n answers in the Pod's log.
 	lastAnswers := func(n int) []string {
 		var out []string

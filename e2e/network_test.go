@@ -55,6 +55,32 @@ func droppedWhile(t *testing.T, f *framework.Framework, vmi *v1.VirtualMachineIn
 	return out, mac1 - mac0, addr1 - addr0
 }
 
+// webClientPod starts Pod ns/client on node: busybox serving "from-a-pod"
+// on port 8081 (its httpd log names who asked), then running script. It
+// returns the Pod and a reader of its log.
+func webClientPod(t *testing.T, f *framework.Framework, ns, node, script string) (*corev1.Pod, func() string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"},
+		Spec: corev1.PodSpec{
+			NodeName:      node,
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "c", Image: registryImage(t, f, "tekvirt/busybox"),
+				Command: []string{"sh", "-c", "mkdir -p /www && echo from-a-pod > /www/index.html && httpd -f -vv -p 8081 -h /www &\n" + script},
+			}},
+		},
+	}
+	if _, err := f.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return pod, func() string {
+		b, _ := f.Kube.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		return string(b)
+	}
+}
+
 // guestGet is a guest's shell script that prints the last line of the
 // page httpd serves at addr:8088, or "unreachable" within timeout seconds.
 func guestGet(addr string, timeout int) string {
@@ -119,30 +145,12 @@ func TestMasqueradePodNetwork(t *testing.T) {
 	}
 
 	// A Pod on the other node: it reaches the guests, and serves them.
-	client := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"},
-		Spec: corev1.PodSpec{
-			NodeName:      nodes[1],
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: "c", Image: registryImage(t, f, "tekvirt/busybox"),
-				Command: []string{"sh", "-c", fmt.Sprintf(`mkdir -p /www && echo from-a-pod > /www/index.html && httpd -f -vv -p 8081 -h /www &
-get() { printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 "${1%%:*}" "${1#*:}" 2>/dev/null | tail -n 1; }
+	client, logs := webClientPod(t, f, ns, nodes[1], fmt.Sprintf(`get() { printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 "${1%%:*}" "${1#*:}" 2>/dev/null | tail -n 1; }
 for target in every=%s:8080 every-other=%s:9090 listed=%s:8080 listed-other=%s:9090 service=every-web:80; do
   body=$(get "${target#*=}")
   echo "$target: ${body:-unreachable}"
 done
-echo checks done; sleep 300`, podIPs["every"], podIPs["every"], podIPs["listed"], podIPs["listed"])},
-			}},
-		},
-	}
-	if _, err := f.Kube.CoreV1().Pods(ns).Create(ctx, client, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	logs := func() string {
-		b, _ := f.Kube.CoreV1().Pods(ns).GetLogs(client.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		return string(b)
-	}
+echo checks done; sleep 300`, podIPs["every"], podIPs["every"], podIPs["listed"], podIPs["listed"]))
 	framework.Eventually(t, 2*time.Minute, "the Pod tried every guest port", func() error {
 		if !strings.Contains(logs(), "checks done") {
 			return fmt.Errorf("logs %q", logs())
@@ -232,30 +240,12 @@ func TestBridgePodNetwork(t *testing.T) {
 		return nil
 	})
 
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"},
-		Spec: corev1.PodSpec{
-			NodeName:      nodes[1],
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: "c", Image: registryImage(t, f, "tekvirt/busybox"),
-				Command: []string{"sh", "-c", fmt.Sprintf(`mkdir -p /www && echo from-a-pod > /www/index.html && httpd -f -vv -p 8081 -h /www &
-get() { printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 "${1%%:*}" "${1#*:}" 2>/dev/null | tail -n 1; }
+	pod, logs := webClientPod(t, f, ns, nodes[1], fmt.Sprintf(`get() { printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 "${1%%:*}" "${1#*:}" 2>/dev/null | tail -n 1; }
 for target in %[1]s:8080 %[1]s:9090; do
   body=$(get "$target")
   echo "$target: ${body:-unreachable}"
 done
-echo checks done; sleep 300`, podIP)},
-			}},
-		},
-	}
-	if _, err := f.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	logs := func() string {
-		b, _ := f.Kube.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		return string(b)
-	}
+echo checks done; sleep 300`, podIP))
 	framework.Eventually(t, 2*time.Minute, "the Pod tried the guest's ports", func() error {
 		if !strings.Contains(logs(), "checks done") {
 			return fmt.Errorf("logs %q", logs())

@@ -43,7 +43,6 @@ const (
 	Opt6ServerID    uint16 = 2
 	Opt6IANA        uint16 = 3
 	Opt6IAAddr      uint16 = 5
-	Opt6StatusCode  uint16 = 13
 	Opt6RapidCommit uint16 = 14
 	Opt6DNS         uint16 = 23
 	Opt6DomainList  uint16 = 24
