@@ -3,6 +3,7 @@ package macpool
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,8 +115,13 @@ func (p *Pool) taken(ctx context.Context, ns, self string) (map[uint64]string, e
 		case p.now().Sub(res.at) > reservationTTL:
 			delete(p.reserved, m)
 		case res.vm != self:
+			// The cache may not hold that VirtualMachine yet: its
+			// reservation names it as the VirtualMachine would.
 			if _, ok := taken[m]; !ok {
 				taken[m] = ""
+				if resNS, name, _ := strings.Cut(res.vm, "/"); resNS == ns && name != "" {
+					taken[m] = "VirtualMachine " + res.vm
+				}
 			}
 		}
 	}

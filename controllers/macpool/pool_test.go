@@ -64,6 +64,11 @@ func TestPoolGivesDistinctMACsAndFreesThem(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "already used by another VirtualMachine") {
 		t.Fatalf("a duplicate MAC: %v", err)
 	}
+	// Its own namespace's VM a, not yet in the cache: named.
+	e := vmWith("ns", "e", "02:aa:bb:00:00:01")
+	if err := p.Assign(ctx, e, &e.Spec.Template.Spec); err == nil || !strings.Contains(err.Error(), "already used by VirtualMachine ns/a") {
+		t.Fatalf("a's MAC before the cache holds a: %v, want refused naming ns/a", err)
+	}
 	// The same VM admitted again (an update) keeps its MAC.
 	if err := p.Assign(ctx, a, &a.Spec.Template.Spec); err != nil {
 		t.Fatalf("updating a: %v", err)
