@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -96,7 +96,7 @@ func (g *globalFlags) vmSubresource(ctx context.Context, ns, name, sub string, b
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (g *globalFlags) vmSubresource(ctx context.Context, ns, name, sub string, b
 	if err != nil {
 		return err
 	}
-	return cs.Discovery().RESTClient().Put().
+	return dc.RESTClient().Put().
 		AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachines", name, sub).
 		SetHeader("Content-Type", "application/json").Body(data).Do(ctx).Error()
 }
