@@ -4,7 +4,7 @@
 // limit the controller and node handlers beyond RBAC (admission/), the
 // privileged namespace of the node daemons (node/), the volume
 // provisioner's DaemonSet, RBAC and default StorageClass (hostpath/), the
-// VM handler's DaemonSet and RBAC (handler/), the KubeVirt (instancetypes included), CDI, HyperShift and OpenShift Template CRDs generated from their Go API modules (crd/; the Template CRD only where the API is not served), the
+// VM handler's DaemonSet and RBAC (handler/), the KubeVirt (instancetypes and migrations included), CDI, HyperShift and OpenShift Template CRDs generated from their Go API modules (crd/; the Template CRD only where the API is not served), the
 // validating webhook and the mutating one that records requesters and writes VM defaults (webhook/; their
 // serving certificate Secret and caBundle come from the operator), the upload API's APIService and
 // Services (upload/), the subresources.kubevirt.io APIService (subresources/), the user roles aggregated into admin, edit and view
@@ -31,6 +31,8 @@ var Files = []string{
 	"crd/hco.kubevirt.io_hyperconvergeds.yaml",
 	"crd/kubevirt.io_virtualmachines.yaml",
 	"crd/kubevirt.io_virtualmachineinstances.yaml",
+	"crd/kubevirt.io_virtualmachineinstancemigrations.yaml",
+	"crd/migrations.kubevirt.io_migrationpolicies.yaml",
 	"crd/cdi.kubevirt.io_datavolumes.yaml",
 	"crd/cdi.kubevirt.io_datasources.yaml",
 	"crd/cdi.kubevirt.io_dataimportcrons.yaml",

@@ -26,6 +26,7 @@ import (
 	// their version and the loader finds them.
 	_ "kubevirt.io/api/core/v1"
 	_ "kubevirt.io/api/instancetype/v1beta1"
+	_ "kubevirt.io/api/migrations/v1alpha1"
 	_ "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	_ "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -37,6 +38,7 @@ const (
 	instancetypePkg = "kubevirt.io/api/instancetype/v1beta1"
 	cdiPkg          = "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	hypershiftPkg   = "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	migrationsPkg   = "kubevirt.io/api/migrations/v1alpha1"
 	nadPkg          = "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 )
 
@@ -85,6 +87,15 @@ var kinds = []kind{
 			{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
 		},
 	},
+	{
+		pkg: "kubevirt.io/api/core/v1", gk: schema.GroupKind{Group: "kubevirt.io", Kind: "VirtualMachineInstanceMigration"},
+		shortNames: []string{"vmim", "vmims"}, status: true,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Phase", Type: "string", JSONPath: ".status.phase"},
+			{Name: "VMI", Type: "string", JSONPath: ".spec.vmiName"},
+		},
+	},
+	{pkg: migrationsPkg, gk: schema.GroupKind{Group: "migrations.kubevirt.io", Kind: "MigrationPolicy"}, cluster: true, status: true},
 	{
 		pkg: cdiPkg, gk: schema.GroupKind{Group: "cdi.kubevirt.io", Kind: "DataVolume"},
 		shortNames: []string{"dv", "dvs"}, status: true,
@@ -195,7 +206,7 @@ func run(out string) error {
 		c.Spec.Names.ShortNames = k.shortNames
 		c.Spec.Names.Categories = []string{"all", "kubevirt"}
 		switch k.gk.Group {
-		case "cdi.kubevirt.io":
+		case "cdi.kubevirt.io", "migrations.kubevirt.io":
 			c.Spec.Names.Categories = []string{"all"}
 		case "template.openshift.io", "instancetype.kubevirt.io", "k8s.cni.cncf.io":
 			c.Spec.Names.Categories = nil
