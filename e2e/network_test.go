@@ -129,6 +129,7 @@ func TestMasqueradePodNetwork(t *testing.T) {
 	podIPs := map[string]string{}
 	for _, vmi := range []*v1.VirtualMachineInstance{every, listed} {
 		got := framework.WaitVMI(t, c, ns, vmi.Name, 3*time.Minute, "runs", framework.AgentConnected)
+		framework.WaitVMI(t, c, ns, vmi.Name, 30*time.Second, "live-migratable", framework.LiveMigratable(corev1.ConditionTrue, "", ""))
 		*vmi = *got
 		pod := f.LauncherPod(t, vmi)
 		podIPs[vmi.Name] = pod.Status.PodIP
@@ -219,6 +220,8 @@ func TestBridgePodNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	vmi = framework.WaitVMI(t, c, ns, vmi.Name, 3*time.Minute, "runs", framework.AgentConnected)
+	framework.WaitVMI(t, c, ns, vmi.Name, 30*time.Second, "not live-migratable for its bridge on the pod network",
+		framework.LiveMigratable(corev1.ConditionFalse, v1.VirtualMachineInstanceReasonInterfaceNotMigratable, v1.AllowPodBridgeNetworkLiveMigrationAnnotation))
 	launcherPod := f.LauncherPod(t, vmi)
 	podIP := launcherPod.Status.PodIP
 	out := guestShell(t, f, vmi, "mkdir -p /tmp/www && hostname > /tmp/www/index.html && httpd -p 8080 -h /tmp/www && httpd -p 9090 -h /tmp/www && echo serving; ip -4 addr show eth0; ip route")

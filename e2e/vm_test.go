@@ -271,6 +271,9 @@ func TestVMBootsFromPVC(t *testing.T) {
 			t.Fatal(err)
 		}
 		framework.WaitVMI(t, c, ns, vmi.Name, 2*time.Minute, "running with its agent", framework.AgentConnected)
+		// The hostpath claim is ReadWriteOnce: the VMI says it cannot move.
+		framework.WaitVMI(t, c, ns, vmi.Name, 30*time.Second, "not live-migratable for its claim",
+			framework.LiveMigratable(corev1.ConditionFalse, v1.VirtualMachineInstanceReasonDisksNotMigratable, "PVC "+pvc.Name+" is not shared"))
 		if err := c.Delete(ctx, vmi); err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances/status,verbs=get;update;patch
@@ -140,6 +141,11 @@ func (r *Reconciler) mirror(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	case started:
 		return nil
 	case s.Phase == v1.Scheduled:
+		claims, err := r.claims(ctx, vmi)
+		if err != nil {
+			return err
+		}
+		vmi.Status.VolumeStatus = VolumeStatus(vmi, claims)
 		vmi.Status.NodeName = s.NodeName
 		// As KubeVirt's: the node's handler finds the Pod's volumes by its UID.
 		vmi.Status.ActivePods = map[types.UID]string{pod.UID: s.NodeName}

@@ -139,6 +139,24 @@ func AgentConnected(vmi *v1.VirtualMachineInstance) error {
 	return fmt.Errorf("running, guest agent not connected yet")
 }
 
+// LiveMigratable is a WaitVMI check: the VMI's LiveMigratable condition
+// has status want, with reason and a message naming about (both only
+// checked when given).
+func LiveMigratable(want corev1.ConditionStatus, reason, about string) func(*v1.VirtualMachineInstance) error {
+	return func(vmi *v1.VirtualMachineInstance) error {
+		for _, c := range vmi.Status.Conditions {
+			if c.Type != v1.VirtualMachineInstanceIsMigratable {
+				continue
+			}
+			if c.Status != want || c.Reason != reason || !strings.Contains(c.Message, about) {
+				return fmt.Errorf("LiveMigratable %s (%s: %s), want %s (%s, naming %q)", c.Status, c.Reason, c.Message, want, reason, about)
+			}
+			return nil
+		}
+		return fmt.Errorf("no LiveMigratable condition yet: %+v", vmi.Status.Conditions)
+	}
+}
+
 // WaitGone polls until obj (with its key set) does not exist.
 func WaitGone(t testing.TB, c client.Client, obj client.Object, timeout time.Duration) {
 	t.Helper()

@@ -64,6 +64,7 @@ func running(st *v1.VirtualMachineInstanceStatus, vmi *v1.VirtualMachineInstance
 	switch ls.Domain {
 	case "running", "paused":
 		setPhase(st, v1.Running, now)
+		setLiveMigratable(st, vmi, now)
 	default:
 		setCond(st, v1.VirtualMachineInstanceReady, corev1.ConditionFalse, reasonGuestNotReady, "domain is "+ls.Domain, now)
 		return

@@ -85,6 +85,8 @@ var kinds = []kind{
 			{Name: "IP", Type: "string", JSONPath: ".status.interfaces[0].ipAddress"},
 			{Name: "NodeName", Type: "string", JSONPath: ".status.nodeName"},
 			{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
+			{Name: "Live-Migratable", Type: "string", JSONPath: `.status.conditions[?(@.type=="LiveMigratable")].status`, Priority: 1},
+			{Name: "Paused", Type: "string", JSONPath: `.status.conditions[?(@.type=="Paused")].status`, Priority: 1},
 		},
 	},
 	{
