@@ -28,6 +28,9 @@ const (
 	SocketFile = "launcher.sock"
 	ExitFile   = "exit.json"
 	SerialLog  = "serial.log"
+	// TargetReadyFile, written by a migration's target launcher, says its
+	// libvirtd takes the incoming domain.
+	TargetReadyFile = "target-ready"
 	// CancelFile, written by the handler in a launcher Pod's directory,
 	// tells a launcher waiting for its spec that none will come (the VMI
 	// failed before it was prepared): it ends, and its Pod with it.
@@ -42,6 +45,9 @@ type Spec struct {
 	VMI *v1.VirtualMachineInstance `json:"vmi"`
 	// Options carry the prepared volumes and sockets.
 	Options domain.Options `json:"options"`
+	// Incoming makes the launcher a live migration's target: it starts its
+	// libvirtd and waits for the domain to arrive instead of starting it.
+	Incoming bool `json:"incoming,omitempty"`
 	// QEMUCapabilities are the node's QEMU capabilities files (ProbeQEMU),
 	// at the launcher's paths: the launcher installs them in libvirtd's
 	// cache before it starts libvirtd, so starting the domain does not
@@ -105,6 +111,8 @@ type Status struct {
 	MACs map[string]string `json:"macs,omitempty"`
 	// AccessCredentials is set when the VMI has accessCredentials.
 	AccessCredentials *CredentialsStatus `json:"accessCredentials,omitempty"`
+	// Migration is the domain's migration to another launcher, once asked.
+	Migration *MigrationStatus `json:"migration,omitempty"`
 }
 
 // Stats are a running domain's use of the node, as libvirt counts it.
@@ -184,6 +192,17 @@ func (c *Client) Exec(ctx context.Context, req guestexec.Request) (*guestexec.Re
 // Shutdown asks the guest to power off and destroys the domain after grace.
 func (c *Client) Shutdown(ctx context.Context, grace time.Duration) error {
 	return c.do(ctx, http.MethodPost, "/shutdown", map[string]int64{"graceSeconds": int64(grace.Seconds())}, nil)
+}
+
+// Migrate starts the domain's live migration to the target the handler
+// connected the Pod's loopback to; its progress is in Status.
+func (c *Client) Migrate(ctx context.Context, req MigrateRequest) error {
+	return c.do(ctx, http.MethodPost, "/migrate", req, nil)
+}
+
+// AbortMigration aborts a running migration; the domain runs on here.
+func (c *Client) AbortMigration(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/migrate/abort", nil, nil)
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {

@@ -53,6 +53,13 @@ type VM struct {
 	dom   *libvirt.Domain
 	cb    int
 	ended chan Exit
+	// arrived signals an incoming migration that resumed the domain here.
+	arrived chan struct{}
+	// uri is the libvirtd's, vmi what the domain runs.
+	uri string
+	vmi *v1.VirtualMachineInstance
+	// out is the migration of the domain to another launcher.
+	out outgoing
 }
 
 // Start starts vmi as a transient domain on the libvirt at uri.
@@ -65,6 +72,20 @@ func Start(uri string, vmi *v1.VirtualMachineInstance, opts domain.Options) (*VM
 	if err != nil {
 		return nil, fmt.Errorf("encoding domain %s: %w", def.Name, err)
 	}
+	vm, err := watch(uri, vmi)
+	if err != nil {
+		return nil, err
+	}
+	if vm.dom, err = create(vm.conn, xml, opts); err != nil {
+		vm.Close()
+		return nil, fmt.Errorf("starting domain %s: %w", def.Name, err)
+	}
+	return vm, nil
+}
+
+// watch connects to the libvirt at uri and follows the lifecycle events
+// of vmi's domain: how it ends, and an incoming migration resuming it.
+func watch(uri string, vmi *v1.VirtualMachineInstance) (*VM, error) {
 	if err := startEventLoop(); err != nil {
 		return nil, fmt.Errorf("starting the libvirt event loop: %w", err)
 	}
@@ -72,9 +93,17 @@ func Start(uri string, vmi *v1.VirtualMachineInstance, opts domain.Options) (*VM
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", uri, err)
 	}
-	vm := &VM{conn: conn, ended: make(chan Exit, 1)}
+	name := domain.Name(vmi)
+	vm := &VM{conn: conn, ended: make(chan Exit, 1), arrived: make(chan struct{}, 1), uri: uri, vmi: vmi}
 	vm.cb, err = conn.DomainEventLifecycleRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventLifecycle) {
-		if name, _ := d.GetName(); name != def.Name {
+		if n, _ := d.GetName(); n != name {
+			return
+		}
+		if arrivedByMigration(ev) {
+			select {
+			case vm.arrived <- struct{}{}:
+			default:
+			}
 			return
 		}
 		if exit, done := exitOf(ev); done {
@@ -87,10 +116,6 @@ func Start(uri string, vmi *v1.VirtualMachineInstance, opts domain.Options) (*VM
 	if err != nil {
 		_, _ = conn.Close()
 		return nil, fmt.Errorf("watching domain events: %w", err)
-	}
-	if vm.dom, err = create(conn, xml, opts); err != nil {
-		vm.Close()
-		return nil, fmt.Errorf("starting domain %s: %w", def.Name, err)
 	}
 	return vm, nil
 }
@@ -212,8 +237,17 @@ func vcpuState(s int32) string {
 // the agent channel of the domains it runs.
 func (vm *VM) Agent() *agent.Client { return agent.New(libvirtAgent{vm.dom}) }
 
-// Wait returns when the domain ends; cancelling ctx destroys it.
-func (vm *VM) Wait(ctx context.Context) (Exit, error) { return wait(ctx, vm.dom, vm.ended) }
+// Wait returns when the domain ends, or moved to another launcher;
+// cancelling ctx destroys it.
+func (vm *VM) Wait(ctx context.Context) (Exit, error) {
+	exit, err := wait(ctx, vm.dom, vm.ended)
+	if err == nil && exit.Reason == "Gone" {
+		if st := vm.out.get(); st != nil && st.State == MigrationSucceeded {
+			exit = Exit{Reason: ReasonMigrated}
+		}
+	}
+	return exit, err
+}
 
 // Close releases the libvirt handles; a running domain keeps running.
 func (vm *VM) Close() {
@@ -269,6 +303,20 @@ func isGone(err error) bool {
 	return errors.As(err, &lerr) && lerr.Code == libvirt.ERR_NO_DOMAIN
 }
 
+// ReasonMigrated is the Exit of a source launcher whose domain moved to
+// its target: the VMI did not end.
+const ReasonMigrated = "Migrated"
+
+// arrivedByMigration is the event of a domain an incoming migration
+// resumed here (pre-copy done, or running on in post-copy).
+func arrivedByMigration(ev *libvirt.DomainEventLifecycle) bool {
+	if ev.Event != libvirt.DOMAIN_EVENT_RESUMED {
+		return false
+	}
+	d := libvirt.DomainEventResumedDetailType(ev.Detail)
+	return d == libvirt.DOMAIN_EVENT_RESUMED_MIGRATED || d == libvirt.DOMAIN_EVENT_RESUMED_POSTCOPY
+}
+
 // exitOf maps a lifecycle event to how the domain ended, if it did.
 func exitOf(ev *libvirt.DomainEventLifecycle) (Exit, bool) {
 	switch ev.Event {
@@ -282,6 +330,9 @@ func exitOf(ev *libvirt.DomainEventLifecycle) (Exit, bool) {
 			return Exit{Reason: "Crashed"}, true
 		case libvirt.DOMAIN_EVENT_STOPPED_FAILED:
 			return Exit{Reason: "Failed"}, true
+		case libvirt.DOMAIN_EVENT_STOPPED_MIGRATED:
+			// The VM runs on in the target launcher.
+			return Exit{Reason: ReasonMigrated}, true
 		default:
 			return Exit{Reason: fmt.Sprintf("Stopped (detail %d)", ev.Detail)}, true
 		}

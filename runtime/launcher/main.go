@@ -55,23 +55,18 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 		return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
 	}
 	start := time.Now()
-	vm, err := Start(spec.URI, spec.VMI, spec.Options)
+	vm, err := run(ctx, dir, spec, pod, log)
 	if err != nil {
 		return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
 	}
+	if vm == nil {
+		log.Info("stopped before the incoming migration arrived")
+		return nil
+	}
 	defer vm.Close()
-	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "took", time.Since(start).Round(time.Millisecond).String())
+	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "incoming", spec.Incoming, "took", time.Since(start).Round(time.Millisecond).String())
 	warm.report(log)
-	srv := newServer(vm, log)
-	if len(spec.VMI.Spec.AccessCredentials) > 0 {
-		srv.creds = newCredentials(spec.VMI)
-	}
-	srv.guest = guestAddress(spec.Options)
-	srv.podIPs = podIPs(spec.Options)
-	srv.macs = map[string]string{}
-	for name, iface := range spec.Options.Interfaces {
-		srv.macs[name] = iface.MAC
-	}
+	srv := newSpecServer(vm, spec, log)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	go func() {
@@ -93,6 +88,31 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	}
 	log.Info("domain ended", "reason", exit.Reason, "succeeded", exit.Succeeded)
 	return writeExit(dir, exit)
+}
+
+// run starts the spec's domain, or, for a migration's target, receives it
+// (nil, nil: the Pod was stopped before it came).
+func run(ctx context.Context, dir string, spec *Spec, pod *Pod, log *slog.Logger) (*VM, error) {
+	if spec.Incoming {
+		return receive(ctx, dir, spec, pod, log)
+	}
+	return Start(spec.URI, spec.VMI, spec.Options)
+}
+
+// newSpecServer is the server of vm, with what the spec says of the
+// guest's credentials and interfaces.
+func newSpecServer(vm *VM, spec *Spec, log *slog.Logger) *server {
+	srv := newServer(vm, log)
+	if len(spec.VMI.Spec.AccessCredentials) > 0 {
+		srv.creds = newCredentials(spec.VMI)
+	}
+	srv.guest = guestAddress(spec.Options)
+	srv.podIPs = podIPs(spec.Options)
+	srv.macs = map[string]string{}
+	for name, iface := range spec.Options.Interfaces {
+		srv.macs[name] = iface.MAC
+	}
+	return srv
 }
 
 // GuestPort is a port of the guest a port-forward stream leads to.

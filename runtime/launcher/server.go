@@ -59,6 +59,8 @@ func (s *server) serve(ctx context.Context, sock string) error {
 	mux.HandleFunc("GET /stats", s.handleStats)
 	mux.HandleFunc("POST /exec", s.handleExec)
 	mux.HandleFunc("POST /shutdown", s.handleShutdown)
+	mux.HandleFunc("POST /migrate", s.handleMigrate)
+	mux.HandleFunc("POST /migrate/abort", s.handleAbortMigration)
 	s.routeGuest(mux)
 	mux.HandleFunc("GET "+PortForwardPath+"{protocol}/{port}", s.handlePortForward)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -121,7 +123,35 @@ func (s *server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	st.Domain = s.vm.State()
 	st.StartedAt = s.started
 	st.PodIPs, st.MACs = s.podIPs, s.macs
+	st.Migration = s.vm.out.get()
 	writeJSON(w, st)
+}
+
+func (s *server) handleMigrate(w http.ResponseWriter, r *http.Request) {
+	var req MigrateRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, fmt.Sprintf("bad migrate request: %v", err), http.StatusBadRequest)
+		return
+	}
+	if s.stopRequested() {
+		http.Error(w, "the VM is stopping", http.StatusConflict)
+		return
+	}
+	if err := s.vm.out.start(s.vm, req); err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	s.log.Info("live migration started", "limits", fmt.Sprintf("%+v", req.Limits))
+	writeJSON(w, map[string]string{"status": MigrationRunning})
+}
+
+func (s *server) handleAbortMigration(w http.ResponseWriter, _ *http.Request) {
+	if st := s.vm.out.get(); st == nil || st.State != MigrationRunning {
+		http.Error(w, "no migration is running", http.StatusConflict)
+		return
+	}
+	s.vm.out.cancel("Live migration aborted")
+	writeJSON(w, map[string]string{"status": "aborting"})
 }
 
 func (s *server) handleStats(w http.ResponseWriter, _ *http.Request) {

@@ -209,6 +209,27 @@ func (c readerConn) CloseWrite() error {
 	return nil
 }
 
+// Forward carries every connection l accepts to what dial connects, until
+// l is closed; connections open go on until either side ends them. A
+// migration's target launcher forwards the Libvirt stream's port on its
+// Pod's loopback to its libvirtd's socket with it.
+func Forward(l net.Listener, dial func() (net.Conn, error)) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			peer, err := dial()
+			if err != nil {
+				_ = c.Close()
+				return
+			}
+			splice(c, peer)
+		}()
+	}
+}
+
 // splice copies both ways until both directions end, passing each end of
 // stream on as a half close, then closes both.
 func splice(a, b net.Conn) {

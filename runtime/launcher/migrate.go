@@ -1,0 +1,286 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/tekvirt/tekvirt/runtime/domain"
+	"github.com/tekvirt/tekvirt/runtime/migration"
+)
+
+// MigrateRequest asks a source launcher to move its domain to the target
+// launcher that the node's handler connected this Pod's loopback to.
+type MigrateRequest struct {
+	Limits MigrationLimits `json:"limits"`
+}
+
+// MigrationStatus is how an outgoing migration goes, in the launcher's
+// Status while it runs and after it ended.
+type MigrationStatus struct {
+	// State is "running", "succeeded" or "failed".
+	State     string    `json:"state"`
+	StartedAt time.Time `json:"startedAt"`
+	EndedAt   time.Time `json:"endedAt,omitzero"`
+	// Mode is KubeVirt's migration mode: "PreCopy", or "PostCopy" once
+	// switched.
+	Mode string `json:"mode"`
+	// Failure says why a migration failed.
+	Failure string `json:"failure,omitempty"`
+	// Aborted is set when the launcher (a timeout) or the handler (a
+	// cancel) aborted it.
+	Aborted bool `json:"aborted,omitempty"`
+	// Processed and Remaining are libvirt's job counters, memory and disks.
+	Processed uint64 `json:"processed"`
+	Remaining uint64 `json:"remaining"`
+}
+
+// Migration states.
+const (
+	MigrationRunning   = "running"
+	MigrationSucceeded = "succeeded"
+	MigrationFailed    = "failed"
+)
+
+// jobPoll is how often a running migration's progress is read.
+const jobPoll = 500 * time.Millisecond
+
+// outgoing is the one migration a launcher may run at a time.
+type outgoing struct {
+	mu     sync.Mutex
+	status *MigrationStatus
+	abort  func(reason string)
+}
+
+func (o *outgoing) get() *MigrationStatus {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.status == nil {
+		return nil
+	}
+	st := *o.status
+	return &st
+}
+
+// cancel aborts the running migration, saying why.
+func (o *outgoing) cancel(reason string) {
+	o.mu.Lock()
+	abort := o.abort
+	o.mu.Unlock()
+	if abort != nil {
+		abort(reason)
+	}
+}
+
+func (o *outgoing) update(f func(*MigrationStatus)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f(o.status)
+}
+
+// errMigrating refuses a second migration.
+var errMigrating = errors.New("a migration of this VMI is already running")
+
+// start begins migrating vm unless one runs or ran to success.
+func (o *outgoing) start(vm *VM, req MigrateRequest) error {
+	o.mu.Lock()
+	if o.status != nil && o.status.State != MigrationFailed {
+		o.mu.Unlock()
+		return errMigrating
+	}
+	o.status = &MigrationStatus{State: MigrationRunning, StartedAt: time.Now().UTC(), Mode: "PreCopy"}
+	abortc := make(chan string, 1)
+	o.abort = func(reason string) {
+		select {
+		case abortc <- reason:
+		default:
+		}
+	}
+	o.mu.Unlock()
+	go o.run(vm, req, abortc)
+	return nil
+}
+
+// run migrates and watches the job until it ends.
+func (o *outgoing) run(vm *VM, req MigrateRequest, abortc <-chan string) {
+	done := make(chan error, 1)
+	params, flags, total, err := vm.migrationParams(req)
+	if err == nil {
+		go func() { done <- vm.dom.MigrateToURI3(vm.peerURI(), params, flags) }()
+	} else {
+		done <- err
+	}
+	mon := newMonitor(req.Limits, time.Now(), total)
+	tick := time.NewTicker(jobPoll)
+	defer tick.Stop()
+	var aborted string
+	for {
+		select {
+		case err := <-done:
+			o.update(func(st *MigrationStatus) {
+				st.EndedAt = time.Now().UTC()
+				if err == nil {
+					st.State, st.Remaining = MigrationSucceeded, 0
+					return
+				}
+				st.State, st.Failure = MigrationFailed, "Live migration failed: "+libvirtMessage(err)
+				if aborted != "" {
+					st.Aborted, st.Failure = true, aborted
+				}
+			})
+			return
+		case reason := <-abortc:
+			aborted = reason
+			_ = vm.dom.AbortJob()
+		case <-tick.C:
+			job, err := vm.dom.GetJobStats(0)
+			if err != nil || job.Type == libvirt.DOMAIN_JOB_NONE {
+				continue
+			}
+			remaining := job.DataRemaining + job.DiskRemaining
+			o.update(func(st *MigrationStatus) { st.Processed, st.Remaining = job.DataProcessed+job.DiskProcessed, remaining })
+			switch v, reason := mon.judge(time.Now(), remaining); v {
+			case abort:
+				if aborted == "" {
+					aborted = reason
+					_ = vm.dom.AbortJob()
+				}
+			case startPostCopy:
+				if err := vm.dom.MigrateStartPostCopy(0); err == nil {
+					o.update(func(st *MigrationStatus) { st.Mode = "PostCopy" })
+				}
+			}
+		}
+	}
+}
+
+// migrationParams are libvirt's parameters for a peer-to-peer live
+// migration through the Pod's loopback: the memory stream and the block
+// migration of local disks to their ports there, the same addresses the
+// target's QEMU listens on in its own Pod. total is the memory and local
+// disk to move, for the completion timeout.
+func (vm *VM) migrationParams(req MigrateRequest) (*libvirt.DomainMigrateParameters, libvirt.DomainMigrateFlags, uint64, error) {
+	xml, err := vm.dom.GetXMLDesc(0)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("reading the domain: %w", err)
+	}
+	def := &libvirtxml.Domain{}
+	if err := def.Unmarshal(xml); err != nil {
+		return nil, 0, 0, fmt.Errorf("reading the domain: %w", err)
+	}
+	info, err := vm.dom.GetInfo()
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("reading the domain: %w", err)
+	}
+	total := info.MaxMem * 1024
+	params := &libvirt.DomainMigrateParameters{
+		URISet: true, URI: migration.Memory.URI(),
+		ListenAddressSet: true, ListenAddress: "127.0.0.1",
+	}
+	flags := libvirt.MIGRATE_LIVE | libvirt.MIGRATE_PEER2PEER | libvirt.MIGRATE_ABORT_ON_ERROR
+	if disks := domain.LocalDisks(vm.vmi, def); len(disks) > 0 {
+		params.MigrateDisksSet, params.MigrateDisks = true, disks
+		params.DisksURISet, params.DisksURI = true, migration.Disks.URI()
+		flags |= libvirt.MIGRATE_NON_SHARED_INC
+		for _, d := range disks {
+			if bi, err := vm.dom.GetBlockInfo(d, 0); err == nil {
+				total += bi.Allocation
+			}
+		}
+	}
+	if req.Limits.BandwidthMiB > 0 {
+		params.BandwidthSet, params.Bandwidth = true, req.Limits.BandwidthMiB
+	}
+	if req.Limits.AllowAutoConverge {
+		flags |= libvirt.MIGRATE_AUTO_CONVERGE
+	}
+	if req.Limits.AllowPostCopy {
+		flags |= libvirt.MIGRATE_POSTCOPY
+	}
+	return params, flags, total, nil
+}
+
+// peerURI is the target launcher's libvirtd as the source's reaches it:
+// through the handler's proxy on this Pod's loopback.
+func (vm *VM) peerURI() string {
+	kind := "session"
+	if strings.HasPrefix(vm.uri, "qemu:///system") {
+		kind = "system"
+	}
+	return "qemu+tcp://" + migration.Libvirt.Addr() + "/" + kind
+}
+
+// libvirtMessage is a libvirt error's message without its codes.
+func libvirtMessage(err error) string {
+	var lerr libvirt.Error
+	if errors.As(err, &lerr) {
+		return lerr.Message
+	}
+	return err.Error()
+}
+
+// receive makes the launcher a live migration's target: the Libvirt
+// stream's port on the Pod's loopback leads to its libvirtd (the source's
+// libvirtd reaches it there, through the handlers), TargetReadyFile says
+// so, and it waits for the domain to arrive and run. It returns nil, nil
+// when ctx ends first (the Pod was stopped: no VM ran here).
+func receive(ctx context.Context, dir string, spec *Spec, pod *Pod, log *slog.Logger) (*VM, error) {
+	vm, err := watch(spec.URI, spec.VMI)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", migration.Libvirt.Addr())
+	if err != nil {
+		vm.Close()
+		return nil, fmt.Errorf("listening for the migration's libvirt connection: %w", err)
+	}
+	defer l.Close()
+	sock := (&Libvirtd{RunDir: pod.LibvirtdDir}).socket()
+	go migration.Forward(l, func() (net.Conn, error) { return net.Dial("unix", sock) })
+	if err := writeAtomic(filepath.Join(dir, TargetReadyFile), []byte("ready\n")); err != nil {
+		vm.Close()
+		return nil, err
+	}
+	log.Info("waiting for the incoming migration", "domain", domain.Name(spec.VMI))
+	if err := vm.awaitArrival(ctx); err != nil {
+		vm.Close()
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return vm, nil
+}
+
+// awaitArrival waits for the domain to arrive by migration and run. A
+// migration that failed leaves nothing here: the wait goes on for the
+// next, until ctx ends.
+func (vm *VM) awaitArrival(ctx context.Context) error {
+	name := domain.Name(vm.vmi)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-vm.arrived:
+			dom, err := vm.conn.LookupDomainByName(name)
+			if err != nil {
+				continue // gone again
+			}
+			if state, _, err := dom.GetState(); err != nil || state != libvirt.DOMAIN_RUNNING {
+				_ = dom.Free()
+				continue
+			}
+			vm.dom = dom
+			return nil
+		}
+	}
+}
