@@ -121,7 +121,8 @@ func Parse(certPEM, keyPEM []byte) (KeyPair, error) {
 }
 
 // Current reports whether leaf may be kept for r: signed by ca, for exactly
-// r's subject, names and addresses, and not yet due for renewal at now.
+// r's subject, names, addresses and usages, and not yet due for renewal
+// at now.
 func Current(leaf, ca *x509.Certificate, r Request, now time.Time) bool {
 	ips := make([]string, 0, len(r.IPs))
 	for _, ip := range r.IPs {
@@ -133,5 +134,5 @@ func Current(leaf, ca *x509.Certificate, r Request, now time.Time) bool {
 	}
 	return leaf.CheckSignatureFrom(ca) == nil &&
 		leaf.Subject.CommonName == r.CommonName && slices.Equal(leaf.Subject.Organization, r.Organization) &&
-		slices.Equal(leaf.DNSNames, r.DNSNames) && slices.Equal(have, ips) && now.Before(RenewAt(leaf))
+		slices.Equal(leaf.DNSNames, r.DNSNames) && slices.Equal(have, ips) && slices.Equal(leaf.ExtKeyUsage, r.Usage) && now.Before(RenewAt(leaf))
 }

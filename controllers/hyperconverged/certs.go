@@ -27,17 +27,23 @@ func newCA(now time.Time) (keyPair, error) {
 	return pki.Sign(nil, pki.Request{CommonName: "tekvirt-ca@" + now.UTC().Format("20060102T150405Z"), IsCA: true, Lifetime: caLifetime}, now)
 }
 
-// servingRequest is the certificate of a server named dnsNames.
-func servingRequest(dnsNames []string) pki.Request {
-	return pki.Request{CommonName: dnsNames[0], DNSNames: dnsNames, Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, Lifetime: leafLifetime}
+// servingRequest is the certificate of a server named dnsNames; a
+// client too when asked (the handlers, which connect to each other to
+// carry live migrations).
+func servingRequest(dnsNames []string, client bool) pki.Request {
+	usage := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	if client {
+		usage = append(usage, x509.ExtKeyUsageClientAuth)
+	}
+	return pki.Request{CommonName: dnsNames[0], DNSNames: dnsNames, Usage: usage, Lifetime: leafLifetime}
 }
 
 // issue makes a serving certificate for dnsNames signed by ca.
-func issue(ca keyPair, dnsNames []string, now time.Time) (keyPair, error) {
+func issue(ca keyPair, dnsNames []string, client bool, now time.Time) (keyPair, error) {
 	if len(dnsNames) == 0 {
 		return keyPair{}, errors.New("a serving certificate needs at least one name")
 	}
-	return pki.Sign(&ca, servingRequest(dnsNames), now)
+	return pki.Sign(&ca, servingRequest(dnsNames, client), now)
 }
 
 // parsePair reads a certificate and its key as the Secrets hold them.
@@ -47,9 +53,9 @@ func parsePair(certPEM, keyPEM []byte) (keyPair, error) { return pki.Parse(certP
 func renewAt(c *x509.Certificate) time.Time { return pki.RenewAt(c) }
 
 // leafCurrent reports whether leaf may be kept: signed by ca, for exactly
-// dnsNames, and not yet due for renewal at now.
-func leafCurrent(leaf, ca *x509.Certificate, dnsNames []string, now time.Time) bool {
-	return len(dnsNames) > 0 && pki.Current(leaf, ca, servingRequest(dnsNames), now)
+// dnsNames and usages, and not yet due for renewal at now.
+func leafCurrent(leaf, ca *x509.Certificate, dnsNames []string, client bool, now time.Time) bool {
+	return len(dnsNames) > 0 && pki.Current(leaf, ca, servingRequest(dnsNames, client), now)
 }
 
 // bundle is the PEM CA bundle clients trust: the current CA, and the

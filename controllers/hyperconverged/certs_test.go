@@ -17,7 +17,7 @@ func TestCertificatesRenewAndVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf, err := issue(ca, []string{"node-a", "node-b"}, now)
+	leaf, err := issue(ca, []string{"node-a", "node-b"}, true, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,21 +28,30 @@ func TestCertificatesRenewAndVerify(t *testing.T) {
 	if _, err := parsePair(leaf.CertPEM, ca.KeyPEM); err == nil {
 		t.Error("a certificate with another's key was accepted")
 	}
+	serving, err := issue(ca, []string{"node-a", "node-b"}, false, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leafCurrent(serving.Cert, ca.Cert, []string{"node-a", "node-b"}, true, now) {
+		t.Error("a serving certificate (an older release's handlers') was kept where a client's is wanted too")
+	}
 	tests := []struct {
-		name  string
-		ca    *x509.Certificate
-		names []string
-		at    time.Time
-		want  bool
+		name   string
+		ca     *x509.Certificate
+		names  []string
+		client bool
+		at     time.Time
+		want   bool
 	}{
-		{"fresh, same names", ca.Cert, []string{"node-a", "node-b"}, now, true},
-		{"a node joined", ca.Cert, []string{"node-a", "node-b", "node-c"}, now, false},
-		{"signed by another CA", other.Cert, []string{"node-a", "node-b"}, now, false},
-		{"just before 80% of its life", ca.Cert, []string{"node-a", "node-b"}, now.Add(23 * 24 * time.Hour), true},
-		{"past 80% of its life", ca.Cert, []string{"node-a", "node-b"}, now.Add(25 * 24 * time.Hour), false},
+		{"fresh, same names", ca.Cert, []string{"node-a", "node-b"}, true, now, true},
+		{"a node joined", ca.Cert, []string{"node-a", "node-b", "node-c"}, true, now, false},
+		{"signed by another CA", other.Cert, []string{"node-a", "node-b"}, true, now, false},
+		{"just before 80% of its life", ca.Cert, []string{"node-a", "node-b"}, true, now.Add(23 * 24 * time.Hour), true},
+		{"past 80% of its life", ca.Cert, []string{"node-a", "node-b"}, true, now.Add(25 * 24 * time.Hour), false},
+		{"a client's too where only a server's is wanted", ca.Cert, []string{"node-a", "node-b"}, false, now, false},
 	}
 	for _, tt := range tests {
-		if got := leafCurrent(parsed.Cert, tt.ca, tt.names, tt.at); got != tt.want {
+		if got := leafCurrent(parsed.Cert, tt.ca, tt.names, tt.client, tt.at); got != tt.want {
 			t.Errorf("%s: leafCurrent = %v, want %v", tt.name, got, tt.want)
 		}
 	}

@@ -155,7 +155,7 @@ func render(images Images, c certs, containerDiskMaxBytes string, addons ...stri
 	out = append(out, docs...)
 	out = append(out,
 		tlsSecret(ctrlconfig.WebhookSecret, ctrlconfig.Namespace, c.webhook),
-		tlsSecret(ctrlconfig.HandlerCertSecret, ctrlconfig.NodeNamespace, c.handler),
+		handlerSecret(c.handler, c.caBundle),
 		tlsSecret(ctrlconfig.DownloadsSecret, ctrlconfig.Namespace, c.downloads),
 		&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
@@ -183,6 +183,14 @@ func tlsSecret(name, ns string, kp keyPair) *unstructured.Unstructured {
 			"tls.key": encode(kp.KeyPEM),
 		},
 	}}
+}
+
+// handlerSecret holds the handlers' certificate with the CA bundle they
+// verify each other by when one carries a live migration to another.
+func handlerSecret(kp keyPair, caBundle []byte) *unstructured.Unstructured {
+	s := tlsSecret(ctrlconfig.HandlerCertSecret, ctrlconfig.NodeNamespace, kp)
+	s.Object["data"].(map[string]any)["ca.crt"] = encode(caBundle)
+	return s
 }
 
 func encode(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -128,18 +128,20 @@ func (r *Reconciler) certificates(ctx context.Context) (certs, time.Time, error)
 	for _, l := range []struct {
 		secret client.ObjectKey
 		names  []string
+		// client: the certificate is a client's too.
+		client bool
 		into   *keyPair
 	}{
-		{client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.WebhookSecret}, webhookDNSNames(), &out.webhook},
-		{client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerCertSecret}, nodes, &out.handler},
-		{client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.DownloadsSecret}, downloadsDNSNames(), &out.downloads},
+		{client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.WebhookSecret}, webhookDNSNames(), false, &out.webhook},
+		{client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerCertSecret}, nodes, true, &out.handler},
+		{client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.DownloadsSecret}, downloadsDNSNames(), false, &out.downloads},
 	} {
 		leaf, _, err := r.loadPair(ctx, l.secret)
 		if err != nil {
 			return certs{}, time.Time{}, err
 		}
-		if leaf == nil || !leafCurrent(leaf.Cert, ca.Cert, l.names, now) {
-			fresh, err := issue(*ca, l.names, now)
+		if leaf == nil || !leafCurrent(leaf.Cert, ca.Cert, l.names, l.client, now) {
+			fresh, err := issue(*ca, l.names, l.client, now)
 			if err != nil {
 				return certs{}, time.Time{}, fmt.Errorf("issuing %s: %w", l.secret, err)
 			}

@@ -120,6 +120,20 @@ func TestOperatorDeploysCertifiesAndRestoresComponents(t *testing.T) {
 	if err := verifies(c, bundle, client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerCertSecret}, "node-a"); err != nil {
 		t.Error(err)
 	}
+	// The handlers verify each other (live migration) by the bundle their
+	// Secret holds, with a certificate that is a client's too.
+	hs := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ctrlconfig.NodeNamespace, Name: ctrlconfig.HandlerCertSecret}, hs); err != nil {
+		t.Fatal(err)
+	}
+	if string(hs.Data["ca.crt"]) != string(bundle) {
+		t.Error("the handlers' Secret does not hold the CA bundle as ca.crt")
+	}
+	if b, _ := pem.Decode(hs.Data["tls.crt"]); b == nil {
+		t.Error("the handlers' Secret holds no certificate")
+	} else if cert, err := x509.ParseCertificate(b.Bytes); err != nil || !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageClientAuth) {
+		t.Errorf("the handlers' certificate is no client's: %v", err)
+	}
 	if err := verifies(c, bundle, client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.DownloadsSecret}, "tekvirt-cli-downloads.tekvirt-system.svc"); err != nil {
 		t.Error(err)
 	}
