@@ -112,6 +112,7 @@ func TestDocsExamples(t *testing.T) {
 		run(docexample.Find(t, "vms-virtctl-create"), "virtualmachine.kubevirt.io/vvm created", "condition met", "masquerade", `"prettyName"`)
 		run(docexample.Find(t, "metrics-scrape"), `kubevirt_vmi_phase_count{`)
 		run(docexample.Find(t, "troubleshooting-look"), "vvm", "Conditions:", "Available=True")
+		run(docexample.Find(t, "vms-migrate"), "VM vvm was scheduled to migrate", "condition met", " -> ")
 		run(docexample.Find(t, "vms-operate"), "Service default/vvm-ssh created", "was scheduled to restart", "was scheduled to stop", `"vvm" deleted`)
 	})
 	t.Run("templates", func(t *testing.T) {

@@ -336,6 +336,22 @@ func TestAttackControllerRights(t *testing.T) {
 		t.Errorf("a launcher Pod in a namespace enforcing Pod Security restricted: %v", err)
 	}
 
+	// It deletes only the target Pods of migrations.
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-pod"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: framework.GuestImage, SecurityContext: restricted()}},
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(1000))}}}
+	if err := f.VMClient(t).Create(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, "deleting a Pod that is no migration's target", ctrl.Delete(ctx, plain.DeepCopy(), dry), "only the target launcher Pods of migrations")
+	target := launcherPod(func(p *corev1.Pod) { p.Name, p.GenerateName, p.Labels[v1.MigrationJobLabel] = "target", "", "mig-1" })
+	if err := f.VMClient(t).Create(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctrl.Delete(ctx, target.DeepCopy(), dry); err != nil {
+		t.Errorf("deleting a migration's target launcher Pod (what the controller deletes): %v", err)
+	}
+
 	// Nothing above was stored (dry runs), so nothing can have leaked.
 	if l, err := f.Kube.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
 		t.Errorf("RoleBindings left in %s: %v %v", ns, l, err)
@@ -435,6 +451,10 @@ func TestAttackHandlerRights(t *testing.T) {
 	refused(t, "the handler changing a VMI not on its node", handler.Patch(ctx, vmi.DeepCopy(), annotate), "may change only the VMIs on that node")
 	status := client.RawPatch(types.MergePatchType, []byte(`{"status":{"nodeName":"`+node+`","phase":"Scheduled"}}`))
 	refused(t, "the handler claiming a VMI for its node", handler.Status().Patch(ctx, vmi.DeepCopy(), status), "may change only the VMIs on that node")
+	// Nor may it name itself a migration's target: only a VMI the
+	// controller is migrating to its node is its too.
+	target := client.RawPatch(types.MergePatchType, []byte(`{"status":{"nodeName":"`+node+`","migrationState":{"targetNode":"`+node+`","migrationUid":"x"}}}`))
+	refused(t, "the handler naming its node a VMI's migration target", handler.Status().Patch(ctx, vmi.DeepCopy(), target), "may change only the VMIs on that node")
 	got := &v1.VirtualMachineInstance{}
 	if err := admin.Get(ctx, client.ObjectKeyFromObject(vmi), got); err != nil {
 		t.Fatal(err)

@@ -274,6 +274,11 @@ func TestVMBootsFromPVC(t *testing.T) {
 		// The hostpath claim is ReadWriteOnce: the VMI says it cannot move.
 		framework.WaitVMI(t, c, ns, vmi.Name, 30*time.Second, "not live-migratable for its claim",
 			framework.LiveMigratable(corev1.ConditionFalse, v1.VirtualMachineInstanceReasonDisksNotMigratable, "PVC "+pvc.Name+" is not shared"))
+		// A migration of it is refused at once, in KubeVirt's words.
+		m := &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "move-"}, Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: vmi.Name}}
+		if err := c.Create(ctx, m); err == nil || !strings.Contains(err.Error(), "Cannot migrate VMI, Reason: DisksNotLiveMigratable") {
+			t.Errorf("a migration of a VMI on a ReadWriteOnce claim: %v, want it refused naming DisksNotLiveMigratable", err)
+		}
 		if err := c.Delete(ctx, vmi); err != nil {
 			t.Fatal(err)
 		}

@@ -40,6 +40,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/macpool"
 	"github.com/tekvirt/tekvirt/controllers/manager"
 	"github.com/tekvirt/tekvirt/controllers/metrics"
+	"github.com/tekvirt/tekvirt/controllers/migration"
 	"github.com/tekvirt/tekvirt/controllers/nodepool"
 	"github.com/tekvirt/tekvirt/controllers/requester"
 	"github.com/tekvirt/tekvirt/controllers/subresources"
@@ -103,6 +104,9 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	}
 	if err := (&vmi.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up launcher Pods: %w", err)
+	}
+	if err := (&migration.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up live migration: %w", err)
 	}
 	key, err := uploadKey(mgr)
 	if err != nil {

@@ -25,6 +25,7 @@ func main() {
 	ex := &handler.ExecServer{Handler: h}
 	var probeAddr string
 	var metrics metricsFlags
+	var mig migrationFlags
 	flag.StringVar(&h.Node, "node", "", "name of this node")
 	flag.StringVar(&h.Root, "root", "/var/lib/tekvirt", "directory for the handler's VM files and the containerDisk cache")
 	flag.StringVar(&h.KubeletRoot, "kubelet-root", "/var/lib/kubelet", "the kubelet's --root-dir, where it keeps launcher Pods' volumes")
@@ -39,11 +40,13 @@ func main() {
 	flag.Int64Var(&h.ContainerDiskMaxBytes, "container-disk-max-bytes", 20<<30, "most bytes one containerDisk image may extract to on the node; 0: no limit")
 	flag.StringVar(&h.QEMUCapabilitiesDir, "qemu-capabilities-dir", "", "directory of libvirt's QEMU capabilities files probed with the launcher image, handed to each launcher; empty: launchers probe QEMU")
 	flag.DurationVar(&h.ContainerDiskIdle, "container-disk-idle", handler.DefaultContainerDiskIdle, "how long a cached containerDisk no VM uses is kept")
+	flag.StringVar(&mig.addr, "migration-addr", "", "host:port where live migrations to this node are served (mutual TLS between handlers), and what sources dial; empty disables migration")
+	flag.StringVar(&mig.certDir, "migration-cert-dir", "", "directory with the handlers' tls.crt, tls.key and ca.crt for migration connections")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	if err := run(h, ex, probeAddr, metrics); err != nil {
+	if err := run(h, ex, probeAddr, metrics, mig); err != nil {
 		fmt.Fprintln(os.Stderr, "tekvirt-handler:", err)
 		os.Exit(1)
 	}
@@ -52,7 +55,11 @@ func main() {
 // metricsFlags say where and with which certificate /metrics is served.
 type metricsFlags struct{ addr, certDir string }
 
-func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string, metrics metricsFlags) error {
+// migrationFlags say where and with which certificates live migrations are
+// carried.
+type migrationFlags struct{ addr, certDir string }
+
+func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string, metrics metricsFlags, mig migrationFlags) error {
 	if h.Node == "" {
 		return fmt.Errorf("--node is required")
 	}
@@ -83,6 +90,11 @@ func run(h *handler.Handler, ex *handler.ExecServer, probeAddr string, metrics m
 	}
 	if err := h.SetupWithManager(mgr, ex); err != nil {
 		return fmt.Errorf("setting up the handler: %w", err)
+	}
+	if mig.addr != "" {
+		if err := h.SetupMigrations(mgr, mig.addr, mig.certDir); err != nil {
+			return fmt.Errorf("setting up live migration: %w", err)
+		}
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

@@ -83,6 +83,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc(vm+"start", auth(a.vmChange("start", planWith(planStart, func(o *v1.StartOptions) []string { return o.DryRun }))))
 	mux.HandleFunc(vm+"stop", auth(a.vmChange("stop", planWith(planStop, func(o *v1.StopOptions) []string { return o.DryRun }))))
 	mux.HandleFunc(vm+"restart", auth(a.vmChange("restart", planWith(planRestart, func(o *v1.RestartOptions) []string { return o.DryRun }))))
+	mux.HandleFunc(vm+"migrate", auth(a.migrate))
 	mux.HandleFunc("PUT /apis/"+groupVersion+"/namespaces/{namespace}/expand-vm-spec", auth(a.expandVMSpec))
 	mux.HandleFunc("GET /apis/"+groupVersion+"/namespaces/{namespace}/virtualmachines/{name}/expand-spec", auth(a.expandSpec))
 	if a.Handlers != nil {
@@ -115,7 +116,7 @@ func (a *API) resources() []metav1.APIResource {
 		{Name: "expand-vm-spec", Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}},
 		{Name: "virtualmachines/expand-spec", Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"get"}},
 	}
-	for _, s := range []string{"start", "stop", "restart"} {
+	for _, s := range []string{"start", "stop", "restart", "migrate"} {
 		out = append(out, metav1.APIResource{Name: "virtualmachines/" + s, Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}})
 	}
 	if a.Handlers == nil {
@@ -163,6 +164,16 @@ func planWith[O any](plan func(*v1.VirtualMachine, *v1.VirtualMachineInstance, *
 // maxBody bounds a state change's options.
 const maxBody = 64 << 10
 
+// readBody reads a request's body, at most maxBody bytes; an error is a
+// 400.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		return nil, apierrors.NewBadRequest("reading the request: " + err.Error())
+	}
+	return body, nil
+}
+
 // vmChange serves a state change of a VM: the caller must be allowed
 // update on virtualmachines/<sub>; plan decides the change from the VM, its
 // VMI and the request's options; the change is applied unless dry run.
@@ -174,9 +185,9 @@ func (a *API) vmChange(sub string, plan planFunc) http.HandlerFunc {
 			frontproxy.WriteStatus(w, err)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+		body, err := readBody(r)
 		if err != nil {
-			frontproxy.WriteStatus(w, apierrors.NewBadRequest("reading the request: "+err.Error()))
+			frontproxy.WriteStatus(w, err)
 			return
 		}
 		dryRun, err := a.change(ctx, ns, name, plan, body)

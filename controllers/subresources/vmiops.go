@@ -169,7 +169,7 @@ func (a *API) vmiOp(op, verb string) http.HandlerFunc {
 			DryRun          []string         `json:"dryRun,omitempty"`
 			UnfreezeTimeout *metav1.Duration `json:"unfreezeTimeout,omitempty"`
 		}
-		if body, err := io.ReadAll(io.LimitReader(r.Body, maxBody)); err != nil || decode(body, &opts) != nil {
+		if body, err := readBody(r); err != nil || decode(body, &opts) != nil {
 			frontproxy.WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("Can not unmarshal Request body to struct, error: %v", err)))
 			return
 		}

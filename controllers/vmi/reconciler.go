@@ -64,17 +64,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.mirror(ctx, vmi, pod)
 }
 
-// launcherPod is the VMI's Pod, or nil. Only a Pod the VMI controls (the
-// one this controller made) counts: a tenant's own Pod with the same label
-// is not where the node's handler prepares the VM.
+// launcherPod is the VMI's Pod, or nil. Only a Pod the VMI controls (one
+// this controller made) counts: a tenant's own Pod with the same label is
+// not where the node's handler prepares the VM. Once the VMI runs, its Pod
+// is the active one on its node, or on its migration's target once the
+// migration completed (the source's Pod ends then, before the target's
+// handler takes the VMI over); before, the one that is no migration's
+// target.
 func (r *Reconciler) launcherPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(vmi.Namespace), client.MatchingLabels{CreatedByLabel: string(vmi.UID)}); err != nil {
 		return nil, fmt.Errorf("listing the launcher Pods of %s: %w", klog.KObj(vmi), err)
 	}
+	node := vmi.Status.NodeName
+	if ms := vmi.Status.MigrationState; ms != nil && ms.Completed && ms.TargetNode != "" {
+		node = ms.TargetNode
+	}
 	for i := range pods.Items {
-		if metav1.IsControlledBy(&pods.Items[i], vmi) {
-			return &pods.Items[i], nil
+		p := &pods.Items[i]
+		if !metav1.IsControlledBy(p, vmi) {
+			continue
+		}
+		if node != "" && len(vmi.Status.ActivePods) > 0 {
+			if vmi.Status.ActivePods[p.UID] == node {
+				return p, nil
+			}
+			continue
+		}
+		if p.Labels[v1.MigrationJobLabel] == "" {
+			return p, nil
 		}
 	}
 	return nil, nil

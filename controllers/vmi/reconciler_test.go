@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -256,5 +257,42 @@ func TestMissingNetworkAttachmentIsNamed(t *testing.T) {
 	pods := f.pods()
 	if len(pods) != 1 || !strings.Contains(pods[0].Annotations["k8s.v1.cni.cncf.io/networks"], `"name":"blue"`) {
 		t.Errorf("launcher Pods %d, annotations %v", len(pods), pods)
+	}
+}
+
+// TestLauncherPodFollowsAMigration: while a migration's target Pod waits,
+// the VMI's Pod is its source's; once the migration completed it is the
+// target's, even before the target's handler moved status.nodeName, so a
+// source Pod that ended then does not end the VMI.
+func TestLauncherPodFollowsAMigration(t *testing.T) {
+	vmi := guestVMI()
+	vmi.Status.Phase, vmi.Status.NodeName = v1.Running, "node1"
+	vmi.Status.ActivePods = map[types.UID]string{"src": "node1", "tgt": "node2"}
+	owner := []metav1.OwnerReference{*metav1.NewControllerRef(vmi, v1.VirtualMachineInstanceGroupVersionKind)}
+	pod := func(name string, uid types.UID, labels map[string]string) *corev1.Pod {
+		labels[CreatedByLabel] = string(vmi.UID)
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid, Labels: labels, OwnerReferences: owner}}
+	}
+	source := pod("source", "src", map[string]string{})
+	target := pod("target", "tgt", map[string]string{v1.MigrationJobLabel: "mig-1"})
+	f := newPodFixture(t, vmi)
+	for _, p := range []*corev1.Pod{source, target} {
+		if err := f.c.Create(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := f.r.launcherPod(context.Background(), vmi)
+	if err != nil || got == nil || got.Name != "source" {
+		t.Errorf("migrating: the VMI's Pod is %v (%v), want source", got, err)
+	}
+	vmi.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUID: "mig-1", SourceNode: "node1", TargetNode: "node2", Completed: true}
+	got, err = f.r.launcherPod(context.Background(), vmi)
+	if err != nil || got == nil || got.Name != "target" {
+		t.Errorf("migrated: the VMI's Pod is %v (%v), want target", got, err)
+	}
+	vmi.Status.ActivePods, vmi.Status.MigrationState = nil, nil
+	got, err = f.r.launcherPod(context.Background(), vmi)
+	if err != nil || got == nil || got.Name != "source" {
+		t.Errorf("not yet scheduled: the VMI's Pod is %v (%v), want the one that is no migration's target", got, err)
 	}
 }

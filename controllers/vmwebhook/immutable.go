@@ -20,6 +20,8 @@ const graceField = "terminationGracePeriodSeconds"
 var immutableHint = map[string]string{
 	"VirtualMachineInstance": "change its VirtualMachine and restart it",
 	"DataVolume":             "create another DataVolume",
+
+	"VirtualMachineInstanceMigration": "create another migration",
 }
 
 // specUnchanged refuses an update that changes the spec of a

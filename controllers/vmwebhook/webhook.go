@@ -53,6 +53,8 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 		"DataImportCron":         dataImportCron,
 		"HostedCluster":          hostedCluster,
 		"NodePool":               nodePool,
+
+		"VirtualMachineInstanceMigration": v.virtualMachineInstanceMigration,
 	}[req.Kind.Kind]
 	if !ok {
 		return admission.Allowed("")

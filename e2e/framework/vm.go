@@ -177,9 +177,26 @@ func WaitGone(t testing.TB, c client.Client, obj client.Object, timeout time.Dur
 // machine (on the node's libvirtd or in a launcher Pod), 0 if none. A VM
 // that restarts gets a new one.
 func QEMUPid(name string) int {
-	return findProcess(func(cmdline string) bool {
-		return strings.HasPrefix(cmdline, "/usr/bin/qemu-system") && strings.Contains(cmdline, "guest="+name+",")
+	return findProcess(isQEMUOf(name))
+}
+
+// QEMUCount is how many QEMUs run domain name on this machine, on every
+// node: one for a VM, and one again once a live migration ended.
+func QEMUCount(name string) int {
+	n := 0
+	findProcess(func(cmdline string) bool {
+		if isQEMUOf(name)(cmdline) {
+			n++
+		}
+		return false
 	})
+	return n
+}
+
+func isQEMUOf(name string) func(cmdline string) bool {
+	return func(cmdline string) bool {
+		return strings.HasPrefix(cmdline, "/usr/bin/qemu-system") && strings.Contains(cmdline, "guest="+name+",")
+	}
 }
 
 // findProcess is the first process on this machine whose command line
@@ -223,14 +240,27 @@ func ParentPID(t testing.TB, pid int) int {
 	return 0
 }
 
-// LauncherPod is the launcher Pod of vmi.
+// LauncherPod is the launcher Pod of vmi: its only one, or, once it
+// migrated (the source's Pod completed), the one on the node it runs on.
 func (f *Framework) LauncherPod(t testing.TB, vmi *v1.VirtualMachineInstance) *corev1.Pod {
 	t.Helper()
 	pods, err := f.Kube.CoreV1().Pods(vmi.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "kubevirt.io/created-by=" + string(vmi.UID)})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("launcher Pods of %s/%s: %v, %v", vmi.Namespace, vmi.Name, pods, err)
+	if err != nil {
+		t.Fatalf("launcher Pods of %s/%s: %v", vmi.Namespace, vmi.Name, err)
 	}
-	return &pods.Items[0]
+	if len(pods.Items) == 1 {
+		return &pods.Items[0]
+	}
+	var active []*corev1.Pod
+	for i := range pods.Items {
+		if p := &pods.Items[i]; vmi.Status.ActivePods[p.UID] == vmi.Status.NodeName && p.Status.Phase == corev1.PodRunning {
+			active = append(active, p)
+		}
+	}
+	if len(active) != 1 {
+		t.Fatalf("launcher Pods of %s/%s on node %q: %d of %d", vmi.Namespace, vmi.Name, vmi.Status.NodeName, len(active), len(pods.Items))
+	}
+	return active[0]
 }
 
 // HandlerPod is the handler DaemonSet's Pod on node that is not being

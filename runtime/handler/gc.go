@@ -10,16 +10,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "kubevirt.io/api/core/v1"
-
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
 
 // collectEvery is how often VM directories without a VMI are looked for.
 const collectEvery = 30 * time.Second
 
-// Collector removes the VMs of VMIs that are gone: deleted while the handler
-// was down, or with their finalizer removed by hand.
+// Collector removes the VMs of VMIs that are gone from the node: deleted
+// while the handler was down, with their finalizer removed by hand, or
+// migrated to another node (the source's files; the target's of a
+// migration that failed).
 type Collector struct {
 	*Handler
 }
@@ -85,16 +85,16 @@ func (c Collector) collectVMs(ctx context.Context, entries []os.DirEntry) {
 			log.Error(err, "finding the launcher Pod of a VM directory", "dir", e.Name())
 			continue
 		}
-		vmi := &v1.VirtualMachineInstance{}
-		err = c.Client.Get(ctx, client.ObjectKeyFromObject(spec.VMI), vmi)
-		if err == nil && vmi.UID == spec.VMI.UID {
-			continue
-		}
-		if err != nil && client.IgnoreNotFound(err) != nil {
+		// The VMI of this node, or migrating to it.
+		vmi, err := c.get(ctx, client.ObjectKeyFromObject(spec.VMI))
+		if err != nil {
 			log.Error(err, "looking up the VMI of a VM directory", "dir", d.path)
 			continue
 		}
-		log.Info("removing the VM of a deleted VMI", "vmi", spec.VMI.Namespace+"/"+spec.VMI.Name, "uid", spec.VMI.UID)
+		if vmi != nil && vmi.UID == spec.VMI.UID {
+			continue
+		}
+		log.Info("removing the VM of a VMI gone from this node (deleted, or migrated away)", "vmi", spec.VMI.Namespace+"/"+spec.VMI.Name, "uid", spec.VMI.UID)
 		if err := d.stop(ctx, 0); err != nil {
 			log.Error(err, "stopping an orphaned launcher", "dir", d.path)
 		}

@@ -22,6 +22,19 @@ import (
 	"github.com/tekvirt/tekvirt/runtime/podvolume"
 )
 
+// podNetNS is the launcher Pod's network namespace, which its launcher
+// hands over (the caller checks it is not the node's and closes it).
+func (d vmDir) podNetNS(ctx context.Context) (*os.File, error) {
+	conn, err := d.pod.vm.DialUnix(ctx, launcher.NetNSSocket)
+	if err != nil {
+		// The launcher listens from its first moment; its container may
+		// not have started yet.
+		return nil, fmt.Errorf("%w: the launcher does not answer yet: %w", errPodNotHere, err)
+	}
+	defer conn.Close()
+	return launcher.ReceiveNetNS(conn)
+}
+
 // plugNetwork builds the guest's interfaces in its launcher Pod's network
 // namespace, which the launcher hands over on its socket, and returns what
 // it built for the domain and the launcher's DHCP server.
@@ -39,14 +52,7 @@ func (h *Handler) plugNetwork(ctx context.Context, vmi *v1.VirtualMachineInstanc
 			return nil, &permanentError{reason: "NetworkInvalid", err: err}
 		}
 	}
-	conn, err := d.pod.vm.DialUnix(ctx, launcher.NetNSSocket)
-	if err != nil {
-		// The launcher listens from its first moment; its container may
-		// not have started yet.
-		return nil, fmt.Errorf("%w: the launcher does not answer yet: %w", errPodNotHere, err)
-	}
-	ns, err := launcher.ReceiveNetNS(conn)
-	conn.Close()
+	ns, err := d.podNetNS(ctx)
 	if err != nil {
 		return nil, err
 	}

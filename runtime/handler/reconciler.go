@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -65,6 +66,14 @@ type Handler struct {
 	// ContainerDiskIdle is how long an image no VM uses stays cached.
 	ContainerDiskMaxBytes int64
 	ContainerDiskIdle     time.Duration
+	// Migrations carry live migrations to and from this node (nil: none).
+	Migrations *Migrations
+	// MigrationClientTLS is the TLS a source dials a target node's
+	// handler with, for the node's name.
+	MigrationClientTLS func(node string) *tls.Config
+	// TargetReader reads the VMIs migrating to this node (labelled with
+	// it as their migration's target), which Client's cache does not hold.
+	TargetReader client.Reader
 	// QEMUCapabilitiesDir holds the node's QEMU capabilities files, which
 	// the handler Pod's init container probed with the launcher image;
 	// each launcher Pod gets a copy (empty: none, launchers probe QEMU).
@@ -89,12 +98,13 @@ func (h *Handler) images() containerdisk.Cache {
 
 // Reconcile drives one VMI on this node toward its spec and reports it.
 func (h *Handler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	vmi := &v1.VirtualMachineInstance{}
-	if err := h.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	vmi, err := h.get(ctx, req.NamespacedName)
+	if vmi == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	if vmi.Status.NodeName != h.Node {
-		return ctrl.Result{}, nil
+		// This node may be the target of the VMI's migration.
+		return h.reconcileTarget(ctx, vmi)
 	}
 	d, err := h.dirFor(vmi)
 	if err != nil {
@@ -109,14 +119,47 @@ func (h *Handler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if stale, err := h.staleLaunch(ctx, vmi, d); stale || err != nil {
 		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
+	return h.follow(ctx, vmi, d)
+}
+
+// follow observes the VMI's launcher, reports it, and carries out a
+// migration away from this node.
+func (h *Handler) follow(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) (ctrl.Result, error) {
 	obs, requeue, err := h.observe(ctx, vmi, d)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if obs.exit != nil && obs.exit.Reason == launcher.ReasonMigrated {
+		// The VM runs on at the migration's target, which takes it over.
+		return ctrl.Result{RequeueAfter: pollStarting}, h.migratedAway(ctx, vmi, obs.exit)
+	}
 	if err := h.report(ctx, vmi, obs); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := h.driveSource(ctx, vmi, d, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if migrating(vmi) != nil && requeue > pollStarting {
+		requeue = time.Second
+	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// get reads the VMI from the cache of this node's VMIs, else from that of
+// the VMIs migrating to this node (nil: in neither).
+func (h *Handler) get(ctx context.Context, key client.ObjectKey) (*v1.VirtualMachineInstance, error) {
+	vmi := &v1.VirtualMachineInstance{}
+	err := h.Client.Get(ctx, key, vmi)
+	if apierrors.IsNotFound(err) && h.TargetReader != nil {
+		err = h.TargetReader.Get(ctx, key, vmi)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return vmi, nil
 }
 
 // staleLaunch reports whether vmi, read from the cache, would be launched
@@ -205,22 +248,32 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	if err := d.create(); err != nil {
 		return err
 	}
-	opts, err := h.prepare(ctx, vmi, d)
+	spec, err := h.specFor(ctx, vmi, d)
 	if err != nil {
 		return err
 	}
-	if opts.Interfaces, err = h.plugNetwork(ctx, vmi, d); err != nil {
-		return err
-	}
-	caps, err := h.publishCapabilities(d)
-	if err != nil {
-		return err
-	}
-	if err := d.writeSpec(&launcher.Spec{VMI: vmi, Options: opts, QEMUCapabilities: caps}); err != nil {
+	if err := d.writeSpec(spec); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("VM prepared for its launcher Pod", "vmi", klog.KObj(vmi), "pod volume", d.pod.vm.Path)
 	return nil
+}
+
+// specFor prepares the VM's files and network in its launcher Pod and
+// returns the spec its launcher runs.
+func (h *Handler) specFor(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) (*launcher.Spec, error) {
+	opts, err := h.prepare(ctx, vmi, d)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Interfaces, err = h.plugNetwork(ctx, vmi, d); err != nil {
+		return nil, err
+	}
+	caps, err := h.publishCapabilities(d)
+	if err != nil {
+		return nil, err
+	}
+	return &launcher.Spec{VMI: vmi, Options: opts, QEMUCapabilities: caps}, nil
 }
 
 // report patches the VMI's status when it changed.

@@ -48,8 +48,10 @@ type HyperConvergedSpec struct {
 	// spec.evictionStrategy, as KubeVirt's: None lets a drain evict the
 	// launcher Pod (the VMI stops), External refuses the eviction and marks
 	// the VMI for evacuation (status.evacuationNodeName) for another
-	// controller to act on, LiveMigrate refuses it (no VMI is migratable
-	// here), LiveMigrateIfPossible lets it through likewise. Unset is None.
+	// controller to act on, LiveMigrate refuses it and live-migrates the
+	// VMI to another node (refuses only, for a VMI that cannot migrate),
+	// LiveMigrateIfPossible migrates a VMI that can and lets the others'
+	// Pods go. Unset is None.
 	// +kubebuilder:validation:Enum=None;LiveMigrate;LiveMigrateIfPossible;External
 	// +optional
 	EvictionStrategy *kubevirtv1.EvictionStrategy `json:"evictionStrategy,omitempty"`
@@ -59,6 +61,50 @@ type HyperConvergedSpec struct {
 	// +kubebuilder:default={"workloadUpdateMethods": {"LiveMigrate"}, "batchEvictionSize": 10, "batchEvictionInterval": "1m0s"}
 	// +optional
 	WorkloadUpdateStrategy HyperConvergedWorkloadUpdateStrategy `json:"workloadUpdateStrategy,omitempty"`
+
+	// LiveMigrationConfig are the cluster's limits and options of live
+	// migrations, with HCO's defaults (KubeVirt's). HCO's network field (a
+	// dedicated migration network) is not implemented.
+	// +kubebuilder:default={"completionTimeoutPerGiB": 150, "parallelMigrationsPerCluster": 5, "parallelOutboundMigrationsPerNode": 2, "progressTimeout": 150, "allowAutoConverge": false, "allowPostCopy": false}
+	// +optional
+	LiveMigrationConfig LiveMigrationConfigurations `json:"liveMigrationConfig,omitempty"`
+}
+
+// LiveMigrationConfigurations is HCO's liveMigrationConfig.
+type LiveMigrationConfigurations struct {
+	// ParallelMigrationsPerCluster is how many migrations run in the
+	// cluster at once; more wait in Pending.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ParallelMigrationsPerCluster *uint32 `json:"parallelMigrationsPerCluster,omitempty"`
+	// ParallelOutboundMigrationsPerNode is how many migrations leave one
+	// node at once.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ParallelOutboundMigrationsPerNode *uint32 `json:"parallelOutboundMigrationsPerNode,omitempty"`
+	// BandwidthPerMigration caps each migration's bandwidth (a quantity
+	// per second, as "64Mi"); 0 or unset: no cap.
+	// +kubebuilder:validation:Pattern=`^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$`
+	// +optional
+	BandwidthPerMigration *string `json:"bandwidthPerMigration,omitempty"`
+	// CompletionTimeoutPerGiB: a migration that takes longer than this
+	// many seconds per GiB of memory and local disk is aborted.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	CompletionTimeoutPerGiB *int64 `json:"completionTimeoutPerGiB,omitempty"`
+	// ProgressTimeout: a migration whose remaining data does not shrink
+	// for this many seconds is aborted.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ProgressTimeout *int64 `json:"progressTimeout,omitempty"`
+	// AllowAutoConverge lets libvirt throttle a guest's CPUs so that a
+	// migration of a guest dirtying memory quickly converges.
+	// +optional
+	AllowAutoConverge *bool `json:"allowAutoConverge,omitempty"`
+	// AllowPostCopy lets a migration that does not converge switch to
+	// post-copy: the guest runs at the target while its memory follows.
+	// +optional
+	AllowPostCopy *bool `json:"allowPostCopy,omitempty"`
 }
 
 // HyperConvergedWorkloadUpdateStrategy is HCO's workload update strategy.
