@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,15 +64,18 @@ func hyperConvergedEviction(t *testing.T, f *framework.Framework) string {
 }
 
 // TestEvictionStrategy: evictions of launcher Pods (what kubectl drain
-// sends) follow the VMI's evictionStrategy as KubeVirt's do for VMIs that
-// cannot migrate: External refuses with 429 and marks the VMI for
-// evacuation from its node (a PodDisruptionBudget guards the Pod too),
-// LiveMigrate refuses, None lets the Pod go and the VM starts a new VMI;
+// sends) follow the VMI's evictionStrategy as KubeVirt's do:
+// External refuses with 429 and marks the VMI for evacuation from its node
+// (a PodDisruptionBudget guards the Pod too); LiveMigrate refuses and
+// migrates the VMI to the other node (the Pod it left then goes), or only
+// refuses for a VMI that cannot migrate; None lets the Pod go and the VM
+// starts a new VMI;
 // an editor of another namespace may not evict at all.
 // The HyperConverged's evictionStrategy, set with the documentation's
 // kubectl patch, applies to VMIs without their own.
 func TestEvictionStrategy(t *testing.T) {
 	f := framework.New(t)
+	f.TwoNodes(t) // a LiveMigrate VMI migrates to the other
 	ns := f.Namespace(t)
 	c := f.VMClient(t)
 	ctx := context.Background()
@@ -111,9 +115,38 @@ func TestEvictionStrategy(t *testing.T) {
 		t.Errorf("the External VMI's launcher Pod went: %v", err)
 	}
 
+	// LiveMigrate: the eviction is refused and the VMI migrates to the
+	// other node; evicting the Pod it left then goes through, as a drain's
+	// next try does.
 	lm := evictionVM(t, f, c, ns, "live-migrate", &live)
-	if _, err := evict(t, f, lm); !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "not live-migratable") {
-		t.Errorf("evicting the launcher of a LiveMigrate VMI: %v, want 429 saying it cannot migrate", err)
+	lm = framework.WaitVMI(t, c, ns, lm.Name, 30*time.Second, "live-migratable", framework.LiveMigratable(corev1.ConditionTrue, "", ""))
+	left, err := evict(t, f, lm)
+	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), `Eviction triggered evacuation of VMI "`+ns+`/live-migrate"`) {
+		t.Fatalf("evicting the launcher of a LiveMigrate VMI: %v, want 429 triggering its evacuation", err)
+	}
+	moved := framework.WaitVMI(t, c, ns, lm.Name, 5*time.Minute, "migrated off its node", func(v *v1.VirtualMachineInstance) error {
+		if v.Status.NodeName == lm.Status.NodeName || v.Status.EvacuationNodeName != "" || v.Status.Phase != v1.Running {
+			return fmt.Errorf("on %s (evacuating %q), %s; migration %+v", v.Status.NodeName, v.Status.EvacuationNodeName, v.Status.Phase, v.Status.MigrationState)
+		}
+		return nil
+	})
+	if moved.UID != lm.UID {
+		t.Errorf("the evacuated VMI is another: %s, was %s", moved.UID, lm.UID)
+	}
+	framework.Eventually(t, time.Minute, "the Pod the VMI left evicted", func() error {
+		return f.Kube.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: left}})
+	})
+	// A LiveMigrate VMI that cannot migrate (bridge on the pod network)
+	// keeps its Pod: the eviction is refused, saying why.
+	pinned := framework.GuestVM(ns, "pinned", framework.GuestImage, v1.RunStrategyAlways)
+	pinned.Spec.Template.Spec.EvictionStrategy = &live
+	pinned.Spec.Template.Spec.Domain.Devices.Interfaces[0].InterfaceBindingMethod = v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}
+	if err := c.Create(ctx, pinned); err != nil {
+		t.Fatal(err)
+	}
+	stuck := framework.WaitVMI(t, c, ns, pinned.Name, 3*time.Minute, "not live-migratable", framework.LiveMigratable(corev1.ConditionFalse, v1.VirtualMachineInstanceReasonInterfaceNotMigratable, ""))
+	if _, err := evict(t, f, stuck); !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "not live-migratable") {
+		t.Errorf("evicting the launcher of a LiveMigrate VMI that cannot migrate: %v, want 429 saying it cannot migrate", err)
 	}
 
 	out, err := exec.Command(f.Bin("kubectl"), "--kubeconfig", f.Kubeconfig, "-n", "tekvirt-system", "patch", "hyperconverged", "kubevirt-hyperconverged",

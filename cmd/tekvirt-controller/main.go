@@ -102,6 +102,9 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err := (&eviction.BudgetReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&eviction.EvacuationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up evacuations: %w", err)
+	}
 	if err := (&vmi.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up launcher Pods: %w", err)
 	}

@@ -24,8 +24,8 @@ import (
 
 // BudgetReconciler keeps a PodDisruptionBudget over the launcher Pod of
 // each running VMI whose strategy refuses evictions (External,
-// LiveMigrate), and none for the others, as KubeVirt's disruption budget
-// controller does.
+// LiveMigrate, LiveMigrateIfPossible when it can migrate), and none for the
+// others, as KubeVirt's disruption budget controller does.
 type BudgetReconciler struct {
 	Client client.Client
 }
@@ -43,7 +43,7 @@ func (r *BudgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	want := NeedsBudget(Effective(v, def)) && v.DeletionTimestamp == nil && !v.IsFinal()
+	want := NeedsBudget(Effective(v, def), v.IsMigratable()) && v.DeletionTimestamp == nil && !v.IsFinal()
 	return ctrl.Result{}, r.keep(ctx, v, want)
 }
 

@@ -28,28 +28,31 @@ func TestEffective(t *testing.T) {
 	}
 }
 
-// TestDecide is KubeVirt's eviction table for VMIs that are not
-// live-migratable.
+// TestDecide is KubeVirt's eviction table, for VMIs that can and cannot
+// live-migrate.
 func TestDecide(t *testing.T) {
 	for _, tc := range []struct {
-		strategy v1.EvictionStrategy
-		marked   bool
-		want     Decision
-		says     string
-		budget   bool
+		strategy           v1.EvictionStrategy
+		marked, migratable bool
+		want               Decision
+		says               string
+		budget             bool
 	}{
-		{v1.EvictionStrategyNone, false, Decision{Allow: true}, "", false},
-		{v1.EvictionStrategyLiveMigrateIfPossible, false, Decision{Allow: true}, "", false},
-		{v1.EvictionStrategyLiveMigrate, false, Decision{}, "not live-migratable", true},
-		{v1.EvictionStrategyExternal, false, Decision{Evacuate: true}, `Eviction triggered evacuation of VMI "ns/vm"`, true},
-		{v1.EvictionStrategyExternal, true, Decision{}, "Evacuation in progress", true},
+		{v1.EvictionStrategyNone, false, true, Decision{Allow: true}, "", false},
+		{v1.EvictionStrategyLiveMigrateIfPossible, false, false, Decision{Allow: true}, "", false},
+		{v1.EvictionStrategyLiveMigrateIfPossible, false, true, Decision{Evacuate: true}, `Eviction triggered evacuation of VMI "ns/vm"`, true},
+		{v1.EvictionStrategyLiveMigrate, false, false, Decision{}, "not live-migratable", true},
+		{v1.EvictionStrategyLiveMigrate, false, true, Decision{Evacuate: true}, `Eviction triggered evacuation of VMI "ns/vm"`, true},
+		{v1.EvictionStrategyLiveMigrate, true, true, Decision{}, "Evacuation in progress", true},
+		{v1.EvictionStrategyExternal, false, false, Decision{Evacuate: true}, `Eviction triggered evacuation of VMI "ns/vm"`, true},
+		{v1.EvictionStrategyExternal, true, true, Decision{}, "Evacuation in progress", true},
 	} {
-		got := Decide(tc.strategy, "ns", "vm", tc.marked)
+		got := Decide(tc.strategy, "ns", "vm", tc.marked, tc.migratable)
 		if got.Allow != tc.want.Allow || got.Evacuate != tc.want.Evacuate || !strings.Contains(got.Message, tc.says) {
-			t.Errorf("%s (marked %v): %+v, want %+v saying %q", tc.strategy, tc.marked, got, tc.want, tc.says)
+			t.Errorf("%s (marked %v, migratable %v): %+v, want %+v saying %q", tc.strategy, tc.marked, tc.migratable, got, tc.want, tc.says)
 		}
-		if NeedsBudget(tc.strategy) != tc.budget {
-			t.Errorf("%s: NeedsBudget %v, want %v", tc.strategy, !tc.budget, tc.budget)
+		if NeedsBudget(tc.strategy, tc.migratable) != tc.budget {
+			t.Errorf("%s (migratable %v): NeedsBudget %v, want %v", tc.strategy, tc.migratable, !tc.budget, tc.budget)
 		}
 	}
 }

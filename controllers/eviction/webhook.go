@@ -53,7 +53,7 @@ func (w Webhook) Handle(ctx context.Context, req admission.Request) admission.Re
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	strategy := Effective(vmi, def)
-	d := Decide(strategy, vmi.Namespace, vmi.Name, vmi.Status.EvacuationNodeName != "")
+	d := Decide(strategy, vmi.Namespace, vmi.Name, vmi.Status.EvacuationNodeName != "", vmi.IsMigratable())
 	log := w.Log.WithValues("vmi", vmi.Namespace+"/"+vmi.Name, "pod", pod.Name, "strategy", strategy, "user", req.UserInfo.Username)
 	if d.Evacuate && (req.DryRun == nil || !*req.DryRun) {
 		patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"status":{"evacuationNodeName":%q}}`, pod.Spec.NodeName))
