@@ -17,13 +17,55 @@ import (
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=get;list;watch
 
 var (
 	phaseCount = prometheus.NewDesc("kubevirt_vmi_phase_count",
 		"Number of VMIs by node and phase.", []string{"node", "phase"}, nil)
 	importProgress = prometheus.NewDesc("kubevirt_cdi_import_progress_total",
 		"Progress of each importing DataVolume, in percent.", []string{"namespace", "name", "phase"}, nil)
+	// KubeVirt's migration gauges: migrations in flight by phase group,
+	// and one series per migration that ended.
+	migrationsIn   = map[string]*prometheus.Desc{}
+	migrationEnded = map[v1.VirtualMachineInstanceMigrationPhase]*prometheus.Desc{
+		v1.MigrationSucceeded: prometheus.NewDesc("kubevirt_vmi_migration_succeeded",
+			"Migrations that succeeded.", []string{"vmi", "vmim", "namespace"}, nil),
+		v1.MigrationFailed: prometheus.NewDesc("kubevirt_vmi_migration_failed",
+			"Migrations that failed.", []string{"vmi", "vmim", "namespace"}, nil),
+	}
 )
+
+// MigrationGroups are the phase groups KubeVirt counts migrations in
+// flight by, each with its phases.
+var MigrationGroups = map[string][]v1.VirtualMachineInstanceMigrationPhase{
+	"unset":      {v1.MigrationPhaseUnset},
+	"pending":    {v1.MigrationPending},
+	"scheduling": {v1.MigrationScheduling, v1.MigrationScheduled, v1.MigrationPreparingTarget, v1.MigrationTargetReady},
+	"running":    {v1.MigrationRunning},
+}
+
+func init() {
+	for group := range MigrationGroups {
+		migrationsIn[group] = prometheus.NewDesc("kubevirt_vmi_migrations_in_"+group+"_phase",
+			"Migrations in the "+group+" phase.", nil, nil)
+	}
+}
+
+// MigrationCounts are how many migrations are in each of MigrationGroups.
+func MigrationCounts(ms []v1.VirtualMachineInstanceMigration) map[string]int {
+	out := map[string]int{}
+	for group, phases := range MigrationGroups {
+		out[group] = 0
+		for _, m := range ms {
+			for _, p := range phases {
+				if m.Status.Phase == p {
+					out[group]++
+				}
+			}
+		}
+	}
+	return out
+}
 
 // Collector reads VMIs and DataVolumes from Reader when scraped.
 type Collector struct {
@@ -34,6 +76,12 @@ type Collector struct {
 func (c Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- phaseCount
 	ch <- importProgress
+	for _, d := range migrationsIn {
+		ch <- d
+	}
+	for _, d := range migrationEnded {
+		ch <- d
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -47,6 +95,18 @@ func (c Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, p := range PhaseCounts(vmis.Items) {
 		ch <- prometheus.MustNewConstMetric(phaseCount, prometheus.GaugeValue, float64(p.Count), p.Node, p.Phase)
+	}
+	var migrations v1.VirtualMachineInstanceMigrationList
+	if err := c.Reader.List(ctx, &migrations); err != nil {
+		log.Error(err, "listing VirtualMachineInstanceMigrations")
+	}
+	for group, n := range MigrationCounts(migrations.Items) {
+		ch <- prometheus.MustNewConstMetric(migrationsIn[group], prometheus.GaugeValue, float64(n))
+	}
+	for _, m := range migrations.Items {
+		if d := migrationEnded[m.Status.Phase]; d != nil {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, 1, m.Spec.VMIName, m.Name, m.Namespace)
+		}
 	}
 	var dvs cdiv1.DataVolumeList
 	if err := c.Reader.List(ctx, &dvs); err != nil {

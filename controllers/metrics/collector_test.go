@@ -37,3 +37,17 @@ func TestPercent(t *testing.T) {
 		}
 	}
 }
+
+func TestMigrationCounts(t *testing.T) {
+	m := func(p v1.VirtualMachineInstanceMigrationPhase) v1.VirtualMachineInstanceMigration {
+		return v1.VirtualMachineInstanceMigration{Status: v1.VirtualMachineInstanceMigrationStatus{Phase: p}}
+	}
+	got := MigrationCounts([]v1.VirtualMachineInstanceMigration{
+		m(""), m(v1.MigrationPending), m(v1.MigrationScheduling), m(v1.MigrationPreparingTarget), m(v1.MigrationTargetReady),
+		m(v1.MigrationRunning), m(v1.MigrationRunning), m(v1.MigrationSucceeded), m(v1.MigrationFailed),
+	})
+	want := map[string]int{"unset": 1, "pending": 1, "scheduling": 3, "running": 2}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("MigrationCounts = %v, want %v", got, want)
+	}
+}
