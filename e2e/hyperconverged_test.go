@@ -31,12 +31,12 @@ func TestHyperConvergedUnsupportedFieldIsNamed(t *testing.T) {
 	}
 	manifest := []byte(`{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged",
 		"metadata":{"name":"kubevirt-hyperconverged","namespace":"tekvirt-system"},
-		"spec":{"tektonPipelinesNamespace":"tekvirt","liveMigrationConfig":{"parallelMigrationsPerCluster":5}}}`)
+		"spec":{"tektonPipelinesNamespace":"tekvirt","liveMigrationConfig":{"network":"migration-net"}}}`)
 	force := true
 	_, err = hcs.Patch(context.Background(), "kubevirt-hyperconverged", types.ApplyPatchType, manifest,
 		metav1.PatchOptions{FieldManager: "e2e", Force: &force, FieldValidation: "Strict"})
-	if err == nil || !strings.Contains(err.Error(), "liveMigrationConfig") {
-		t.Fatalf("err = %v, want an error naming spec.liveMigrationConfig", err)
+	if err == nil || !strings.Contains(err.Error(), "spec.liveMigrationConfig.network") {
+		t.Fatalf("err = %v, want an error naming spec.liveMigrationConfig.network", err)
 	}
 	after, err := hcs.Get(context.Background(), "kubevirt-hyperconverged", metav1.GetOptions{})
 	if err != nil {

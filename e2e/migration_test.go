@@ -217,3 +217,79 @@ echo "guest: ${body:-unreachable}"; sleep 300`, targetPod.Status.PodIP))
 		t.Errorf("the migrated guest did not reach the Pod at %s: %q", clientPod.Status.PodIP, got)
 	}
 }
+
+// TestMigrationUnschedulableCancelled: a migration whose target cannot be
+// placed (virtctl migrate --addedNodeSelector matching no node) waits in
+// Scheduling with kube-scheduler's message as an event on it; virtctl
+// migrate-cancel ends it: the migration goes, its target Pod with it, and
+// the VM runs on where it was, untouched.
+func TestMigrationUnschedulableCancelled(t *testing.T) {
+	t.Parallel() // mostly waiting on its own VM: see "Parallel" in doc.go
+	f := framework.New(t)
+	f.TwoNodes(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+
+	vm := framework.GuestVM(ns, "stays", framework.GuestImage, v1.RunStrategyAlways)
+	if err := c.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "runs", framework.AgentConnected)
+	vmi := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "live-migratable", framework.LiveMigratable(corev1.ConditionTrue, "", ""))
+	boot := guestBootID(t, f, vmi)
+
+	virtctl(t, "migrate", vm.Name, "-n", ns, "--addedNodeSelector=kubernetes.io/hostname=nowhere")
+	var m v1.VirtualMachineInstanceMigration
+	framework.Eventually(t, 2*time.Minute, "the migration waits for its target with the scheduler's message", func() error {
+		list := &v1.VirtualMachineInstanceMigrationList{}
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 {
+			return fmt.Errorf("%d migrations", len(list.Items))
+		}
+		m = list.Items[0]
+		if m.Status.Phase != v1.MigrationScheduling {
+			return fmt.Errorf("phase %q", m.Status.Phase)
+		}
+		events, err := f.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + m.Name + ",reason=MigrationPending"})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if strings.Contains(e.Message, "didn't match Pod's node affinity/selector") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no event with the scheduler's message: %+v", events.Items)
+	})
+	pods, err := f.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: v1.MigrationJobLabel + "=" + string(m.UID)})
+	if err != nil || len(pods.Items) != 1 || pods.Items[0].Spec.NodeSelector["kubernetes.io/hostname"] != "nowhere" {
+		t.Fatalf("the migration's target Pod: %v %v", pods, err)
+	}
+
+	if out := virtctl(t, "migrate-cancel", vm.Name, "-n", ns); !strings.Contains(out, "was scheduled to migrate-cancel") {
+		t.Errorf("virtctl migrate-cancel said %q", out)
+	}
+	framework.WaitGone(t, c, &m, time.Minute)
+	framework.Eventually(t, time.Minute, "the target Pod gone", func() error {
+		_, err := f.Kube.CoreV1().Pods(ns).Get(ctx, pods.Items[0].Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		return errors.New("still there")
+	})
+	after := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "running where it was", func(got *v1.VirtualMachineInstance) error {
+		if got.Status.NodeName != vmi.Status.NodeName || got.Status.Phase != v1.Running || got.Labels[v1.MigrationTargetNodeNameLabel] != "" {
+			return fmt.Errorf("on %q, %s, labels %v", got.Status.NodeName, got.Status.Phase, got.Labels)
+		}
+		return nil
+	})
+	if after.UID != vmi.UID || guestBootID(t, f, after) != boot {
+		t.Errorf("the VM did not run on untouched: UID %s (was %s)", after.UID, vmi.UID)
+	}
+}

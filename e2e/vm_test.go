@@ -253,9 +253,11 @@ func TestVMBootsFromPVC(t *testing.T) {
 			},
 		},
 	}
-	if err := c.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	// The API server's Pod Security admission sees the namespace's new
+	// label through its cache, a moment later.
+	framework.Eventually(t, 30*time.Second, "the copying Pod admitted", func() error {
+		return c.Create(ctx, pod.DeepCopy())
+	})
 	f.WaitPodSucceeded(t, ns, pod.Name, 2*time.Minute)
 	if err := c.Delete(ctx, pod); err != nil {
 		t.Fatal(err)

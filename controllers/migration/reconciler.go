@@ -335,7 +335,7 @@ func (r *Reconciler) dropLabel(ctx context.Context, vmi *v1.VirtualMachineInstan
 }
 
 // setPhase writes the migration's phase (with the phases it passed) and a
-// copy of the VMI's migration state, and records a failure.
+// copy of the VMI's migration state, and records why it waits, or failed.
 func (r *Reconciler) setPhase(ctx context.Context, m *v1.VirtualMachineInstanceMigration, vmi *v1.VirtualMachineInstance, step Step) error {
 	base := m.DeepCopy()
 	now := metav1.NewTime(r.now())
@@ -348,6 +348,11 @@ func (r *Reconciler) setPhase(ctx context.Context, m *v1.VirtualMachineInstanceM
 			m.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUID: m.UID}
 		}
 		m.Status.MigrationState.Failed, m.Status.MigrationState.FailureReason = true, step.Reason
+	}
+	if step.Reason != "" && (step.Phase == v1.MigrationPending || step.Phase == v1.MigrationScheduling) {
+		// Why it waits (the limits, kube-scheduler's message), at every
+		// step: the event recorder folds repeats into one series.
+		r.event(m, corev1.EventTypeNormal, "MigrationPending", "%s", step.Reason)
 	}
 	if equality.Semantic.DeepEqual(base.Status, m.Status) {
 		return nil
@@ -365,10 +370,6 @@ func (r *Reconciler) setPhase(ctx context.Context, m *v1.VirtualMachineInstanceM
 			}
 		case v1.MigrationSucceeded:
 			r.event(m, corev1.EventTypeNormal, "SuccessfulMigration", "The VirtualMachineInstance migrated to node %s.", vmi.Status.NodeName)
-		case v1.MigrationPending, v1.MigrationScheduling:
-			if step.Reason != "" {
-				r.event(m, corev1.EventTypeNormal, "MigrationPending", "%s", step.Reason)
-			}
 		}
 	}
 	return nil
