@@ -50,6 +50,20 @@ func waitMigration(t *testing.T, c client.Client, ns, name string, timeout time.
 	return m
 }
 
+// migratableVM starts VM ns/name (the test guest, runStrategy Always) and
+// returns it once its VMI runs with its agent and can live-migrate, with
+// the guest's boot_id.
+func migratableVM(t *testing.T, f *framework.Framework, c client.Client, ns, name string) (*v1.VirtualMachine, *v1.VirtualMachineInstance, string) {
+	t.Helper()
+	vm := framework.GuestVM(ns, name, framework.GuestImage, v1.RunStrategyAlways)
+	if err := c.Create(context.Background(), vm); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitVMI(t, c, ns, name, 3*time.Minute, "runs", framework.AgentConnected)
+	vmi := framework.WaitVMI(t, c, ns, name, 30*time.Second, "live-migratable", framework.LiveMigratable(corev1.ConditionTrue, "", ""))
+	return vm, vmi, guestBootID(t, f, vmi)
+}
+
 // dialMigrationPort connects to node's handler's migration port as any
 // TLS client can (no client certificate), sends a migration stream's
 // header and reads the answer.
@@ -94,14 +108,8 @@ func TestLiveMigration(t *testing.T) {
 	c := f.VMClient(t)
 	ctx := context.Background()
 
-	vm := framework.GuestVM(ns, "mover", framework.GuestImage, v1.RunStrategyAlways)
-	if err := c.Create(ctx, vm); err != nil {
-		t.Fatal(err)
-	}
-	framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "runs", framework.AgentConnected)
-	vmi := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "live-migratable", framework.LiveMigratable(corev1.ConditionTrue, "", ""))
+	vm, vmi, boot := migratableVM(t, f, c, ns, "mover")
 	source, sourcePod := vmi.Status.NodeName, f.LauncherPod(t, vmi)
-	boot := guestBootID(t, f, vmi)
 	before := guestShell(t, f, vmi, "echo kept-on-disk > /var/migration-marker && sync && "+
 		"mkdir -p /mnt/mem && mount -t tmpfs tmpfs /mnt/mem && dd if=/dev/urandom of=/mnt/mem/pattern bs=1M count=32 2>/dev/null && "+
 		"md5sum /mnt/mem/pattern && mkdir -p /tmp/www && hostname > /tmp/www/index.html && httpd -p 8080 -h /tmp/www && echo serving")
@@ -231,13 +239,7 @@ func TestMigrationUnschedulableCancelled(t *testing.T) {
 	c := f.VMClient(t)
 	ctx := context.Background()
 
-	vm := framework.GuestVM(ns, "stays", framework.GuestImage, v1.RunStrategyAlways)
-	if err := c.Create(ctx, vm); err != nil {
-		t.Fatal(err)
-	}
-	framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "runs", framework.AgentConnected)
-	vmi := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "live-migratable", framework.LiveMigratable(corev1.ConditionTrue, "", ""))
-	boot := guestBootID(t, f, vmi)
+	vm, vmi, boot := migratableVM(t, f, c, ns, "stays")
 
 	virtctl(t, "migrate", vm.Name, "-n", ns, "--addedNodeSelector=kubernetes.io/hostname=nowhere")
 	var m v1.VirtualMachineInstanceMigration
