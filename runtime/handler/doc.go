@@ -14,4 +14,13 @@
 // subresources API the VMI operations (guestosinfo, pause, ...) and the
 // streams: serial console, VNC display, port-forward through the launcher.
 // It hands each launcher Pod the node's QEMU capabilities.
+//
+// Live migration: as the target of a VMI's migration (its status names
+// this node), it prepares the target launcher Pod as for a first start,
+// with a launcher that waits for the domain, lets the migration's streams
+// into that Pod (runtime/migration's server, mutual TLS between handlers)
+// and takes the VMI over once the domain runs here; as the source, it
+// connects the source Pod's loopback to the target node and has the
+// launcher migrate, mirroring its progress and outcome into
+// status.migrationState.
 package handler
