@@ -160,6 +160,11 @@ func TestLiveMigration(t *testing.T) {
 		if got.Status.NodeName == source || got.Labels[v1.NodeNameLabel] != got.Status.NodeName {
 			return fmt.Errorf("node %q, label %q", got.Status.NodeName, got.Labels[v1.NodeNameLabel])
 		}
+		// The target's handler reports the new Pod's address a moment
+		// after it took the VMI over.
+		if ifs := got.Status.Interfaces; len(ifs) != 1 || ifs[0].IP == "" || ifs[0].IP == sourcePod.Status.PodIP {
+			return fmt.Errorf("interfaces %+v, still the source Pod's address %s", ifs, sourcePod.Status.PodIP)
+		}
 		return framework.AgentConnected(got)
 	})
 	ms := moved.Status.MigrationState
