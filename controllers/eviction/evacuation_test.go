@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,16 +26,7 @@ func TestEvacuation(t *testing.T) {
 	crd := filepath.Join("..", "config", "crd")
 	cfg := testenv.Start(t, filepath.Join(crd, "kubevirt.io_virtualmachineinstances.yaml"),
 		filepath.Join(crd, "kubevirt.io_virtualmachineinstancemigrations.yaml"), filepath.Join(crd, "hco.kubevirt.io_hyperconvergeds.yaml"))
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, hcov1beta1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testenv.Client(t, cfg, clientgoscheme.AddToScheme, v1.AddToScheme, hcov1beta1.AddToScheme)
 	ctx := context.Background()
 	now := time.Now()
 	for _, name := range []string{"live", "external"} {

@@ -252,7 +252,7 @@ func (r *Reconciler) handOff(ctx context.Context, m *v1.VirtualMachineInstanceMi
 // podName is the name of the Pod with uid among vmi's.
 func (r *Reconciler) podName(ctx context.Context, vmi *v1.VirtualMachineInstance, uid string) string {
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(vmi.Namespace), client.MatchingLabels{"kubevirt.io/created-by": string(vmi.UID)}); err != nil {
+	if err := r.Client.List(ctx, pods, client.InNamespace(vmi.Namespace), client.MatchingLabels{vmictrl.CreatedByLabel: string(vmi.UID)}); err != nil {
 		return ""
 	}
 	for _, p := range pods.Items {

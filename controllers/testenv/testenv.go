@@ -106,6 +106,23 @@ func StartManager(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, setup 
 	return c
 }
 
+// Client is a direct client of cfg knowing the types adds register, for a
+// test that calls its reconciler itself.
+func Client(t *testing.T, cfg *rest.Config, adds ...func(*runtime.Scheme) error) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range adds {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // Eventually polls cond until it returns nil, failing the test after 30 s.
 func Eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()

@@ -42,8 +42,6 @@ type Migrations struct {
 	Server *migration.Server
 	// Address is where Server listens (host:port), what a source dials.
 	Address string
-	// CertDir holds the handlers' tls.crt, tls.key and ca.crt.
-	CertDir string
 	Log     *slog.Logger
 
 	mu      sync.Mutex
@@ -410,7 +408,7 @@ func limitsOf(o *v1.VMIMConfigurationOptions) launcher.MigrationLimits {
 func (h *Handler) SetupMigrations(mgr ctrl.Manager, addr, certDir string) error {
 	serverTLS, clientTLS := LoadTLS(certDir)
 	log := slog.New(logr.ToSlogHandler(mgr.GetLogger().WithName("migration")))
-	h.Migrations = &Migrations{Server: &migration.Server{TLS: serverTLS, Log: log}, Address: addr, CertDir: certDir, Log: log}
+	h.Migrations = &Migrations{Server: &migration.Server{TLS: serverTLS, Log: log}, Address: addr, Log: log}
 	h.MigrationClientTLS = clientTLS
 	targets, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), ByObject: map[client.Object]cache.ByObject{
 		&v1.VirtualMachineInstance{}: {Label: labels.SelectorFromSet(labels.Set{v1.MigrationTargetNodeNameLabel: h.Node})},
