@@ -67,7 +67,9 @@ func Next(m *v1.VirtualMachineInstanceMigration, o Observed, now time.Time) Step
 		return step
 	}
 	switch {
-	case phase == v1.MigrationPhaseUnset || phase == v1.MigrationPending:
+	case (phase == v1.MigrationPhaseUnset || phase == v1.MigrationPending) && o.Target == nil:
+		// A target Pod found while the phase still reads Pending is one
+		// made by a step whose phase the cache has not caught up with.
 		return pending(o)
 	case ms == nil:
 		return scheduling(o, now)

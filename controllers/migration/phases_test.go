@@ -62,6 +62,8 @@ func TestNext(t *testing.T) {
 		{name: "no VMI", m: mig(""), o: Observed{}, want: Step{Phase: v1.MigrationFailed, DeleteTarget: true}, reason: "does not exist"},
 		{name: "a VMI that is not running", m: mig(""), o: Observed{VMI: &v1.VirtualMachineInstance{Status: v1.VirtualMachineInstanceStatus{Phase: v1.Scheduled}}},
 			want: Step{Phase: v1.MigrationFailed, DeleteTarget: true}, reason: "it is Scheduled, not Running"},
+		{name: "target Pod made, the phase not caught up: none made again", m: mig(""), o: Observed{VMI: vmi(nil, migratable), Target: pod("", corev1.PodPending, time.Second)},
+			want: Step{Phase: v1.MigrationScheduling}},
 		{name: "target Pod made, not bound yet", m: mig(v1.MigrationScheduling), o: Observed{VMI: vmi(nil, migratable), Target: pod("", corev1.PodPending, time.Second), TargetCreated: true},
 			want: Step{Phase: v1.MigrationScheduling}},
 		{name: "target unschedulable: waits with the scheduler's message", m: mig(v1.MigrationScheduling),
