@@ -91,7 +91,7 @@ func (c Collector) collectVMs(ctx context.Context, entries []os.DirEntry) {
 			log.Error(err, "looking up the VMI of a VM directory", "dir", d.path)
 			continue
 		}
-		if vmi != nil && vmi.UID == spec.VMI.UID {
+		if vmi != nil && vmi.UID == spec.VMI.UID && !staleDir(spec, vmi, c.Node) {
 			continue
 		}
 		log.Info("removing the VM of a VMI gone from this node (deleted, or migrated away)", "vmi", spec.VMI.Namespace+"/"+spec.VMI.Name, "uid", spec.VMI.UID)

@@ -165,7 +165,10 @@ func (h *Handler) reconcileTarget(ctx context.Context, vmi *v1.VirtualMachineIns
 	}
 	if ms.Failed || (ms.AbortRequested && !ms.Completed) {
 		h.Migrations.forget(ms.MigrationUID)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, h.dropStaleDir(ctx, vmi)
+	}
+	if err := h.dropStaleDir(ctx, vmi); err != nil {
+		return ctrl.Result{}, err
 	}
 	d, err := h.dirFor(vmi)
 	if err != nil || d.pod.vm.Path == "" {
@@ -183,6 +186,45 @@ func (h *Handler) reconcileTarget(ctx context.Context, vmi *v1.VirtualMachineIns
 	return ctrl.Result{RequeueAfter: pollRunning}, h.patchMigration(ctx, vmi, func(ms *v1.VirtualMachineInstanceMigrationState) {
 		ms.TargetNodeAddress = h.Migrations.Address
 	})
+}
+
+// staleDir says whether the VM directory that spec prepared on node is
+// left from before: the VMI runs on another node, and the directory is
+// not the target of a migration to this node that is still under way
+// (it was the VM's until it migrated away, or the target of a migration
+// that failed, was cancelled, or was followed by another).
+func staleDir(spec *launcher.Spec, vmi *v1.VirtualMachineInstance, node string) bool {
+	if vmi.Status.NodeName == "" || vmi.Status.NodeName == node {
+		return false
+	}
+	was, ms := spec.VMI.Status.MigrationState, vmi.Status.MigrationState
+	current := spec.Incoming && was != nil && ms != nil && ms.MigrationUID == was.MigrationUID && ms.TargetNode == node &&
+		!ms.Failed && (!ms.AbortRequested || ms.Completed)
+	return !current
+}
+
+// dropStaleDir removes what vmi left on this node before (its launcher,
+// its images mounted in its Pod), so that a migration to this node
+// prepares its own target Pod.
+func (h *Handler) dropStaleDir(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+	spec, err := launcher.ReadSpec(h.dirOf(vmi.UID).path)
+	if err != nil || !staleDir(spec, vmi, h.Node) {
+		return nil //nolint:nilerr // no spec: nothing prepared here
+	}
+	// The Pod's volumes are those of the VMI the spec was written for.
+	d, err := h.dirFor(spec.VMI)
+	if err != nil {
+		return err
+	}
+	var was types.UID
+	if ms := spec.VMI.Status.MigrationState; ms != nil {
+		was = ms.MigrationUID
+	}
+	ctrl.LoggerFrom(ctx).Info("removing what the VMI left on this node before", "vmi", klog.KObj(vmi), "migration", was)
+	if err := d.stop(ctx, 0); err != nil {
+		return err
+	}
+	return d.remove()
 }
 
 // prepareTarget readies the target Pod of vmi's migration: the VM's files
@@ -398,6 +440,10 @@ func limitsOf(o *v1.VMIMConfigurationOptions) launcher.MigrationLimits {
 	}
 	l.AllowAutoConverge = o.AllowAutoConverge != nil && *o.AllowAutoConverge
 	l.AllowPostCopy = o.AllowPostCopy != nil && *o.AllowPostCopy
+	l.AllowWorkloadDisruption = o.AllowWorkloadDisruption != nil && *o.AllowWorkloadDisruption
+	if o.MaxDowntimeMs != nil {
+		l.MaxDowntimeMs = *o.MaxDowntimeMs
+	}
 	return l
 }
 

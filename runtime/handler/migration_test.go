@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -114,5 +115,42 @@ func TestLimitsOf(t *testing.T) {
 	want := launcher.MigrationLimits{CompletionTimeoutPerGiB: 20, ProgressTimeout: 30, BandwidthMiB: 64, AllowAutoConverge: true}
 	if got != want {
 		t.Errorf("configured: %+v, want %+v", got, want)
+	}
+}
+
+func TestStaleDir(t *testing.T) {
+	state := func(uid string, f func(*v1.VirtualMachineInstanceMigrationState)) *v1.VirtualMachineInstanceMigrationState {
+		ms := &v1.VirtualMachineInstanceMigrationState{MigrationUID: types.UID(uid), SourceNode: "node1", TargetNode: "node2"}
+		if f != nil {
+			f(ms)
+		}
+		return ms
+	}
+	vmi := func(node string, ms *v1.VirtualMachineInstanceMigrationState) *v1.VirtualMachineInstance {
+		return &v1.VirtualMachineInstance{Status: v1.VirtualMachineInstanceStatus{NodeName: node, MigrationState: ms}}
+	}
+	prepared := &launcher.Spec{Incoming: true, VMI: vmi("node1", state("m1", nil))}
+	for _, tc := range []struct {
+		name string
+		spec *launcher.Spec
+		vmi  *v1.VirtualMachineInstance
+		want bool
+	}{
+		{name: "its migration runs", spec: prepared, vmi: vmi("node1", state("m1", nil)), want: false},
+		{name: "completed, not taken over yet", spec: prepared, vmi: vmi("node1", state("m1", func(ms *v1.VirtualMachineInstanceMigrationState) { ms.Completed = true })), want: false},
+		{name: "taken over: the VMI runs here", spec: prepared, vmi: vmi("node2", state("m1", func(ms *v1.VirtualMachineInstanceMigrationState) { ms.Completed = true })), want: false},
+		{name: "failed", spec: prepared, vmi: vmi("node1", state("m1", func(ms *v1.VirtualMachineInstanceMigrationState) { ms.Failed = true })), want: true},
+		{name: "being cancelled", spec: prepared, vmi: vmi("node1", state("m1", func(ms *v1.VirtualMachineInstanceMigrationState) { ms.AbortRequested = true })), want: true},
+		{name: "a newer migration to this node", spec: prepared, vmi: vmi("node1", state("m2", nil)), want: true},
+		{name: "a newer migration elsewhere", spec: prepared, vmi: vmi("node1", state("m2", func(ms *v1.VirtualMachineInstanceMigrationState) { ms.TargetNode = "node3" })), want: true},
+		{name: "the VM's own, migrated away, coming back", spec: &launcher.Spec{VMI: vmi("node2", nil)}, vmi: vmi("node1", state("m2", nil)), want: true},
+		{name: "the VM's own, running here", spec: &launcher.Spec{VMI: vmi("node2", nil)}, vmi: vmi("node2", nil), want: false},
+		{name: "the VMI not placed yet", spec: &launcher.Spec{VMI: vmi("", nil)}, vmi: vmi("", nil), want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := staleDir(tc.spec, tc.vmi, "node2"); got != tc.want {
+				t.Fatalf("staleDir = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

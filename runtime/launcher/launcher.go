@@ -242,7 +242,9 @@ func (vm *VM) Agent() *agent.Client { return agent.New(libvirtAgent{vm.dom}) }
 func (vm *VM) Wait(ctx context.Context) (Exit, error) {
 	exit, err := wait(ctx, vm.dom, vm.ended)
 	if err == nil && exit.Reason == "Gone" {
-		if st := vm.out.get(); st != nil && st.State == MigrationSucceeded {
+		// The domain may leave before libvirt's migration call returns:
+		// its outcome says whether it moved.
+		if st := vm.out.ended(ctx, migrationEndWait); st != nil && st.State == MigrationSucceeded {
 			exit = Exit{Reason: ReasonMigrated}
 		}
 	}

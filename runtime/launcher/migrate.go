@@ -71,6 +71,27 @@ func (o *outgoing) get() *MigrationStatus {
 	return &st
 }
 
+// migrationEndWait is how long a launcher whose domain left waits for the
+// outcome of the migration that runs.
+const migrationEndWait = 30 * time.Second
+
+// ended is the migration's status once it is no longer running, waiting
+// up to timeout for it to end (nil: no migration ran).
+func (o *outgoing) ended(ctx context.Context, timeout time.Duration) *MigrationStatus {
+	deadline := time.Now().Add(timeout)
+	for {
+		st := o.get()
+		if st == nil || st.State != MigrationRunning || time.Now().After(deadline) {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			return st
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // cancel aborts the running migration, saying why.
 func (o *outgoing) cancel(reason string) {
 	o.mu.Lock()
@@ -91,7 +112,7 @@ func (o *outgoing) update(f func(*MigrationStatus)) {
 var errMigrating = errors.New("a migration of this VMI is already running")
 
 // start begins migrating vm unless one runs or ran to success.
-func (o *outgoing) start(vm *VM, req MigrateRequest) error {
+func (o *outgoing) start(vm *VM, req MigrateRequest, log *slog.Logger) error {
 	o.mu.Lock()
 	if o.status != nil && o.status.State != MigrationFailed {
 		o.mu.Unlock()
@@ -106,12 +127,12 @@ func (o *outgoing) start(vm *VM, req MigrateRequest) error {
 		}
 	}
 	o.mu.Unlock()
-	go o.run(vm, req, abortc)
+	go o.run(vm, req, abortc, log)
 	return nil
 }
 
 // run migrates and watches the job until it ends.
-func (o *outgoing) run(vm *VM, req MigrateRequest, abortc <-chan string) {
+func (o *outgoing) run(vm *VM, req MigrateRequest, abortc <-chan string, log *slog.Logger) {
 	done := make(chan error, 1)
 	params, flags, total, err := vm.migrationParams(req)
 	if err == nil {
@@ -119,46 +140,83 @@ func (o *outgoing) run(vm *VM, req MigrateRequest, abortc <-chan string) {
 	} else {
 		done <- err
 	}
-	mon := newMonitor(req.Limits, time.Now(), total)
+	r := &migrationRun{o: o, vm: vm, req: req, log: log, mon: newMonitor(req.Limits, time.Now(), total), downtimeSet: req.Limits.MaxDowntimeMs == 0}
 	tick := time.NewTicker(jobPoll)
 	defer tick.Stop()
-	var aborted string
 	for {
 		select {
 		case err := <-done:
-			o.update(func(st *MigrationStatus) {
-				st.EndedAt = time.Now().UTC()
-				if err == nil {
-					st.State, st.Remaining = MigrationSucceeded, 0
-					return
-				}
-				st.State, st.Failure = MigrationFailed, "Live migration failed: "+libvirtMessage(err)
-				if aborted != "" {
-					st.Aborted, st.Failure = true, aborted
-				}
-			})
+			r.finish(err)
 			return
 		case reason := <-abortc:
-			aborted = reason
+			r.aborted = reason
 			_ = vm.dom.AbortJob()
 		case <-tick.C:
-			job, err := vm.dom.GetJobStats(0)
-			if err != nil || job.Type == libvirt.DOMAIN_JOB_NONE {
-				continue
-			}
-			remaining := job.DataRemaining + job.DiskRemaining
-			o.update(func(st *MigrationStatus) { st.Processed, st.Remaining = job.DataProcessed+job.DiskProcessed, remaining })
-			switch v, reason := mon.judge(time.Now(), remaining); v {
-			case abort:
-				if aborted == "" {
-					aborted = reason
-					_ = vm.dom.AbortJob()
-				}
-			case startPostCopy:
-				if err := vm.dom.MigrateStartPostCopy(0); err == nil {
-					o.update(func(st *MigrationStatus) { st.Mode = "PostCopy" })
-				}
-			}
+			r.look()
+		}
+	}
+}
+
+// migrationRun is what run keeps of one outgoing migration.
+type migrationRun struct {
+	o   *outgoing
+	vm  *VM
+	req MigrateRequest
+	log *slog.Logger
+	mon *monitor
+	// aborted is why the migration was aborted (empty: it was not).
+	aborted string
+	// paused: the guest was paused so that the migration ends.
+	paused      bool
+	downtimeSet bool
+}
+
+// finish records how the migration ended; a guest paused for a migration
+// that failed runs on here.
+func (r *migrationRun) finish(err error) {
+	if err != nil && r.paused {
+		_ = r.vm.dom.Resume()
+	}
+	r.o.update(func(st *MigrationStatus) {
+		st.EndedAt = time.Now().UTC()
+		if err == nil {
+			st.State, st.Remaining = MigrationSucceeded, 0
+			return
+		}
+		st.State, st.Failure = MigrationFailed, "Live migration failed: "+libvirtMessage(err)
+		if r.aborted != "" {
+			st.Aborted, st.Failure = true, r.aborted
+		}
+	})
+}
+
+// look reads the job's progress and does what the monitor says.
+func (r *migrationRun) look() {
+	job, err := r.vm.dom.GetJobStats(0)
+	if err != nil || job.Type == libvirt.DOMAIN_JOB_NONE {
+		return
+	}
+	if !r.downtimeSet {
+		// libvirt takes it once the job runs.
+		r.downtimeSet = r.vm.dom.MigrateSetMaxDowntime(r.req.Limits.MaxDowntimeMs, 0) == nil
+	}
+	remaining := job.DataRemaining + job.DiskRemaining
+	r.o.update(func(st *MigrationStatus) { st.Processed, st.Remaining = job.DataProcessed+job.DiskProcessed, remaining })
+	switch v, reason := r.mon.judge(time.Now(), remaining); v {
+	case abort:
+		if r.aborted == "" {
+			r.aborted = reason
+			_ = r.vm.dom.AbortJob()
+		}
+	case pauseGuest:
+		// The target resumes it when it takes over.
+		r.paused = r.vm.dom.Suspend() == nil
+		r.log.Info("guest paused so that its migration ends (allowWorkloadDisruption)", "paused", r.paused)
+	case startPostCopy:
+		err := r.vm.dom.MigrateStartPostCopy(0)
+		r.log.Info("migration switched to post-copy (allowPostCopy)", "err", err)
+		if err == nil {
+			r.o.update(func(st *MigrationStatus) { st.Mode = "PostCopy" })
 		}
 	}
 }

@@ -19,6 +19,13 @@ type MigrationLimits struct {
 	ProgressTimeout   int64 `json:"progressTimeout"`
 	AllowAutoConverge bool  `json:"allowAutoConverge,omitempty"`
 	AllowPostCopy     bool  `json:"allowPostCopy,omitempty"`
+	// AllowWorkloadDisruption pauses the guest past the completion
+	// timeout (when post-copy is not allowed) instead of aborting, so
+	// that the migration ends; the target resumes it.
+	AllowWorkloadDisruption bool `json:"allowWorkloadDisruption,omitempty"`
+	// MaxDowntimeMs is the longest pause of the guest at the switch-over
+	// QEMU may plan for; 0 leaves libvirt's default.
+	MaxDowntimeMs uint64 `json:"maxDowntimeMs,omitempty"`
 }
 
 // verdict is what the migration monitor decides at a look at the job.
@@ -27,13 +34,15 @@ type verdict int
 const (
 	goOn verdict = iota
 	startPostCopy
+	pauseGuest
 	abort
 )
 
 // monitor judges a running migration by its progress, as KubeVirt's
 // migration monitor does: aborted when the data remaining has not gone
 // down for ProgressTimeout, and, past the completion timeout (per GiB of
-// what it moves), switched to post-copy when allowed, aborted otherwise.
+// what it moves), switched to post-copy when allowed, else the guest
+// paused when its workload may be disrupted, else aborted.
 type monitor struct {
 	limits   MigrationLimits
 	started  time.Time
@@ -42,6 +51,7 @@ type monitor struct {
 	least    uint64
 	leastAt  time.Time
 	postCopy bool
+	paused   bool
 }
 
 func newMonitor(limits MigrationLimits, started time.Time, totalBytes uint64) *monitor {
@@ -66,10 +76,14 @@ func (m *monitor) judge(now time.Time, remaining uint64) (verdict, string) {
 		return abort, fmt.Sprintf("Live migration stuck for %d seconds and has been aborted", int64(now.Sub(m.leastAt).Seconds()))
 	}
 	limit := time.Duration(float64(m.limits.CompletionTimeoutPerGiB) * m.totalGiB * float64(time.Second))
-	if limit > 0 && now.Sub(m.started) > limit {
-		if m.limits.AllowPostCopy {
+	if limit > 0 && now.Sub(m.started) > limit && !m.paused {
+		switch {
+		case m.limits.AllowPostCopy:
 			m.postCopy = true
 			return startPostCopy, ""
+		case m.limits.AllowWorkloadDisruption:
+			m.paused = true
+			return pauseGuest, ""
 		}
 		return abort, fmt.Sprintf("Live migration is not completed after %d seconds and has been aborted", int64(limit.Seconds()))
 	}

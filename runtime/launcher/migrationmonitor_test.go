@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,10 @@ func TestMonitorJudge(t *testing.T) {
 			looks: []look{{4, 900, goOn, ""}, {8, 800, goOn, ""}, {12, 700, goOn, ""}, {16, 600, goOn, ""}, {21, 500, abort, "not completed after 20 seconds"}}},
 		{name: "post-copy when allowed, then never aborted", limits: MigrationLimits{CompletionTimeoutPerGiB: 10, ProgressTimeout: 5, AllowPostCopy: true}, total: 256 << 20,
 			looks: []look{{4, 900, goOn, ""}, {8, 800, goOn, ""}, {11, 700, startPostCopy, ""}, {30, 700, goOn, ""}}},
+		{name: "paused when the workload may be disrupted, then only progress counts", limits: MigrationLimits{CompletionTimeoutPerGiB: 10, ProgressTimeout: 5, AllowWorkloadDisruption: true}, total: 256 << 20,
+			looks: []look{{4, 900, goOn, ""}, {8, 800, goOn, ""}, {11, 700, pauseGuest, ""}, {14, 100, goOn, ""}, {20, 100, abort, "stuck for 6 seconds"}}},
+		{name: "post-copy is preferred to a pause", limits: MigrationLimits{CompletionTimeoutPerGiB: 10, AllowPostCopy: true, AllowWorkloadDisruption: true}, total: 256 << 20,
+			looks: []look{{11, 700, startPostCopy, ""}}},
 		{name: "no limits", limits: MigrationLimits{}, total: 256 << 20, looks: []look{{100, 900, goOn, ""}, {1000, 900, goOn, ""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,5 +49,26 @@ func TestMonitorJudge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOutgoingEnded: a launcher whose domain left waits for the outcome
+// of the migration that runs (it may end a moment after the domain).
+func TestOutgoingEnded(t *testing.T) {
+	ctx := context.Background()
+	if st := (&outgoing{}).ended(ctx, time.Second); st != nil {
+		t.Fatalf("no migration: %+v", st)
+	}
+	o := &outgoing{status: &MigrationStatus{State: MigrationRunning}}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		o.update(func(st *MigrationStatus) { st.State = MigrationSucceeded })
+	}()
+	if st := o.ended(ctx, 10*time.Second); st == nil || st.State != MigrationSucceeded {
+		t.Fatalf("a migration ending a moment later: %+v", st)
+	}
+	stuck := &outgoing{status: &MigrationStatus{State: MigrationRunning}}
+	if st := stuck.ended(ctx, 100*time.Millisecond); st == nil || st.State != MigrationRunning {
+		t.Fatalf("a migration still running past the wait: %+v", st)
 	}
 }

@@ -137,7 +137,7 @@ func (s *server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the VM is stopping", http.StatusConflict)
 		return
 	}
-	if err := s.vm.out.start(s.vm, req); err != nil {
+	if err := s.vm.out.start(s.vm, req, s.log); err != nil {
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
 	}
