@@ -25,6 +25,7 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
+	migrationsv1alpha1 "kubevirt.io/api/migrations/v1alpha1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
@@ -87,7 +88,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	stepImage := img.step
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
-		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, nacv1.AddToScheme, kubevirtv1.AddToScheme, instancetypev1beta1.AddToScheme, templatev1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme, hyperv1.AddToScheme},
+		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, nacv1.AddToScheme, kubevirtv1.AddToScheme, migrationsv1alpha1.AddToScheme, instancetypev1beta1.AddToScheme, templatev1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme, hyperv1.AddToScheme},
 		WebhookCertDir: certDir, WebhookPort: port.webhook,
 	})
 	if err != nil {

@@ -27,15 +27,18 @@ type Observed struct {
 	// Busy says why a new migration must wait (the VMI migrates already,
 	// or the cluster's or the node's limit is reached); empty: it may go.
 	Busy string
-	// Options are the cluster's migration configuration, which the
-	// hand-off gives the handlers.
+	// Options are the migration's configuration (the cluster's, with the
+	// MigrationPolicy's in their place), which the hand-off gives the
+	// handlers.
 	Options *v1.VMIMConfigurationOptions
+	// Policy names the MigrationPolicy that applies (empty: none).
+	Policy string
 }
 
 // Step is what the reconciler does next, and the phase that results.
 type Step struct {
 	Phase v1.VirtualMachineInstanceMigrationPhase
-	// Reason is why the migration failed, or waits.
+	// Reason is why the migration failed, waits, or is aborted.
 	Reason string
 	// CreateTarget makes the target Pod; DeleteTarget removes it.
 	CreateTarget, DeleteTarget bool
@@ -109,7 +112,7 @@ func handedOff(target *corev1.Pod, ms *v1.VirtualMachineInstanceMigrationState, 
 		if ms.StartTimestamp == nil {
 			return Step{Phase: v1.MigrationFailed, Reason: "the migration's target Pod " + ms.TargetPod + " ended before the migration started", DeleteTarget: true}
 		}
-		return Step{Phase: phase, Abort: true}
+		return Step{Phase: phase, Abort: true, Reason: "the migration's target Pod " + ms.TargetPod + " ended while the migration ran"}
 	}
 	switch {
 	case ms.StartTimestamp != nil:
@@ -187,7 +190,7 @@ func deleted(ms *v1.VirtualMachineInstanceMigrationState) Step {
 	if ms == nil || ms.StartTimestamp == nil {
 		return Step{Phase: v1.MigrationFailed, Reason: "the migration was cancelled", DeleteTarget: true}
 	}
-	return Step{Phase: v1.MigrationRunning, Abort: true}
+	return Step{Phase: v1.MigrationRunning, Abort: true, Reason: "the migration was cancelled"}
 }
 
 func phaseName(vmi *v1.VirtualMachineInstance) string {

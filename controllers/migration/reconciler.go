@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -115,6 +116,13 @@ func (r *Reconciler) observe(ctx context.Context, m *v1.VirtualMachineInstanceMi
 	if o.Options, err = clusterOptions(ctx, r.Client); err != nil {
 		return o, err
 	}
+	policy, err := policyFor(ctx, r.Client, vmi)
+	if err != nil {
+		return o, err
+	}
+	if policy != nil {
+		o.Options, o.Policy = ApplyPolicy(o.Options, policy), policy.Name
+	}
 	if m.Status.Phase == v1.MigrationPhaseUnset || m.Status.Phase == v1.MigrationPending {
 		if o.Busy, err = r.busy(ctx, m, vmi, o.Options); err != nil {
 			return o, err
@@ -200,6 +208,9 @@ func (r *Reconciler) act(ctx context.Context, m *v1.VirtualMachineInstanceMigrat
 	case step.HandOff:
 		return r.handOff(ctx, m, o)
 	case step.Abort:
+		if ms := ours(m, o.VMI); ms != nil && !ms.AbortRequested {
+			r.event(m, corev1.EventTypeWarning, "AbortingMigration", "Aborting the migration: %s", step.Reason)
+		}
 		return r.patchState(ctx, o.VMI, m, func(ms *v1.VirtualMachineInstanceMigrationState) {
 			ms.AbortRequested = true
 			if ms.AbortStatus == "" {
@@ -231,6 +242,9 @@ func (r *Reconciler) handOff(ctx context.Context, m *v1.VirtualMachineInstanceMi
 		MigrationUID: m.UID, SourceNode: vmi.Status.NodeName, SourcePod: r.podName(ctx, vmi, source),
 		TargetNode: target.Spec.NodeName, TargetPod: target.Name, Mode: v1.MigrationPreCopy,
 		VMIMConfigurationOptions: o.Options,
+	}
+	if o.Policy != "" {
+		vmi.Status.MigrationState.MigrationPolicyName = ptr.To(o.Policy)
 	}
 	vmi.Status.MigrationMethod = v1.BlockMigration
 	if vmi.Status.ActivePods == nil {

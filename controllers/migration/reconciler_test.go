@@ -10,10 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+	migrationsv1alpha1 "kubevirt.io/api/migrations/v1alpha1"
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
 	"github.com/tekvirt/tekvirt/controllers/testenv"
@@ -22,16 +24,29 @@ import (
 // TestReconcilerOnAPIServer drives one migration on a real API server,
 // playing kube-scheduler, the kubelet and the two handlers: the target Pod
 // is made, the VMI handed off (migration state, active Pods, the target
-// node's label), the phases follow the handlers' reports, and the
+// node's label, the options of the MigrationPolicy that selects the VMI),
+// the phases follow the handlers' reports, and the
 // migration succeeds only once the target's handler took the VMI over;
 // then the VMI's migration bookkeeping is cleared and the finalizer goes.
 func TestReconcilerOnAPIServer(t *testing.T) {
 	crd := filepath.Join("..", "config", "crd")
 	cfg := testenv.Start(t, filepath.Join(crd, "kubevirt.io_virtualmachineinstances.yaml"),
-		filepath.Join(crd, "kubevirt.io_virtualmachineinstancemigrations.yaml"), filepath.Join(crd, "hco.kubevirt.io_hyperconvergeds.yaml"))
-	c := testenv.Client(t, cfg, clientgoscheme.AddToScheme, v1.AddToScheme, hcov1beta1.AddToScheme)
+		filepath.Join(crd, "kubevirt.io_virtualmachineinstancemigrations.yaml"), filepath.Join(crd, "hco.kubevirt.io_hyperconvergeds.yaml"),
+		filepath.Join(crd, "migrations.kubevirt.io_migrationpolicies.yaml"))
+	c := testenv.Client(t, cfg, clientgoscheme.AddToScheme, v1.AddToScheme, hcov1beta1.AddToScheme, migrationsv1alpha1.AddToScheme)
 	ctx := context.Background()
-	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vm"},
+	bw := resource.MustParse("8Mi")
+	for _, p := range []*migrationsv1alpha1.MigrationPolicy{
+		{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, Spec: migrationsv1alpha1.MigrationPolicySpec{BandwidthPerMigration: &bw,
+			Selectors: &migrationsv1alpha1.Selectors{VirtualMachineInstanceSelector: migrationsv1alpha1.LabelSelector{"tier": "gold"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "silver"}, Spec: migrationsv1alpha1.MigrationPolicySpec{AllowPostCopy: ptr.To(true),
+			Selectors: &migrationsv1alpha1.Selectors{VirtualMachineInstanceSelector: migrationsv1alpha1.LabelSelector{"tier": "silver"}}}},
+	} {
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vm", Labels: map[string]string{"tier": "gold"}},
 		Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Devices: v1.Devices{},
 			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}}}}
 	if err := c.Create(ctx, vmi); err != nil {
@@ -100,7 +115,9 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	ms := vmi.Status.MigrationState
 	if ms == nil || ms.SourceNode != "node1" || ms.TargetNode != "node2" || ms.TargetPod != target.Name || ms.MigrationUID != got.UID ||
 		vmi.Status.ActivePods[target.UID] != "node2" || vmi.Labels[v1.MigrationTargetNodeNameLabel] != "node2" ||
-		ms.VMIMConfigurationOptions == nil || *ms.VMIMConfigurationOptions.ProgressTimeout != ProgressTimeout {
+		ms.VMIMConfigurationOptions == nil || *ms.VMIMConfigurationOptions.ProgressTimeout != ProgressTimeout ||
+		ptr.Deref(ms.MigrationPolicyName, "") != "gold" || ms.VMIMConfigurationOptions.BandwidthPerMigration.Value() != 8<<20 ||
+		*ms.VMIMConfigurationOptions.AllowPostCopy {
 		t.Fatalf("hand-off: state %+v, active %v, labels %v", ms, vmi.Status.ActivePods, vmi.Labels)
 	}
 

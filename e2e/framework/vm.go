@@ -22,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	v1 "kubevirt.io/api/core/v1"
+	migrationsv1alpha1 "kubevirt.io/api/migrations/v1alpha1"
 
 	templatev1 "github.com/openshift/api/template/v1"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
@@ -41,8 +42,8 @@ const GuestImage = cluster.GuestImage
 const VMRoot = cluster.NodeRoot + "/vms"
 
 // VMClient is a client that knows the KubeVirt, CDI (upload too),
-// HyperShift, OpenShift Template, HyperConverged and NetworkAddonsConfig
-// types.
+// HyperShift, OpenShift Template, HyperConverged, NetworkAddonsConfig and
+// MigrationPolicy types.
 func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 	t.Helper()
 	s := runtime.NewScheme()
@@ -64,7 +65,7 @@ func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 	if err := templatev1.Install(s); err != nil {
 		t.Fatal(err)
 	}
-	for _, add := range []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, nacv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, nacv1.AddToScheme, migrationsv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
@@ -279,6 +280,39 @@ func (f *Framework) HandlerPod(t testing.TB, node string) *corev1.Pod {
 	}
 	t.Fatalf("no handler Pod on node %s", node)
 	return nil
+}
+
+// RestartHandler deletes node's handler Pod and waits for the one the
+// DaemonSet makes in its place to be ready.
+func (f *Framework) RestartHandler(t testing.TB, node string) {
+	t.Helper()
+	ctx := context.Background()
+	old := f.HandlerPod(t, node)
+	if err := f.Kube.CoreV1().Pods(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 2*time.Minute, "a new handler Pod on "+node+", ready", func() error {
+		pods, err := f.Kube.CoreV1().Pods(old.Namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/name=" + ctrlconfig.HandlerDaemonSet, FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if p.UID != old.UID && p.DeletionTimestamp == nil && podReady(&p) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d handler Pods, none new and ready", len(pods.Items))
+	})
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // HandlerPID is the pid of the handler process on this machine (the one
