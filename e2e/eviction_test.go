@@ -71,8 +71,9 @@ func hyperConvergedEviction(t *testing.T, f *framework.Framework) string {
 // refuses for a VMI that cannot migrate; None lets the Pod go and the VM
 // starts a new VMI;
 // an editor of another namespace may not evict at all.
-// The HyperConverged's evictionStrategy, set with the documentation's
-// kubectl patch, applies to VMIs without their own.
+// The HyperConverged's evictionStrategy (LiveMigrate by default on two
+// nodes, as HCO's), set with the documentation's kubectl patch, applies
+// to VMIs without their own.
 func TestEvictionStrategy(t *testing.T) {
 	f := framework.New(t)
 	f.TwoNodes(t) // a LiveMigrate VMI migrates to the other
@@ -80,6 +81,10 @@ func TestEvictionStrategy(t *testing.T) {
 	c := f.VMClient(t)
 	ctx := context.Background()
 	external, live, none := v1.EvictionStrategyExternal, v1.EvictionStrategyLiveMigrate, v1.EvictionStrategyNone
+	// HCO's default on a cluster with two nodes to run VMs on.
+	if got := hyperConvergedEviction(t, f); got != string(live) {
+		t.Errorf("the HyperConverged's evictionStrategy on two nodes: %q, want %s", got, live)
+	}
 
 	ext := evictionVM(t, f, c, ns, "external", &external)
 	// An editor of another namespace can neither evict the launcher nor
@@ -169,6 +174,7 @@ func TestEvictionStrategy(t *testing.T) {
 	// docs/vms.md's patch, as HCO's documentation shows it.
 	mustRunExample(t, f, docexample.Find(t, "vms-eviction-strategy"), t.TempDir(), nil, "patched")
 	t.Cleanup(func() {
+		// Unset, the operator sets the default again.
 		hyperConvergedKubectl(t, f, "patch", "hyperconverged", "kubevirt-hyperconverged", "--type=json", "-p", `[{"op":"remove","path":"/spec/evictionStrategy"}]`)
 	})
 	if got := hyperConvergedEviction(t, f); got != "External" {

@@ -18,6 +18,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
 	nacv1 "github.com/tekvirt/tekvirt/controllers/apis/networkaddons/v1"
 	"github.com/tekvirt/tekvirt/controllers/testenv"
@@ -96,11 +98,27 @@ func TestReconcilerInstallsRestoresAndRemovesCatalog(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "generate-ssh-keys-task", Namespace: "tekvirt"}}}); err != nil {
 		t.Fatal(err)
 	}
+	// Two nodes VMs can run on: evictionStrategy defaults to LiveMigrate.
+	for _, name := range []string{"node1", "node2"} {
+		if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	hc := &hcov1beta1.HyperConverged{ObjectMeta: metav1.ObjectMeta{Name: SingletonName, Namespace: "tekvirt-system"}}
 	if err := c.Create(ctx, hc); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(hc)
+	testenv.Eventually(t, "evictionStrategy defaulted", func() error {
+		got := &hcov1beta1.HyperConverged{}
+		if err := c.Get(ctx, key, got); err != nil {
+			return err
+		}
+		if got.Spec.EvictionStrategy == nil || *got.Spec.EvictionStrategy != kubevirtv1.EvictionStrategyLiveMigrate {
+			return fmt.Errorf("evictionStrategy %v", got.Spec.EvictionStrategy)
+		}
+		return nil
+	})
 	testenv.Eventually(t, "HyperConverged Available", func() error {
 		cond, got, err := condition(c, key, ConditionAvailable)
 		if err != nil {
