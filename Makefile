@@ -15,7 +15,7 @@ E2E_PARALLEL ?= 3
 NODES ?= 1
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e$$|/e2e/bench$$')
 
-.PHONY: help build test test-unit e2e e2e-hosted e2e-forge up down demo generate verify-gen lint bench fmt release catalog virtctl prefetch
+.PHONY: help build test test-unit e2e e2e-hosted e2e-forge e2e-migration up down demo generate verify-gen lint bench fmt release catalog virtctl prefetch
 
 help: ## list the targets (docs/development.md says more, with times)
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -77,6 +77,10 @@ e2e: up $(TOOLS)/virtctl ## up (2 nodes), then the e2e scenarios of make test
 e2e-hosted: NODES = 2
 e2e-hosted: up ## hosted clusters and the pipeline samples, outside make test (about 18 min)
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 $(GO) test -count=1 -timeout 40m -v -run 'TestNodePool$$|TestPipelineSamplesRun$$|TestHostedClusterControlPlane$$|TestHostedClustersIsolated$$|TestHostedSamplesRun$$' ./e2e/
+
+e2e-migration: NODES = 2
+e2e-migration: up $(TOOLS)/virtctl ## live migration's faults and long runs, outside make test (about 10 min)
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_MIGRATION=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 40m -v -run 'TestMigrationFaults$$|TestMigrationMemoryIntegrity$$' ./e2e/
 
 e2e-forge: NODES = 2
 e2e-forge: UP_FLAGS = --forge

@@ -50,12 +50,15 @@ func waitMigration(t *testing.T, c client.Client, ns, name string, timeout time.
 	return m
 }
 
-// migratableVM starts VM ns/name (the test guest, runStrategy Always) and
-// returns it once its VMI runs with its agent and can live-migrate, with
-// the guest's boot_id.
-func migratableVM(t *testing.T, f *framework.Framework, c client.Client, ns, name string) (*v1.VirtualMachine, *v1.VirtualMachineInstance, string) {
+// migratableVM starts VM ns/name (the test guest, runStrategy Always, as
+// change makes it) and returns it once its VMI runs with its agent and can
+// live-migrate, with the guest's boot_id.
+func migratableVM(t *testing.T, f *framework.Framework, c client.Client, ns, name string, change ...func(*v1.VirtualMachine)) (*v1.VirtualMachine, *v1.VirtualMachineInstance, string) {
 	t.Helper()
 	vm := framework.GuestVM(ns, name, framework.GuestImage, v1.RunStrategyAlways)
+	for _, ch := range change {
+		ch(vm)
+	}
 	if err := c.Create(context.Background(), vm); err != nil {
 		t.Fatal(err)
 	}

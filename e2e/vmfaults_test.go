@@ -20,7 +20,6 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/podnetwork"
-	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
@@ -160,22 +159,7 @@ func TestHandlerRestartReadoptsVMs(t *testing.T) {
 		}
 		return nil
 	})
-	old := f.HandlerPod(t, node)
-	if err := f.Kube.CoreV1().Pods(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 2*time.Minute, "a new handler Pod, ready", func() error {
-		pods, err := f.Kube.CoreV1().Pods(old.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + ctrlconfig.HandlerDaemonSet})
-		if err != nil {
-			return err
-		}
-		for _, p := range pods.Items {
-			if p.UID != old.UID && p.Spec.NodeName == old.Spec.NodeName && podReady(&p) {
-				return nil
-			}
-		}
-		return fmt.Errorf("%d handler Pods, none new and ready", len(pods.Items))
-	})
+	f.RestartHandler(t, node)
 	for _, vm := range vms {
 		b := before[vm.Name]
 		vmi := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "still running", framework.AgentConnected)
@@ -224,15 +208,6 @@ func restarts(p *corev1.Pod) int32 {
 		n += cs.RestartCount
 	}
 	return n
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // TestKilledLauncherFailsVMIAndVMRestarts: a killed launcher ends its Pod
