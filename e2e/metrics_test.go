@@ -79,6 +79,36 @@ func metricsReader(t *testing.T, f *framework.Framework, ns string) string {
 	return reader
 }
 
+// scrapeHandler GETs node's handler /metrics with token, verifying its
+// certificate as tekvirt's CA's for the node's name, and returns the
+// status code and body.
+func scrapeHandler(t *testing.T, f *framework.Framework, node, token string) (int, string) {
+	t.Helper()
+	ca, err := f.Kube.CoreV1().ConfigMaps(ctrlconfig.Namespace).Get(context.Background(), trust.CABundleConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(ca.Data[trust.CABundleKey])) {
+		t.Fatal("no certificate in the CA bundle")
+	}
+	url := "https://" + net.JoinHostPort(f.HandlerPod(t, node).Status.HostIP, "8443") + "/metrics"
+	return scrapeMetrics(t, url, &tls.Config{RootCAs: pool, ServerName: node, MinVersion: tls.VersionTLS12}, token)
+}
+
+// scrapeController GETs the controller's /metrics with token and returns
+// the status code and body. Its serving certificate is its own,
+// self-signed: only the answer is checked, not who serves it.
+func scrapeController(t *testing.T, f *framework.Framework, token string) (int, string) {
+	t.Helper()
+	pods, err := f.Kube.CoreV1().Pods(ctrlconfig.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=tekvirt-controller"})
+	if err != nil || len(pods.Items) == 0 || pods.Items[0].Status.PodIP == "" {
+		t.Fatalf("controller Pod: %v %v", pods, err)
+	}
+	url := "https://" + net.JoinHostPort(pods.Items[0].Status.PodIP, "8082") + "/metrics"
+	return scrapeMetrics(t, url, &tls.Config{InsecureSkipVerify: true}, token) //nolint:gosec // see above
+}
+
 // TestControllerMetricsScrape scrapes the controller's /metrics as a
 // monitoring system bound to tekvirt-metrics-reader would: a running VMI
 // shows in kubevirt_vmi_phase_count on its node; a caller without a token,
@@ -88,15 +118,7 @@ func TestControllerMetricsScrape(t *testing.T) {
 	ns := f.Namespace(t)
 	c := f.VMClient(t)
 	ctx := context.Background()
-	pods, err := f.Kube.CoreV1().Pods(ctrlconfig.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=tekvirt-controller"})
-	if err != nil || len(pods.Items) == 0 || pods.Items[0].Status.PodIP == "" {
-		t.Fatalf("controller Pod: %v %v", pods, err)
-	}
-	url := "https://" + net.JoinHostPort(pods.Items[0].Status.PodIP, "8082") + "/metrics"
-	// The serving certificate is the controller's own, self-signed: only
-	// the answer is checked here, not who serves it.
-	insecure := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // see above
-	scrape := func(token string) (int, string) { return scrapeMetrics(t, url, insecure, token) }
+	scrape := func(token string) (int, string) { return scrapeController(t, f, token) }
 	reader := metricsReader(t, f, ns)
 	if code, _ := scrape(""); code != http.StatusUnauthorized {
 		t.Errorf("scrape without a token: %d, want 401", code)
@@ -141,14 +163,6 @@ func TestHandlerMetricsScrape(t *testing.T) {
 	if len(nodes) > 2 {
 		nodes = nodes[:2]
 	}
-	ca, err := f.Kube.CoreV1().ConfigMaps(ctrlconfig.Namespace).Get(ctx, trust.CABundleConfigMap, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM([]byte(ca.Data[trust.CABundleKey])) {
-		t.Fatal("no certificate in the CA bundle")
-	}
 	for i, node := range nodes {
 		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("measured-%d", i)},
 			Spec: framework.GuestVMI(framework.GuestImage, fmt.Sprintf("measured-%d", i))}
@@ -161,18 +175,15 @@ func TestHandlerMetricsScrape(t *testing.T) {
 	for i, node := range nodes {
 		name := fmt.Sprintf("measured-%d", i)
 		framework.WaitVMI(t, c, ns, name, 3*time.Minute, "running", framework.AgentConnected)
-		handler := f.HandlerPod(t, node)
-		url := "https://" + net.JoinHostPort(handler.Status.HostIP, "8443") + "/metrics"
-		verified := &tls.Config{RootCAs: pool, ServerName: node, MinVersion: tls.VersionTLS12}
-		if code, _ := scrapeMetrics(t, url, verified, ""); code != http.StatusUnauthorized {
+		if code, _ := scrapeHandler(t, f, node, ""); code != http.StatusUnauthorized {
 			t.Errorf("%s: scrape without a token: %d, want 401", node, code)
 		}
-		if code, _ := scrapeMetrics(t, url, verified, saToken(t, f, ns, fmt.Sprintf("nosy-%d", i))); code != http.StatusForbidden {
+		if code, _ := scrapeHandler(t, f, node, saToken(t, f, ns, fmt.Sprintf("nosy-%d", i))); code != http.StatusForbidden {
 			t.Errorf("%s: scrape by a ServiceAccount without the role: %d, want 403", node, code)
 		}
 		labels := fmt.Sprintf(`name="%s",namespace="%s",node="%s"`, name, ns, node)
 		framework.Eventually(t, 30*time.Second, node+"'s handler reports its VM", func() error {
-			code, body := scrapeMetrics(t, url, verified, reader)
+			code, body := scrapeHandler(t, f, node, reader)
 			if code != http.StatusOK {
 				return fmt.Errorf("scrape: %d %.200s", code, body)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -95,9 +96,10 @@ func dialMigrationPort(t *testing.T, f *framework.Framework, node string) error 
 
 // TestLiveMigration: `virtctl migrate` moves a running VM to the other node
 // as KubeVirt's live migration does. The migration passes KubeVirt's
-// phases to Succeeded; the VMI keeps its UID and its guest (same boot, a
-// file written to its containerDisk and a pattern in its memory intact),
-// now in a new launcher Pod on the other node, while the source Pod
+// phases to Succeeded (the controller's metrics count it); the VMI keeps
+// its UID and its guest (same boot, a file written to its containerDisk
+// and a pattern in its memory intact), now in a new launcher Pod on the
+// other node, while the source Pod
 // completes and one QEMU runs the domain; the guest keeps its masquerade
 // address and is reached, and reaches out, at the new Pod's address. An
 // editor of another namespace can neither migrate it nor create a
@@ -151,6 +153,19 @@ func TestLiveMigration(t *testing.T) {
 	if m.Status.Phase != v1.MigrationSucceeded {
 		t.Fatalf("migration %s %s: %+v", m.Name, m.Status.Phase, m.Status.MigrationState)
 	}
+	reader := metricsReader(t, f, ns)
+	framework.Eventually(t, 30*time.Second, "the migration in the controller's metrics", func() error {
+		code, body := scrapeController(t, f, reader)
+		for _, series := range []string{
+			fmt.Sprintf(`kubevirt_vmi_migration_succeeded{namespace="%s",vmi="%s",vmim="%s"} 1`, ns, vm.Name, m.Name),
+			`kubevirt_vmi_migration_phase_transition_time_from_creation_seconds_count{phase="Succeeded"} `,
+		} {
+			if code != http.StatusOK || !strings.Contains(body, "\n"+series) {
+				return fmt.Errorf("scrape %d: no %s", code, series)
+			}
+		}
+		return nil
+	})
 	var phases []string
 	for _, p := range m.Status.PhaseTransitionTimestamps {
 		phases = append(phases, string(p.Phase))

@@ -5,6 +5,8 @@ import (
 	"crypto/md5" //nolint:gosec // the guest's checksum chain, not security
 	"encoding/hex"
 	"fmt"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +136,18 @@ func TestMigrationFaults(t *testing.T) {
 		ms.VMIMConfigurationOptions.BandwidthPerMigration.Value() != 1<<20 {
 		t.Errorf("the migration does not go by policy %s: %+v", policy.Name, ms)
 	}
+	// The source's handler reports its progress.
+	reader := metricsReader(t, f, ns)
+	framework.Eventually(t, 30*time.Second, "the migration's progress in the source handler's metrics", func() error {
+		code, body := scrapeHandler(t, f, source, reader)
+		labels := fmt.Sprintf(`{name="%s",namespace="%s",node="%s"}`, vm.Name, ns, source)
+		for _, metric := range []string{"kubevirt_vmi_migration_data_processed_bytes", "kubevirt_vmi_migration_data_remaining_bytes"} {
+			if code != http.StatusOK || !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(metric+labels)+` [1-9]`).MatchString(body) {
+				return fmt.Errorf("scrape %d: no %s%s above 0", code, metric, labels)
+			}
+		}
+		return nil
+	})
 	if err := f.Kube.CoreV1().Pods(ns).Delete(ctx, m.Status.MigrationState.TargetPod, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

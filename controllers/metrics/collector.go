@@ -22,6 +22,8 @@ import (
 var (
 	phaseCount = prometheus.NewDesc("kubevirt_vmi_phase_count",
 		"Number of VMIs by node and phase.", []string{"node", "phase"}, nil)
+	outdated = prometheus.NewDesc("kubevirt_vmi_number_of_outdated",
+		"Indication for the total number of VirtualMachineInstance workloads that are not running within the most up-to-date version of the virt-launcher environment.", nil, nil)
 	importProgress = prometheus.NewDesc("kubevirt_cdi_import_progress_total",
 		"Progress of each importing DataVolume, in percent.", []string{"namespace", "name", "phase"}, nil)
 	// KubeVirt's migration gauges: migrations in flight by phase group,
@@ -34,6 +36,49 @@ var (
 			"Migrations that failed.", []string{"vmi", "vmim", "namespace"}, nil),
 	}
 )
+
+// phaseTransition is KubeVirt's histogram of how long migrations took
+// from their creation to each phase they reached.
+var phaseTransition = prometheus.NewDesc("kubevirt_vmi_migration_phase_transition_time_from_creation_seconds",
+	"Histogram of VM migration phase transitions duration from creation time in seconds.", []string{"phase"}, nil)
+
+// PhaseTransitionBuckets are the histogram's upper bounds, in seconds.
+var PhaseTransitionBuckets = []float64{0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600}
+
+// Histogram is one phase's observations: their count and sum, and how
+// many are at most each of PhaseTransitionBuckets.
+type Histogram struct {
+	Count   uint64
+	Sum     float64
+	Buckets map[float64]uint64
+}
+
+// PhaseTransitions are, by phase, the seconds from each migration's
+// creation to its reaching the phase (status.phaseTransitionTimestamps).
+func PhaseTransitions(ms []v1.VirtualMachineInstanceMigration) map[string]*Histogram {
+	out := map[string]*Histogram{}
+	for _, m := range ms {
+		for _, tr := range m.Status.PhaseTransitionTimestamps {
+			h := out[string(tr.Phase)]
+			if h == nil {
+				h = &Histogram{Buckets: map[float64]uint64{}}
+				for _, b := range PhaseTransitionBuckets {
+					h.Buckets[b] = 0
+				}
+				out[string(tr.Phase)] = h
+			}
+			secs := max(0, tr.PhaseTransitionTimestamp.Sub(m.CreationTimestamp.Time).Seconds())
+			h.Count++
+			h.Sum += secs
+			for _, b := range PhaseTransitionBuckets {
+				if secs <= b {
+					h.Buckets[b]++
+				}
+			}
+		}
+	}
+	return out
+}
 
 // MigrationGroups are the phase groups KubeVirt counts migrations in
 // flight by, each with its phases.
@@ -75,6 +120,7 @@ type Collector struct {
 // Describe implements prometheus.Collector.
 func (c Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- phaseCount
+	ch <- outdated
 	ch <- importProgress
 	for _, d := range migrationsIn {
 		ch <- d
@@ -82,6 +128,7 @@ func (c Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range migrationEnded {
 		ch <- d
 	}
+	ch <- phaseTransition
 }
 
 // Collect implements prometheus.Collector.
@@ -96,6 +143,13 @@ func (c Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range PhaseCounts(vmis.Items) {
 		ch <- prometheus.MustNewConstMetric(phaseCount, prometheus.GaugeValue, float64(p.Count), p.Node, p.Phase)
 	}
+	n := 0
+	for _, vmi := range vmis.Items {
+		if _, ok := vmi.Labels[v1.OutdatedLauncherImageLabel]; ok {
+			n++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(outdated, prometheus.GaugeValue, float64(n))
 	var migrations v1.VirtualMachineInstanceMigrationList
 	if err := c.Reader.List(ctx, &migrations); err != nil {
 		log.Error(err, "listing VirtualMachineInstanceMigrations")
@@ -107,6 +161,9 @@ func (c Collector) Collect(ch chan<- prometheus.Metric) {
 		if d := migrationEnded[m.Status.Phase]; d != nil {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, 1, m.Spec.VMIName, m.Name, m.Namespace)
 		}
+	}
+	for phase, h := range PhaseTransitions(migrations.Items) {
+		ch <- prometheus.MustNewConstHistogram(phaseTransition, h.Count, h.Sum, h.Buckets, phase)
 	}
 	var dvs cdiv1.DataVolumeList
 	if err := c.Reader.List(ctx, &dvs); err != nil {

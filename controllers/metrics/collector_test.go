@@ -3,6 +3,9 @@ package metrics
 import (
 	"reflect"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -49,5 +52,29 @@ func TestMigrationCounts(t *testing.T) {
 	want := map[string]int{"unset": 1, "pending": 1, "scheduling": 3, "running": 2}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("MigrationCounts = %v, want %v", got, want)
+	}
+}
+
+func TestPhaseTransitions(t *testing.T) {
+	created := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
+	m := func(secs ...float64) v1.VirtualMachineInstanceMigration {
+		phases := []v1.VirtualMachineInstanceMigrationPhase{v1.MigrationPending, v1.MigrationSucceeded}
+		out := v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}}
+		for i, s := range secs {
+			out.Status.PhaseTransitionTimestamps = append(out.Status.PhaseTransitionTimestamps, v1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp{
+				Phase: phases[i], PhaseTransitionTimestamp: metav1.NewTime(created.Add(time.Duration(s * float64(time.Second))))})
+		}
+		return out
+	}
+	got := PhaseTransitions([]v1.VirtualMachineInstanceMigration{m(0.25, 7), m(0.5, 45), m(1)})
+	pending, succeeded := got[string(v1.MigrationPending)], got[string(v1.MigrationSucceeded)]
+	if len(got) != 2 || pending.Count != 3 || pending.Sum != 1.75 || pending.Buckets[0.5] != 2 || pending.Buckets[1] != 3 || pending.Buckets[3600] != 3 {
+		t.Errorf("Pending: %+v", pending)
+	}
+	if succeeded.Count != 2 || succeeded.Sum != 52 || succeeded.Buckets[5] != 0 || succeeded.Buckets[10] != 1 || succeeded.Buckets[30] != 1 || succeeded.Buckets[60] != 2 {
+		t.Errorf("Succeeded: %+v", succeeded)
+	}
+	if got := PhaseTransitions(nil); len(got) != 0 {
+		t.Errorf("no migrations: %v", got)
 	}
 }

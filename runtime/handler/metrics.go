@@ -29,15 +29,20 @@ var (
 		"Total CPU time spent in all modes (vCPUs and hypervisor).", vmiLabels, nil)
 	descVCPUSeconds = prometheus.NewDesc("kubevirt_vmi_vcpu_seconds_total",
 		"Total amount of time spent in each state by each vCPU.", append(append([]string{}, vmiLabels...), "id", "state"), nil)
+	descMigrationProcessed = prometheus.NewDesc("kubevirt_vmi_migration_data_processed_bytes",
+		"The total Guest OS data processed and migrated to the new VM.", vmiLabels, nil)
+	descMigrationRemaining = prometheus.NewDesc("kubevirt_vmi_migration_data_remaining_bytes",
+		"The remaining guest OS data to be migrated to the new VM.", vmiLabels, nil)
 )
 
-// VMIMetrics collects the resource use of the VMIs running on the node
-// from their launchers at scrape time, under KubeVirt's metric names.
+// VMIMetrics collects the resource use of the VMIs running on the node,
+// and the progress of those migrating away, from their launchers at scrape
+// time, under KubeVirt's metric names.
 type VMIMetrics struct{ *Handler }
 
 // Describe implements prometheus.Collector.
 func (m VMIMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descMemResident, descMemDomain, descCPUUsage, descVCPUSeconds} {
+	for _, d := range []*prometheus.Desc{descMemResident, descMemDomain, descCPUUsage, descVCPUSeconds, descMigrationProcessed, descMigrationRemaining} {
 		ch <- d
 	}
 }
@@ -71,6 +76,16 @@ func (m VMIMetrics) Collect(ch chan<- prometheus.Metric) {
 			for _, metric := range vmiMetrics(m.Node, vmi.Namespace, vmi.Name, st) {
 				ch <- metric
 			}
+			if ms := migrating(vmi); ms == nil || ms.SourceNode != m.Node {
+				return
+			}
+			status, err := d.client().Status(ctx)
+			if err != nil {
+				return
+			}
+			for _, metric := range migrationMetrics(m.Node, vmi.Namespace, vmi.Name, status.Migration) {
+				ch <- metric
+			}
 		}()
 	}
 	wg.Wait()
@@ -87,4 +102,16 @@ func vmiMetrics(node, ns, name string, st *launcher.Stats) []prometheus.Metric {
 		out = append(out, prometheus.MustNewConstMetric(descVCPUSeconds, prometheus.CounterValue, v.Seconds, node, ns, name, strconv.Itoa(v.ID), v.State))
 	}
 	return out
+}
+
+// migrationMetrics are the series of a migration the launcher runs (none
+// once it ended).
+func migrationMetrics(node, ns, name string, st *launcher.MigrationStatus) []prometheus.Metric {
+	if st == nil || st.State != launcher.MigrationRunning {
+		return nil
+	}
+	return []prometheus.Metric{
+		prometheus.MustNewConstMetric(descMigrationProcessed, prometheus.GaugeValue, float64(st.Processed), node, ns, name),
+		prometheus.MustNewConstMetric(descMigrationRemaining, prometheus.GaugeValue, float64(st.Remaining), node, ns, name),
+	}
 }

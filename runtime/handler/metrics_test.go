@@ -45,3 +45,23 @@ kubevirt_vmi_vcpu_seconds_total{id="1",name="vm1",namespace="ns",node="n2",state
 		t.Errorf("a domain without vCPU stats: %d series, want 3", n)
 	}
 }
+
+func TestMigrationMetrics(t *testing.T) {
+	want := `
+# HELP kubevirt_vmi_migration_data_processed_bytes The total Guest OS data processed and migrated to the new VM.
+# TYPE kubevirt_vmi_migration_data_processed_bytes gauge
+kubevirt_vmi_migration_data_processed_bytes{name="vm1",namespace="ns",node="n1"} 1.048576e+08
+# HELP kubevirt_vmi_migration_data_remaining_bytes The remaining guest OS data to be migrated to the new VM.
+# TYPE kubevirt_vmi_migration_data_remaining_bytes gauge
+kubevirt_vmi_migration_data_remaining_bytes{name="vm1",namespace="ns",node="n1"} 5.24288e+07
+`
+	running := &launcher.MigrationStatus{State: launcher.MigrationRunning, Processed: 100 << 20, Remaining: 50 << 20}
+	if err := testutil.CollectAndCompare(constCollector(migrationMetrics("n1", "ns", "vm1", running)), strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	for _, st := range []*launcher.MigrationStatus{nil, {State: launcher.MigrationSucceeded, Processed: 1}, {State: launcher.MigrationFailed}} {
+		if got := migrationMetrics("n1", "ns", "vm1", st); len(got) != 0 {
+			t.Errorf("a migration that is not running (%+v): %d series", st, len(got))
+		}
+	}
+}
