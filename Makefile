@@ -80,7 +80,7 @@ e2e-hosted: up ## hosted clusters and the pipeline samples, outside make test (a
 
 e2e-migration: NODES = 2
 e2e-migration: up $(TOOLS)/virtctl ## live migration's faults and long runs, outside make test (about 10 min)
-	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_MIGRATION=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 40m -v -run 'TestMigrationFaults$$|TestMigrationMemoryIntegrity$$' ./e2e/
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_MIGRATION=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 40m -v -run 'TestMigrationFaults$$|TestWorkloadUpdate$$|TestMigrationMemoryIntegrity$$' ./e2e/
 
 e2e-forge: NODES = 2
 e2e-forge: UP_FLAGS = --forge
@@ -110,7 +110,7 @@ generate: $(TOOLS)/controller-gen ## regenerate deepcopy, CRDs and RBAC from the
 	$(TOOLS)/controller-gen object paths=./controllers/apis/...
 	$(TOOLS)/controller-gen crd paths=./controllers/apis/... output:crd:dir=./controllers/config/crd
 	cd e2e/tools/crdgen && $(GO) run . -out $(CURDIR)/controllers/config/crd
-	$(TOOLS)/controller-gen rbac:roleName=tekvirt-controller paths=./controllers/vm/... paths=./controllers/vmi/... paths=./controllers/migration/... paths=./controllers/datavolume/... paths=./controllers/datasource/... paths=./controllers/dataimportcron/... paths=./controllers/uploadtoken/... paths=./controllers/uploadproxy/... paths=./controllers/metrics/... paths=./controllers/subresources/... paths=./controllers/frontproxy/... paths=./controllers/eviction/... paths=./controllers/hostedcluster/... paths=./controllers/nodepool/... paths=./controllers/vmwebhook/... paths=./controllers/vmdefaults/... paths=./controllers/macpool/... paths=./controllers/claimimport/... output:rbac:dir=./controllers/config/rbac
+	$(TOOLS)/controller-gen rbac:roleName=tekvirt-controller paths=./controllers/vm/... paths=./controllers/vmi/... paths=./controllers/migration/... paths=./controllers/datavolume/... paths=./controllers/datasource/... paths=./controllers/dataimportcron/... paths=./controllers/uploadtoken/... paths=./controllers/uploadproxy/... paths=./controllers/metrics/... paths=./controllers/subresources/... paths=./controllers/frontproxy/... paths=./controllers/eviction/... paths=./controllers/hostedcluster/... paths=./controllers/nodepool/... paths=./controllers/vmwebhook/... paths=./controllers/vmdefaults/... paths=./controllers/macpool/... paths=./controllers/claimimport/... paths=./controllers/workloadupdate/... output:rbac:dir=./controllers/config/rbac
 	$(TOOLS)/controller-gen rbac:roleName=tekvirt-operator paths=./controllers/hyperconverged/... output:rbac:dir=./controllers/config/operator
 	$(TOOLS)/controller-gen rbac:roleName=tekvirt-handler paths=./runtime/handler/... output:rbac:dir=./controllers/config/handler
 	$(TOOLS)/controller-gen rbac:roleName=tekvirt-hostpath paths=./controllers/hostpath/... output:rbac:dir=./controllers/config/hostpath

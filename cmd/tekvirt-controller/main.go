@@ -51,6 +51,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/vmdefaults"
 	"github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/controllers/vmwebhook"
+	"github.com/tekvirt/tekvirt/controllers/workloadupdate"
 )
 
 func main() {
@@ -97,20 +98,8 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if err := ctrlmetrics.Registry.Register(metrics.Collector{Reader: mgr.GetClient()}); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	if err := (&vm.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tekvirt-controller")}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the VirtualMachine controller: %w", err)
-	}
-	if err := (&eviction.BudgetReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := setupVMs(mgr, img); err != nil {
 		return err
-	}
-	if err := (&eviction.EvacuationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller")}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up evacuations: %w", err)
-	}
-	if err := (&vmi.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up launcher Pods: %w", err)
-	}
-	if err := (&migration.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up live migration: %w", err)
 	}
 	key, err := uploadKey(mgr)
 	if err != nil {
@@ -134,6 +123,30 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 		}
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// setupVMs sets up the controllers of VMs: VirtualMachines, their VMIs'
+// launcher Pods, evictions, live migrations and workload updates.
+func setupVMs(mgr ctrl.Manager, img images) error {
+	if err := (&vm.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tekvirt-controller")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the VirtualMachine controller: %w", err)
+	}
+	if err := (&eviction.BudgetReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up disruption budgets: %w", err)
+	}
+	if err := (&eviction.EvacuationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up evacuations: %w", err)
+	}
+	if err := (&vmi.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up launcher Pods: %w", err)
+	}
+	if err := (&workloadupdate.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the workload updater: %w", err)
+	}
+	if err := (&migration.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up live migration: %w", err)
+	}
+	return nil
 }
 
 // setupDisks sets up the controllers of disks: DataVolumes, annotated

@@ -45,9 +45,9 @@ func Options(c hcov1beta1.LiveMigrationConfigurations) *v1.VMIMConfigurationOpti
 	}
 }
 
-// clusterOptions are the migration options of the cluster's
+// ClusterOptions are the migration options of the cluster's
 // HyperConverged, or KubeVirt's defaults without one.
-func clusterOptions(ctx context.Context, c client.Reader) (*v1.VMIMConfigurationOptions, error) {
+func ClusterOptions(ctx context.Context, c client.Reader) (*v1.VMIMConfigurationOptions, error) {
 	var list hcov1beta1.HyperConvergedList
 	if err := c.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("reading the HyperConverged's liveMigrationConfig: %w", err)

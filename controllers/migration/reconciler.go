@@ -113,7 +113,7 @@ func (r *Reconciler) observe(ctx context.Context, m *v1.VirtualMachineInstanceMi
 	}
 	o.Target = target
 	o.TargetCreated = m.Status.Phase != v1.MigrationPhaseUnset && m.Status.Phase != v1.MigrationPending
-	if o.Options, err = clusterOptions(ctx, r.Client); err != nil {
+	if o.Options, err = ClusterOptions(ctx, r.Client); err != nil {
 		return o, err
 	}
 	policy, err := policyFor(ctx, r.Client, vmi)
