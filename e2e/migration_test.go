@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+	migrationsv1alpha1 "kubevirt.io/api/migrations/v1alpha1"
 
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/runtime/domain"
@@ -102,9 +103,9 @@ func dialMigrationPort(t *testing.T, f *framework.Framework, node string) error 
 // other node, while the source Pod
 // completes and one QEMU runs the domain; the guest keeps its masquerade
 // address and is reached, and reaches out, at the new Pod's address. An
-// editor of another namespace can neither migrate it nor create a
-// migration of it, and a client without the handlers' certificate is
-// refused at their migration port.
+// editor of another namespace can neither migrate it, create a migration
+// of it, nor make a MigrationPolicy that selects it, and a client without
+// the handlers' certificate is refused at their migration port.
 func TestLiveMigration(t *testing.T) {
 	t.Parallel() // mostly waiting on its own VM: see "Parallel" in doc.go
 	f := framework.New(t)
@@ -133,6 +134,12 @@ func TestLiveMigration(t *testing.T) {
 	theirs := &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs"}, Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: vm.Name}}
 	if err := tenant.Create(ctx, theirs); !apierrors.IsForbidden(err) {
 		t.Errorf("a migration created by an editor of another namespace: %v, want 403", err)
+	}
+	// Nor select it with a MigrationPolicy of theirs (cluster-scoped).
+	slow := &migrationsv1alpha1.MigrationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "e2e-tenant-" + other},
+		Spec: migrationsv1alpha1.MigrationPolicySpec{Selectors: &migrationsv1alpha1.Selectors{NamespaceSelector: migrationsv1alpha1.LabelSelector{"kubernetes.io/metadata.name": ns}}}}
+	if err := tenant.Create(ctx, slow); !apierrors.IsForbidden(err) {
+		t.Errorf("a MigrationPolicy created by a namespace editor: %v, want 403", err)
 	}
 
 	// Nor may anything but a handler join a migration: the handlers'

@@ -101,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if obs.err = r.defaultSpec(ctx, hc); obs.err != nil {
 		return ctrl.Result{}, obs.err
 	}
-	base.Spec = *hc.Spec.DeepCopy()
+	base = hc.DeepCopy()
 	var renew time.Time
 	if r.Images != nil {
 		if renew, obs.err = r.deploy(ctx, hc, &obs); obs.err != nil {

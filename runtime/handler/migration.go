@@ -167,8 +167,11 @@ func (h *Handler) reconcileTarget(ctx context.Context, vmi *v1.VirtualMachineIns
 		h.Migrations.forget(ms.MigrationUID)
 		return ctrl.Result{}, h.dropStaleDir(ctx, vmi)
 	}
-	if err := h.dropStaleDir(ctx, vmi); err != nil {
-		return ctrl.Result{}, err
+	if !h.Migrations.expecting(ms.MigrationUID) {
+		// Once this handler expects the migration, its target is prepared.
+		if err := h.dropStaleDir(ctx, vmi); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	d, err := h.dirFor(vmi)
 	if err != nil || d.pod.vm.Path == "" {
