@@ -38,6 +38,9 @@ var everything = reconcile.Request{NamespacedName: types.NamespacedName{Name: "w
 // Reconciler moves outdated VMIs onto the current launcher.
 type Reconciler struct {
 	Client client.Client
+	// Reader lists migrations past the cache: one the updater just made
+	// may not be in it yet, and the VMI would get a second.
+	Reader client.Reader
 	// Recorder records events on the VMIs it moves (nil: none).
 	Recorder events.EventRecorder
 	// LauncherImage is the current launcher.
@@ -138,7 +141,7 @@ func (r *Reconciler) observe(ctx context.Context) ([]Candidate, int, error) {
 		return nil, 0, fmt.Errorf("listing VMIs: %w", err)
 	}
 	var migrations v1.VirtualMachineInstanceMigrationList
-	if err := r.Client.List(ctx, &migrations); err != nil {
+	if err := r.Reader.List(ctx, &migrations); err != nil {
 		return nil, 0, fmt.Errorf("listing migrations: %w", err)
 	}
 	running, migrating := 0, map[types.NamespacedName]bool{}

@@ -57,7 +57,7 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 		return vmi
 	}
 	old, current := running("old", "reg/launcher@sha256:1"), running("current", "reg/launcher@sha256:2")
-	r := &Reconciler{Client: c, LauncherImage: "reg/launcher@sha256:2"}
+	r := &Reconciler{Client: c, Reader: c, LauncherImage: "reg/launcher@sha256:2"}
 	if _, err := r.Reconcile(ctx, everything); err != nil {
 		t.Fatal(err)
 	}
