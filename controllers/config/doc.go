@@ -3,7 +3,7 @@
 // binding and Deployment (rbac/, manager/), the admission policies that
 // limit the controller and node handlers beyond RBAC (admission/), the
 // privileged namespace of the node daemons (node/), the volume
-// provisioner's DaemonSet, RBAC and default StorageClass (hostpath/), the
+// provisioner's DaemonSet, RBAC, default StorageClass and shared one (hostpath/), the
 // VM handler's DaemonSet and RBAC (handler/), the KubeVirt (instancetypes and migrations included), CDI, HyperShift and OpenShift Template CRDs generated from their Go API modules (crd/; the Template CRD only where the API is not served), the
 // validating webhook and the mutating one that records requesters and writes VM defaults (webhook/; their
 // serving certificate Secret and caBundle come from the operator), the upload API's APIService and
@@ -81,6 +81,7 @@ var ComponentFiles = []string{
 	"upload/apiservice.yaml",
 	"subresources/apiservice.yaml",
 	"hostpath/storageclass.yaml",
+	"hostpath/storageclass-shared.yaml",
 	"hostpath/daemonset.yaml",
 	"handler/daemonset.yaml",
 	"hosted/release.yaml",

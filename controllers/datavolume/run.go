@@ -7,6 +7,7 @@ import (
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -111,7 +112,9 @@ func registrySupported(src *cdiv1.DataVolumeSource) error {
 }
 
 // claimFor is the PVC a DataVolume gets, from spec.storage or spec.pvc.
-func claimFor(dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {
+// spec.storage without access modes gets those of class (nil when it is
+// not known), as CDI takes them from the class's StorageProfile.
+func claimFor(dv *cdiv1.DataVolume, class *storagev1.StorageClass) (*corev1.PersistentVolumeClaim, error) {
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: dv.Namespace, Name: dv.Name,
 		Labels: map[string]string{"app": "containerized-data-importer"}}}
 	switch {
@@ -128,7 +131,7 @@ func claimFor(dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {
 		pvc.Annotations = map[string]string{hostpath.AnnProvisionOnNode: n}
 	}
 	if len(pvc.Spec.AccessModes) == 0 {
-		pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+		pvc.Spec.AccessModes = hostpath.AccessModes(class)
 	}
 	if _, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; !ok {
 		return nil, fmt.Errorf("spec.storage.resources.requests.storage is required")

@@ -7,6 +7,7 @@ import (
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
@@ -150,16 +151,26 @@ func TestSupportedAndClaim(t *testing.T) {
 	}
 	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "dv"},
 		Spec: cdiv1.DataVolumeSpec{Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: size}}}}
-	pvc, err := claimFor(dv)
+	pvc, err := claimFor(dv, nil)
 	if err != nil || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce || pvc.Name != "dv" || len(pvc.Annotations) != 0 {
 		t.Fatalf("claim = %+v, %v", pvc, err)
 	}
+	shared := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-shared"}, Provisioner: hostpath.Provisioner,
+		Parameters: map[string]string{hostpath.ParamShared: "true"}}
+	if pvc, err := claimFor(dv, shared); err != nil || len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany {
+		t.Fatalf("claim of a shared class's DataVolume without access modes: %v, %v", pvc.Spec.AccessModes, err)
+	}
+	dv.Spec.Storage.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	if pvc, err := claimFor(dv, shared); err != nil || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce {
+		t.Fatalf("access modes asked for are kept: %v, %v", pvc.Spec.AccessModes, err)
+	}
+	dv.Spec.Storage.AccessModes = nil
 	dv.Annotations = map[string]string{hostpath.AnnProvisionOnNode: "node-2", "other": "x"}
-	if pvc, err := claimFor(dv); err != nil || len(pvc.Annotations) != 1 || pvc.Annotations[hostpath.AnnProvisionOnNode] != "node-2" {
+	if pvc, err := claimFor(dv, nil); err != nil || len(pvc.Annotations) != 1 || pvc.Annotations[hostpath.AnnProvisionOnNode] != "node-2" {
 		t.Fatalf("claim of a DataVolume asked on a node: annotations %v, %v", pvc.Annotations, err)
 	}
 	dv.Spec.Storage.Resources.Requests = nil
-	if _, err := claimFor(dv); err == nil || !strings.Contains(err.Error(), "requests.storage is required") {
+	if _, err := claimFor(dv, nil); err == nil || !strings.Contains(err.Error(), "requests.storage is required") {
 		t.Errorf("no size: %v", err)
 	}
 }

@@ -27,6 +27,9 @@ type ClaimReconciler struct {
 	Recorder events.EventRecorder
 	// Root is the node directory holding one directory per volume.
 	Root string
+	// SharedRoot holds the shared classes' volumes, "" when this node
+	// has none (see IsShared).
+	SharedRoot string
 	// Node is the node name the volumes are pinned to.
 	Node string
 }
@@ -46,16 +49,8 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if !wantsVolume(pvc) {
 		return ctrl.Result{}, nil
 	}
-	n := claimNode(pvc)
-	if n != "" && n != r.Node {
-		return ctrl.Result{}, nil
-	}
-	if n == "" {
-		// A claim no node was asked for is left to the other nodes' while
-		// this one is cordoned: no new Pod could use a volume here.
-		if cordoned, err := r.cordoned(ctx); err != nil || cordoned {
-			return ctrl.Result{RequeueAfter: cordonedRetry}, err
-		}
+	if leave, res, err := r.leaves(ctx, pvc); leave || err != nil {
+		return res, err
 	}
 	if pvc.Spec.StorageClassName == nil {
 		return ctrl.Result{}, nil
@@ -64,7 +59,15 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: *pvc.Spec.StorageClassName}, class); err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading storage class of %s: %w", klog.KObj(pvc), err)
 	}
-	pv, err := volumeFor(pvc, class, r.Root, r.Node)
+	root, node := r.Root, r.Node
+	if IsShared(class) {
+		if err := r.checkShared(ctx, class.Name); err != nil {
+			r.Recorder.Eventf(pvc, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provision", err.Error())
+			return ctrl.Result{RequeueAfter: sharedRetry}, nil
+		}
+		root, node = r.SharedRoot, ""
+	}
+	pv, err := volumeFor(pvc, class, root, node)
 	if err != nil {
 		r.Recorder.Eventf(pvc, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provision", err.Error())
 		return ctrl.Result{}, reconcile.TerminalError(err)
@@ -83,9 +86,57 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, fmt.Errorf("creating volume %s for %s: %w", pv.Name, klog.KObj(pvc), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("provisioned volume", "volume", pv.Name, "path", dir)
+	where := "on " + r.Node
+	if node == "" {
+		where = "shared by every node"
+	}
 	r.Recorder.Eventf(pvc, nil, corev1.EventTypeNormal, "ProvisioningSucceeded", "Provision",
-		"provisioned volume %s at %s on %s", pv.Name, filepath.Base(dir), r.Node)
+		"provisioned volume %s at %s %s", pv.Name, filepath.Base(dir), where)
 	return ctrl.Result{}, nil
+}
+
+// sharedRetry is how soon a shared claim is tried again after the shared
+// root did not show every node.
+const sharedRetry = 10 * time.Second
+
+// checkShared says why this node cannot make a shared volume of class: no
+// shared root, or one that does not show every node's marker.
+func (r *ClaimReconciler) checkShared(ctx context.Context, class string) error {
+	if r.SharedRoot == "" {
+		return fmt.Errorf("storage class %s asks for shared volumes, but the provisioner of node %s has no shared root (--shared-root)", class, r.Node)
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.Client.List(ctx, nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	names := make([]string, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	missing, err := unsharedNodes(r.SharedRoot, names)
+	if err != nil {
+		return fmt.Errorf("reading the nodes' markers in %s: %w", r.SharedRoot, err)
+	}
+	if len(missing) > 0 {
+		return notSharedError(class, r.SharedRoot, r.Node, missing)
+	}
+	return nil
+}
+
+// leaves reports whether this node leaves pvc to another's provisioner,
+// and when to look at it again.
+func (r *ClaimReconciler) leaves(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (bool, ctrl.Result, error) {
+	n := claimNode(pvc)
+	if n != "" {
+		return n != r.Node, ctrl.Result{}, nil
+	}
+	// A claim no node was asked for is left to the other nodes' while
+	// this one is cordoned: no new Pod could use a volume here.
+	cordoned, err := r.cordoned(ctx)
+	if err != nil || cordoned {
+		return true, ctrl.Result{RequeueAfter: cordonedRetry}, err
+	}
+	return false, ctrl.Result{}, nil
 }
 
 // cordonedRetry is how soon a claim left while this node is cordoned is
@@ -110,7 +161,8 @@ func (r *ClaimReconciler) dropIfLost(ctx context.Context, name, dir string) erro
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, pv); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if VolumeNode(pv) == r.Node {
+	if n := VolumeNode(pv); n == r.Node || n == "" {
+		// Ours, or a shared volume: its directory is the same one.
 		return nil
 	}
 	if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {

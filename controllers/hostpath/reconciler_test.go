@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -131,5 +134,76 @@ func testClaim(class string) *corev1.PersistentVolumeClaim {
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		},
+	}
+}
+
+// TestSharedProvisioning: two nodes' provisioners on one shared root make
+// one volume pinned to no node for a shared claim, and neither drops the
+// other's directory; a node whose marker is missing makes them refuse,
+// naming it in the claim's events.
+func TestSharedProvisioning(t *testing.T) {
+	cfg := testenv.Start(t)
+	scheme := testScheme(t)
+	bg := context.Background()
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"node1", "node2"} {
+		if err := direct.Create(bg, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := t.TempDir()
+	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
+		for _, n := range []string{"node1", "node2"} {
+			if err := (&ClaimReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test-" + n), Root: t.TempDir(), SharedRoot: shared, Node: n}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Provisioner: Provisioner, Parameters: map[string]string{ParamShared: "true"}}
+	if err := c.Create(bg, class); err != nil {
+		t.Fatal(err)
+	}
+	if err := AnnounceNode(shared, "node1"); err != nil {
+		t.Fatal(err)
+	}
+	pvc := testClaim(class.Name)
+	pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	if err := c.Create(bg, pvc); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "a ProvisioningFailed event naming node2", func() error {
+		evs := &eventsv1.EventList{}
+		if err := c.List(bg, evs, client.InNamespace(pvc.Namespace)); err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "ProvisioningFailed" && strings.Contains(e.Note, "node(s) node2") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no such event among %d", len(evs.Items))
+	})
+	if err := c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a volume was made on a root that is not shared with node2: %v", err)
+	}
+	if err := AnnounceNode(shared, "node2"); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	testenv.Eventually(t, "shared volume provisioned", func() error {
+		return c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, pv)
+	})
+	if VolumeNode(pv) != "" || pv.Spec.NodeAffinity != nil || filepath.Dir(pv.Spec.HostPath.Path) != shared {
+		t.Fatalf("shared volume %+v", pv.Spec)
+	}
+	// Both provisioners saw the claim; the one that lost the race must not
+	// have removed the directory.
+	time.Sleep(time.Second)
+	if st, err := os.Stat(pv.Spec.HostPath.Path); err != nil || !st.IsDir() {
+		t.Fatalf("shared volume directory: %v", err)
 	}
 }

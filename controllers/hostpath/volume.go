@@ -3,6 +3,7 @@ package hostpath
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -62,8 +63,13 @@ func wantsVolume(pvc *corev1.PersistentVolumeClaim) bool {
 // volumeName is the PV name for a claim, stable so a retry finds its PV.
 func volumeName(pvc *corev1.PersistentVolumeClaim) string { return "pvc-" + string(pvc.UID) }
 
-// volumeFor builds the PersistentVolume for pvc of class, stored in dir on node.
+// volumeFor builds the PersistentVolume for pvc of class, stored in a
+// directory under root and pinned to node; a shared class's volume (node
+// "") is pinned to none.
 func volumeFor(pvc *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, root, node string) (*corev1.PersistentVolume, error) {
+	if node != "" && slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany) {
+		return nil, fmt.Errorf("claim %s/%s asks for ReadWriteMany; volumes of class %s live on one node: use a class with parameter %s: \"true\" (tekvirt-shared)", pvc.Namespace, pvc.Name, class.Name, ParamShared)
+	}
 	if pvc.Spec.VolumeMode != nil && *pvc.Spec.VolumeMode == corev1.PersistentVolumeBlock {
 		return nil, fmt.Errorf("claim %s/%s asks for volumeMode Block; %s provides Filesystem volumes only", pvc.Namespace, pvc.Name, Provisioner)
 	}
@@ -80,7 +86,7 @@ func volumeFor(pvc *corev1.PersistentVolumeClaim, class *storagev1.StorageClass,
 	}
 	dirType := corev1.HostPathDirectory
 	fs := corev1.PersistentVolumeFilesystem
-	return &corev1.PersistentVolume{
+	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        volumeName(pvc),
 			Annotations: map[string]string{annProvisionedBy: Provisioner},
@@ -99,13 +105,16 @@ func volumeFor(pvc *corev1.PersistentVolumeClaim, class *storagev1.StorageClass,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{
 				HostPath: &corev1.HostPathVolumeSource{Path: filepath.Join(root, volumeName(pvc)), Type: &dirType},
 			},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
-				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
-					Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
-				}}}},
-			}},
 		},
-	}, nil
+	}
+	if node != "" {
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
+			}}}},
+		}}
+	}
+	return pv, nil
 }
 
 // releasedForDeletion reports whether pv is ours, released and to be deleted.

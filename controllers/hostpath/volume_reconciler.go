@@ -19,6 +19,9 @@ import (
 type VolumeReconciler struct {
 	Client client.Client
 	Root   string
+	// SharedRoot holds the shared volumes, which any node's provisioner
+	// may delete; "" when this node has none.
+	SharedRoot string
 	// Node is this node: only its own volumes' directories are here.
 	Node string
 }
@@ -29,12 +32,23 @@ func (r *VolumeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Client.Get(ctx, req.NamespacedName, pv); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !releasedForDeletion(pv) || pv.Spec.HostPath == nil || VolumeNode(pv) != r.Node {
+	if !releasedForDeletion(pv) || pv.Spec.HostPath == nil {
+		return ctrl.Result{}, nil
+	}
+	root := r.Root
+	switch VolumeNode(pv) {
+	case r.Node:
+	case "":
+		if r.SharedRoot == "" {
+			return ctrl.Result{}, nil
+		}
+		root = r.SharedRoot
+	default:
 		return ctrl.Result{}, nil
 	}
 	dir := pv.Spec.HostPath.Path
-	if !within(r.Root, dir) {
-		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("volume %s path %s is outside %s; not deleting it", pv.Name, dir, r.Root))
+	if !within(root, dir) {
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("volume %s path %s is outside %s; not deleting it", pv.Name, dir, root))
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return ctrl.Result{}, fmt.Errorf("removing data of %s: %w", klog.KObj(pv), err)

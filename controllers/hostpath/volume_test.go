@@ -59,6 +59,9 @@ func TestVolumeFor(t *testing.T) {
 					t.Fatalf("reclaim %s", pv.Spec.PersistentVolumeReclaimPolicy)
 				}
 			}},
+		{name: "ReadWriteMany on one node is refused", pvc: claim(func(p *corev1.PersistentVolumeClaim) {
+			p.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+		}), class: class, wantErr: "ReadWriteMany; volumes of class hp live on one node"},
 		{name: "block is refused", pvc: claim(func(p *corev1.PersistentVolumeClaim) { p.Spec.VolumeMode = &block }), class: class, wantErr: "volumeMode Block"},
 		{name: "selector is refused", pvc: claim(func(p *corev1.PersistentVolumeClaim) { p.Spec.Selector = &metav1.LabelSelector{} }), class: class, wantErr: "selector"},
 		{name: "no size", pvc: claim(func(p *corev1.PersistentVolumeClaim) { p.Spec.Resources.Requests = nil }), class: class, wantErr: "no storage size"},
@@ -77,6 +80,62 @@ func TestVolumeFor(t *testing.T) {
 			}
 			tt.check(t, pv)
 		})
+	}
+}
+
+// TestSharedVolume: a shared class's volume is pinned to no node, may be
+// ReadWriteMany, and lives under the root it is given.
+func TestSharedVolume(t *testing.T) {
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Provisioner: Provisioner, Parameters: map[string]string{ParamShared: "true"}}
+	if !IsShared(class) || IsShared(&storagev1.StorageClass{Provisioner: Provisioner}) || IsShared(&storagev1.StorageClass{Provisioner: "other", Parameters: class.Parameters}) {
+		t.Fatal("IsShared")
+	}
+	pvc := claim(func(p *corev1.PersistentVolumeClaim) {
+		p.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	})
+	pv, err := volumeFor(pvc, class, "/shared", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.Spec.NodeAffinity != nil || VolumeNode(pv) != "" || pv.Spec.HostPath.Path != "/shared/pvc-u1" || pv.Spec.AccessModes[0] != corev1.ReadWriteMany {
+		t.Fatalf("shared volume %+v", pv.Spec)
+	}
+	if !VerifiedShared(pv) {
+		t.Fatal("a shared volume is not VerifiedShared")
+	}
+	if localPV, err := volumeFor(claim(nil), class, "/root", "node1"); err != nil || VerifiedShared(localPV) {
+		t.Fatalf("a node's volume is VerifiedShared (%v)", err)
+	}
+	pv.Annotations = nil
+	if VerifiedShared(pv) {
+		t.Fatal("a volume of another provisioner is VerifiedShared")
+	}
+	if got := AccessModes(class); len(got) != 1 || got[0] != corev1.ReadWriteMany {
+		t.Fatalf("AccessModes(shared) = %v", got)
+	}
+	if got := AccessModes(nil); len(got) != 1 || got[0] != corev1.ReadWriteOnce {
+		t.Fatalf("AccessModes(nil) = %v", got)
+	}
+}
+
+// TestUnsharedNodes: a root shows the nodes whose provisioners announced
+// themselves there; the error names the others.
+func TestUnsharedNodes(t *testing.T) {
+	root := t.TempDir()
+	if got, err := unsharedNodes(root, []string{"b", "a"}); err != nil || strings.Join(got, ",") != "a,b" {
+		t.Fatalf("empty root: %v %v", got, err)
+	}
+	for _, n := range []string{"a", "c"} {
+		if err := AnnounceNode(root, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := unsharedNodes(root, []string{"c", "b", "a"})
+	if err != nil || strings.Join(got, ",") != "b" {
+		t.Fatalf("unshared = %v %v, want b", got, err)
+	}
+	if msg := notSharedError("s", root, "a", got).Error(); !strings.Contains(msg, "node(s) b") || !strings.Contains(msg, "class s") {
+		t.Fatalf("error %q", msg)
 	}
 }
 

@@ -18,6 +18,11 @@ const (
 	// and the volume pool, outside Home (which may be a private home
 	// directory) at the path a node of a real cluster would use.
 	NodeRoot = "/var/lib/tekvirt"
+	// SharedRoot is the tekvirt-shared class's directory. It is not among
+	// nodeBinds: every node of the testbed sees this machine's one
+	// directory, as every node of a real cluster would see the one file
+	// system its administrator mounts there.
+	SharedRoot = "/var/lib/tekvirt-shared"
 )
 
 // processes lists the daemons in start order.

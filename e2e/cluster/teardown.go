@@ -58,7 +58,7 @@ func (c *Cluster) wipe() error {
 			return fmt.Errorf("removing %s: %w", c.path(d), err)
 		}
 	}
-	for _, d := range []string{NodeRoot, c.KubeletRoot(), NodesRoot} {
+	for _, d := range []string{NodeRoot, SharedRoot, c.KubeletRoot(), NodesRoot} {
 		if err := os.RemoveAll(d); err != nil {
 			return fmt.Errorf("removing %s: %w", d, err)
 		}

@@ -1,0 +1,91 @@
+package hostpath
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// Shared volumes. A StorageClass with the parameter ParamShared "true"
+// puts its volumes under the shared root, a directory that every node
+// mounts from one shared file system (an NFS export, CephFS, ...). Such a
+// volume is not pinned to a node and may be ReadWriteMany: a VM whose
+// disks are all on it can live-migrate. Whether the root really is shared
+// is checked, not trusted: every node's provisioner leaves a marker there
+// (AnnounceNode), and a shared volume is made only once every node's
+// marker is seen, so a root that is a plain local directory on each node
+// fails with the nodes it does not share with named.
+
+// ParamShared is the StorageClass parameter that asks for shared volumes.
+const ParamShared = "shared"
+
+// markerDir is where the nodes' markers are, inside the shared root; a
+// volume's directory is named pvc-<uid> and cannot clash.
+const markerDir = ".nodes"
+
+// IsShared reports whether class asks for shared volumes.
+func IsShared(class *storagev1.StorageClass) bool {
+	return class.Provisioner == Provisioner && class.Parameters[ParamShared] == "true"
+}
+
+// AccessModes are the access modes a claim of class gets when it names
+// none, as a StorageProfile's first claim property set: ReadWriteMany on
+// a shared class, else ReadWriteOnce.
+func AccessModes(class *storagev1.StorageClass) []corev1.PersistentVolumeAccessMode {
+	if class != nil && IsShared(class) {
+		return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	}
+	return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+}
+
+// AnnounceNode leaves node's marker in the shared root.
+func AnnounceNode(sharedRoot, node string) error {
+	dir := filepath.Join(sharedRoot, markerDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, node), []byte(node+"\n"), 0o644); err != nil {
+		return fmt.Errorf("leaving node %s's marker in %s: %w", node, dir, err)
+	}
+	return nil
+}
+
+// VerifiedShared reports whether pv is a shared volume of this
+// provisioner: made only after every node's marker was seen in the shared
+// root, so the same file on every node (PersistentVolumes are the cluster
+// admin's and the provisioners': a tenant cannot make one look so).
+func VerifiedShared(pv *corev1.PersistentVolume) bool {
+	return pv.Annotations[annProvisionedBy] == Provisioner && pv.Spec.HostPath != nil && VolumeNode(pv) == ""
+}
+
+// unsharedNodes are the nodes whose markers the shared root does not show
+// here, sorted.
+func unsharedNodes(sharedRoot string, nodes []string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(sharedRoot, markerDir))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		seen[e.Name()] = true
+	}
+	var out []string
+	for _, n := range nodes {
+		if !seen[n] {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// notSharedError says which nodes the shared root is not shared with.
+func notSharedError(class, sharedRoot, node string, missing []string) error {
+	return fmt.Errorf("storage class %s asks for shared volumes, but %s on node %s does not show the provisioner of node(s) %s: mount one shared file system at %s on every node",
+		class, sharedRoot, node, strings.Join(missing, ", "), sharedRoot)
+}
