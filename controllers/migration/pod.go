@@ -59,3 +59,20 @@ func notOn(aff *corev1.Affinity, node string) *corev1.Affinity {
 	}
 	return out
 }
+
+// Method is how vmi's migration moves its disks, as KubeVirt reports it in
+// status.migrationMethod: LiveMigration when every volume is a claim (shared:
+// only ReadWriteMany ones can migrate) or a shared host disk, so that only
+// memory moves; BlockMigration when some disk is local to the node
+// (containerDisk, emptyDisk, cloud-init seed, ...) and is copied.
+func Method(vmi *v1.VirtualMachineInstance) v1.VirtualMachineInstanceMigrationMethod {
+	for _, vol := range vmi.Spec.Volumes {
+		switch {
+		case vol.PersistentVolumeClaim != nil, vol.DataVolume != nil:
+		case vol.HostDisk != nil && vol.HostDisk.Shared != nil && *vol.HostDisk.Shared:
+		default:
+			return v1.BlockMigration
+		}
+	}
+	return v1.LiveMigration
+}

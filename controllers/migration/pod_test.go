@@ -59,3 +59,25 @@ func TestTargetPod(t *testing.T) {
 		t.Errorf("no affinity: %+v", pod.Spec.Affinity)
 	}
 }
+
+func TestMethod(t *testing.T) {
+	claim := v1.Volume{Name: "disk", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: "dv"}}}
+	pvc := v1.Volume{Name: "pvc", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{}}}
+	seed := v1.Volume{Name: "seed", VolumeSource: v1.VolumeSource{CloudInitNoCloud: &v1.CloudInitNoCloudSource{}}}
+	shared, local := true, false
+	for name, tc := range map[string]struct {
+		vols []v1.Volume
+		want v1.VirtualMachineInstanceMigrationMethod
+	}{
+		"claims only":           {[]v1.Volume{claim, pvc}, v1.LiveMigration},
+		"claims and a seed":     {[]v1.Volume{claim, seed}, v1.BlockMigration},
+		"containerDisk":         {[]v1.Volume{{Name: "c", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{}}}}, v1.BlockMigration},
+		"shared host disk":      {[]v1.Volume{claim, {Name: "h", VolumeSource: v1.VolumeSource{HostDisk: &v1.HostDisk{Shared: &shared}}}}, v1.LiveMigration},
+		"host disk of one node": {[]v1.Volume{{Name: "h", VolumeSource: v1.VolumeSource{HostDisk: &v1.HostDisk{Shared: &local}}}}, v1.BlockMigration},
+	} {
+		vmi := &v1.VirtualMachineInstance{Spec: v1.VirtualMachineInstanceSpec{Volumes: tc.vols}}
+		if got := Method(vmi); got != tc.want {
+			t.Errorf("%s: %s, want %s", name, got, tc.want)
+		}
+	}
+}

@@ -246,7 +246,7 @@ func (r *Reconciler) handOff(ctx context.Context, m *v1.VirtualMachineInstanceMi
 	if o.Policy != "" {
 		vmi.Status.MigrationState.MigrationPolicyName = ptr.To(o.Policy)
 	}
-	vmi.Status.MigrationMethod = v1.BlockMigration
+	vmi.Status.MigrationMethod = Method(vmi)
 	if vmi.Status.ActivePods == nil {
 		vmi.Status.ActivePods = map[types.UID]string{}
 	}

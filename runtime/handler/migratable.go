@@ -1,13 +1,18 @@
 package handler
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 )
 
 // liveMigratable says whether a running vmi can move to another node, with
@@ -87,4 +92,36 @@ func setLiveMigratable(st *v1.VirtualMachineInstanceStatus, vmi *v1.VirtualMachi
 	} else {
 		setCond(st, v1.VirtualMachineInstanceIsMigratable, corev1.ConditionFalse, reason, msg, now)
 	}
+}
+
+// claimsVerifiedShared reports whether vmi has claims and every one is on
+// a volume the provisioner verified every node shares (see
+// hostpath.VerifiedShared). Other ReadWriteMany claims are left to
+// libvirt's own check, which passes a shared file system it knows.
+func (h *Handler) claimsVerifiedShared(ctx context.Context, vmi *v1.VirtualMachineInstance) (bool, error) {
+	claims := 0
+	for _, vol := range vmi.Spec.Volumes {
+		var name string
+		switch {
+		case vol.PersistentVolumeClaim != nil:
+			name = vol.PersistentVolumeClaim.ClaimName
+		case vol.DataVolume != nil:
+			name = vol.DataVolume.Name
+		default:
+			continue
+		}
+		claims++
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := h.Client.Get(ctx, client.ObjectKey{Namespace: vmi.Namespace, Name: name}, pvc); err != nil {
+			return false, fmt.Errorf("reading claim %s/%s of %s: %w", vmi.Namespace, name, klog.KObj(vmi), err)
+		}
+		pv := &corev1.PersistentVolume{}
+		if err := h.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+			return false, fmt.Errorf("reading volume %s of claim %s/%s: %w", pvc.Spec.VolumeName, vmi.Namespace, name, err)
+		}
+		if !hostpath.VerifiedShared(pv) {
+			return false, nil
+		}
+	}
+	return claims > 0, nil
 }

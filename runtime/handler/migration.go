@@ -343,8 +343,12 @@ func (h *Handler) startSource(ctx context.Context, vmi *v1.VirtualMachineInstanc
 	if err := h.Migrations.listenSource(ms.MigrationUID, ns, ms.TargetNodeAddress, h.clientTLS(ms.TargetNode)); err != nil {
 		return fmt.Errorf("carrying the migration of %s: %w", klog.KObj(vmi), err)
 	}
+	shared, err := h.claimsVerifiedShared(ctx, vmi)
+	if err != nil {
+		return err
+	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	err = d.client().Migrate(cctx, launcher.MigrateRequest{Limits: limitsOf(ms.VMIMConfigurationOptions)})
+	err = d.client().Migrate(cctx, launcher.MigrateRequest{Limits: limitsOf(ms.VMIMConfigurationOptions), SharedStorageVerified: shared})
 	cancel()
 	var op *launcher.OpError
 	if err != nil && (!errors.As(err, &op) || op.Code != 409) {

@@ -125,22 +125,11 @@ func watch(uri string, vmi *v1.VirtualMachineInstance) (*VM, error) {
 // attach to a defined domain: such a domain is defined, given them,
 // started and undefined again, so that it is as transient as the others.
 func create(conn *libvirt.Connect, xml string, opts domain.Options) (*libvirt.Domain, error) {
-	files := map[string]*os.File{}
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	for _, v := range opts.Volumes {
-		if v.FDGroup == "" {
-			continue
-		}
-		f, err := diskfile.Open(filepath.Dir(v.Path), filepath.Base(v.Path), !v.ReadOnly)
-		if err != nil {
-			return nil, err
-		}
-		files[v.FDGroup] = f
+	files, err := openFDGroups(opts)
+	if err != nil {
+		return nil, err
 	}
+	defer closeAll(files)
 	if len(files) == 0 {
 		return conn.DomainCreateXML(xml, libvirt.DOMAIN_NONE)
 	}
@@ -149,15 +138,47 @@ func create(conn *libvirt.Connect, xml string, opts domain.Options) (*libvirt.Do
 		return nil, err
 	}
 	defer func() { _ = dom.Undefine() }()
-	for group, f := range files {
-		if err := dom.FDAssociate(group, []os.File{*f}, 0); err != nil {
-			return nil, fmt.Errorf("passing the disk %s: %w", f.Name(), err)
-		}
+	if err := associate(dom, files); err != nil {
+		return nil, err
 	}
 	if err := dom.Create(); err != nil {
 		return nil, err
 	}
 	return dom, nil
+}
+
+// openFDGroups opens the disks opts passes to libvirt as descriptors, by
+// their fdgroup.
+func openFDGroups(opts domain.Options) (map[string]*os.File, error) {
+	files := map[string]*os.File{}
+	for _, v := range opts.Volumes {
+		if v.FDGroup == "" {
+			continue
+		}
+		f, err := diskfile.Open(filepath.Dir(v.Path), filepath.Base(v.Path), !v.ReadOnly)
+		if err != nil {
+			closeAll(files)
+			return nil, err
+		}
+		files[v.FDGroup] = f
+	}
+	return files, nil
+}
+
+// associate gives dom the descriptors (libvirt holds its own copies).
+func associate(dom *libvirt.Domain, files map[string]*os.File) error {
+	for group, f := range files {
+		if err := dom.FDAssociate(group, []os.File{*f}, 0); err != nil {
+			return fmt.Errorf("passing the disk %s: %w", f.Name(), err)
+		}
+	}
+	return nil
+}
+
+func closeAll(files map[string]*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // Shutdown asks the guest to power off: an ACPI power button press, and

@@ -22,6 +22,11 @@ import (
 // launcher that the node's handler connected this Pod's loopback to.
 type MigrateRequest struct {
 	Limits MigrationLimits `json:"limits"`
+	// SharedStorageVerified says that every claim the migration leaves in
+	// place (not copied) is on storage the provisioner verified every node
+	// shares. libvirt cannot tell a directory every node sees from a local
+	// one and refuses such a migration as unsafe; it is told not to.
+	SharedStorageVerified bool `json:"sharedStorageVerified,omitempty"`
 }
 
 // MigrationStatus is how an outgoing migration goes, in the launcher's
@@ -136,6 +141,9 @@ func (o *outgoing) run(vm *VM, req MigrateRequest, abortc <-chan string, log *sl
 	done := make(chan error, 1)
 	params, flags, total, err := vm.migrationParams(req)
 	if err == nil {
+		// The disks copied name what the target gets by block migration;
+		// claims (shared) are not among them.
+		log.Info("live migration started", "copiedDisks", strings.Join(params.MigrateDisks, ","), "bytes", total)
 		go func() { done <- vm.dom.MigrateToURI3(vm.peerURI(), params, flags) }()
 	} else {
 		done <- err
@@ -258,6 +266,9 @@ func (vm *VM) migrationParams(req MigrateRequest) (*libvirt.DomainMigrateParamet
 	if req.Limits.BandwidthMiB > 0 {
 		params.BandwidthSet, params.Bandwidth = true, req.Limits.BandwidthMiB
 	}
+	if req.SharedStorageVerified {
+		flags |= libvirt.MIGRATE_UNSAFE
+	}
 	if req.Limits.AllowAutoConverge {
 		flags |= libvirt.MIGRATE_AUTO_CONVERGE
 	}
@@ -296,6 +307,12 @@ func receive(ctx context.Context, dir string, spec *Spec, pod *Pod, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
+	undefine, err := vm.defineIncoming(spec.Options)
+	if err != nil {
+		vm.Close()
+		return nil, err
+	}
+	defer undefine()
 	l, err := net.Listen("tcp", migration.Libvirt.Addr())
 	if err != nil {
 		vm.Close()
@@ -317,6 +334,43 @@ func receive(ctx context.Context, dir string, spec *Spec, pod *Pod, log *slog.Lo
 		return nil, err
 	}
 	return vm, nil
+}
+
+// defineIncoming defines the domain an incoming migration brings when
+// some of its disks go to libvirt as descriptors (claims: see create):
+// libvirt looks the descriptors up on the domain the migration lands in,
+// so that domain must exist, defined with them, before. The returned func
+// undefines it again: once arrived it runs transient, as on the source.
+func (vm *VM) defineIncoming(opts domain.Options) (func(), error) {
+	files, err := openFDGroups(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(files)
+	if len(files) == 0 {
+		return func() {}, nil
+	}
+	def, err := domain.Convert(vm.vmi, opts)
+	if err != nil {
+		return nil, err
+	}
+	xml, err := def.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("encoding domain %s: %w", def.Name, err)
+	}
+	dom, err := vm.conn.DomainDefineXML(xml)
+	if err != nil {
+		return nil, fmt.Errorf("defining domain %s for the incoming migration: %w", def.Name, err)
+	}
+	if err := associate(dom, files); err != nil {
+		_ = dom.Undefine()
+		_ = dom.Free()
+		return nil, err
+	}
+	return func() {
+		_ = dom.Undefine()
+		_ = dom.Free()
+	}, nil
 }
 
 // awaitArrival waits for the domain to arrive by migration and run. A
