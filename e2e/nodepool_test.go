@@ -98,7 +98,8 @@ func readyNodes(ctx context.Context, hosted kubernetes.Interface) ([]string, err
 // joins; scaling to 1 drains the newest node (its Pod is evicted), then
 // deletes its VM and Node. A worker whose launcher is killed boots again
 // and its node comes back Ready. Autoscaling (see autoscaling), then an
-// infrastructure node drained (see evacuation). A NodePool naming no
+// infrastructure node drained (see evacuation), and one drained under a
+// pool on shared volumes, whose worker migrates (see sharedPoolMigrates). A NodePool naming no
 // HostedCluster says so. The control-plane namespace enforces Pod Security
 // restricted, asked with HyperShift's annotation.
 func TestNodePool(t *testing.T) {
@@ -255,6 +256,7 @@ func TestNodePool(t *testing.T) {
 
 	autoscaling(t, f, c, hosted, np, cpNS, workers[0])
 	evacuation(t, f, c, np, cpNS)
+	sharedPoolMigrates(t, f, c, hosted, np, cpNS)
 	hostDevicePool(t, c, np, cpNS)
 
 	// A NodePool naming a HostedCluster that does not exist.

@@ -288,33 +288,13 @@ func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume, obs 
 	return pvc, nil
 }
 
-// annDefaultClass marks the cluster's default StorageClass.
-const annDefaultClass = "storageclass.kubernetes.io/is-default-class"
-
-// storageClass is the class dv's claim will have: the one spec.storage
-// names, else the cluster's default; nil when there is none or dv uses
-// spec.pvc (its claim's spec is taken as written).
+// storageClass is the class dv's claim will have (hostpath.ClaimClass);
+// nil when dv uses spec.pvc (its claim's spec is taken as written).
 func (r *Reconciler) storageClass(ctx context.Context, dv *cdiv1.DataVolume) (*storagev1.StorageClass, error) {
 	if dv.Spec.Storage == nil {
 		return nil, nil
 	}
-	if n := dv.Spec.Storage.StorageClassName; n != nil && *n != "" {
-		class := &storagev1.StorageClass{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: *n}, class); err != nil {
-			return nil, client.IgnoreNotFound(err)
-		}
-		return class, nil
-	}
-	classes := &storagev1.StorageClassList{}
-	if err := r.Client.List(ctx, classes); err != nil {
-		return nil, fmt.Errorf("listing storage classes: %w", err)
-	}
-	for i := range classes.Items {
-		if classes.Items[i].Annotations[annDefaultClass] == "true" {
-			return &classes.Items[i], nil
-		}
-	}
-	return nil, nil
+	return hostpath.ClaimClass(ctx, r.Client, dv.Spec.Storage.StorageClassName)
 }
 
 // waitsForConsumer reports whether pvc's class binds a claim only once a

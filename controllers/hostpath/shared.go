@@ -1,6 +1,7 @@
 package hostpath
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Shared volumes. A StorageClass with the parameter ParamShared "true"
@@ -41,6 +43,31 @@ func AccessModes(class *storagev1.StorageClass) []corev1.PersistentVolumeAccessM
 		return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 	}
 	return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+}
+
+// annDefaultClass marks the cluster's default StorageClass.
+const annDefaultClass = "storageclass.kubernetes.io/is-default-class"
+
+// ClaimClass is the StorageClass a claim naming name gets: that one, or
+// the cluster's default when name is unset; nil when there is none.
+func ClaimClass(ctx context.Context, c client.Reader, name *string) (*storagev1.StorageClass, error) {
+	if name != nil && *name != "" {
+		class := &storagev1.StorageClass{}
+		if err := c.Get(ctx, client.ObjectKey{Name: *name}, class); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return class, nil
+	}
+	classes := &storagev1.StorageClassList{}
+	if err := c.List(ctx, classes); err != nil {
+		return nil, fmt.Errorf("listing storage classes: %w", err)
+	}
+	for i := range classes.Items {
+		if classes.Items[i].Annotations[annDefaultClass] == "true" {
+			return &classes.Items[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // AnnounceNode leaves node's marker in the shared root.

@@ -4,14 +4,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 )
 
 // Labels on every worker VM, its VMI and the pool's cache DataVolume.
@@ -40,6 +44,32 @@ type Spec struct {
 	UserData  string // the worker's cloud-init user-data
 	// Cache, when set, is the DataVolume each root volume is cloned from.
 	Cache string
+	// SharedRoot says the root volumes are ReadWriteMany (the pool's
+	// access modes, or its class's when it names none; RootShared).
+	SharedRoot bool
+}
+
+// RootShared says whether np's root volumes will be ReadWriteMany, class
+// being the StorageClass they get (nil when unknown).
+func RootShared(np *hyperv1.NodePool, class *storagev1.StorageClass) bool {
+	st, _ := rootVolume(np)
+	modes := st.AccessModes
+	if len(modes) == 0 {
+		modes = hostpath.AccessModes(class)
+	}
+	return slices.Contains(modes, corev1.ReadWriteMany)
+}
+
+// evictionStrategy is a worker's: a worker that can live-migrate (its
+// root volume shared, no host devices) takes the infrastructure's default,
+// so that a drain with LiveMigrate moves it and its hosted node stays;
+// any other is External, the NodePool controller replacing it when
+// evicted.
+func evictionStrategy(np *hyperv1.NodePool, s Spec) *kubevirtv1.EvictionStrategy {
+	if s.SharedRoot && len(kubevirtPlatform(np).KubevirtHostDevices) == 0 {
+		return nil
+	}
+	return ptr.To(kubevirtv1.EvictionStrategyExternal)
 }
 
 // Labels are the labels of np's workers.
@@ -159,9 +189,7 @@ func VirtualMachine(np *hyperv1.NodePool, name string, s Spec) *kubevirtv1.Virtu
 			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: kubevirtv1.VirtualMachineInstanceSpec{
-					// The NodePool controller, not the infrastructure, decides
-					// when a worker goes: an eviction marks it for evacuation.
-					EvictionStrategy:              ptr.To(kubevirtv1.EvictionStrategyExternal),
+					EvictionStrategy:              evictionStrategy(np, s),
 					TerminationGracePeriodSeconds: &grace,
 					NodeSelector:                  k.NodeSelector,
 					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{

@@ -7,11 +7,14 @@ import (
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 )
 
 func pool(rv *hyperv1.KubevirtRootVolume, compute *hyperv1.KubevirtCompute) *hyperv1.NodePool {
@@ -128,6 +131,63 @@ func TestHostDevices(t *testing.T) {
 	} {
 		if p := hostDevicesProblem(tc.kinds); !strings.Contains(p, tc.want) {
 			t.Errorf("hostDevicesProblem(%+v) = %q, want %q", tc.kinds, p, tc.want)
+		}
+	}
+}
+
+// TestWorkerEvictionStrategy: a worker whose root volume is shared and
+// that has no host devices takes the infrastructure's eviction strategy
+// (a drain with LiveMigrate migrates it); any other is External.
+func TestWorkerEvictionStrategy(t *testing.T) {
+	shared := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-shared"}, Provisioner: hostpath.Provisioner,
+		Parameters: map[string]string{hostpath.ParamShared: "true"}}
+	local := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-hostpath"}, Provisioner: hostpath.Provisioner}
+	withModes := func(modes ...corev1.PersistentVolumeAccessMode) *hyperv1.KubevirtRootVolume {
+		p := &hyperv1.KubevirtPersistentVolume{}
+		for _, m := range modes {
+			p.AccessModes = append(p.AccessModes, hyperv1.PersistentVolumeAccessMode(m))
+		}
+		return &hyperv1.KubevirtRootVolume{KubevirtVolume: hyperv1.KubevirtVolume{Type: hyperv1.KubevirtVolumeTypePersistent, Persistent: p}}
+	}
+	gpu := pool(withModes(), nil)
+	gpu.Spec.Platform.Kubevirt.KubevirtHostDevices = []hyperv1.KubevirtHostDevice{{DeviceName: "nvidia.com/A100", Count: 1}}
+	for name, tc := range map[string]struct {
+		np       *hyperv1.NodePool
+		class    *storagev1.StorageClass
+		external bool
+	}{
+		"the shared class, no access modes":         {pool(withModes(), nil), shared, false},
+		"ReadWriteMany asked for":                   {pool(withModes(corev1.ReadWriteMany), nil), local, false},
+		"ReadWriteOnce asked for on a shared class": {pool(withModes(corev1.ReadWriteOnce), nil), shared, true},
+		"the node-local class":                      {pool(withModes(), nil), local, true},
+		"no class known":                            {pool(nil, nil), nil, true},
+		"host devices":                              {gpu, shared, true},
+	} {
+		np := tc.np
+		got := VirtualMachine(np, "w", Spec{Namespace: "ns", Image: "i", SharedRoot: RootShared(np, tc.class)}).Spec.Template.Spec.EvictionStrategy
+		if external := got != nil && *got == kubevirtv1.EvictionStrategyExternal; external != tc.external || (!external && got != nil) {
+			t.Errorf("%s: evictionStrategy %v, want External %v (else unset)", name, got, tc.external)
+		}
+	}
+}
+
+// TestEvacuatedMachines: a worker whose VMI is marked for evacuation is
+// the pool's to replace only when it is External; a migratable worker
+// (no strategy of its own) is left to the infrastructure's migration.
+func TestEvacuatedMachines(t *testing.T) {
+	vms := []kubevirtv1.VirtualMachine{{ObjectMeta: metav1.ObjectMeta{Name: "external"}}, {ObjectMeta: metav1.ObjectMeta{Name: "migrating"}}, {ObjectMeta: metav1.ObjectMeta{Name: "staying"}}}
+	evacuating := func(strategy *kubevirtv1.EvictionStrategy, node string) *kubevirtv1.VirtualMachineInstance {
+		return &kubevirtv1.VirtualMachineInstance{Spec: kubevirtv1.VirtualMachineInstanceSpec{EvictionStrategy: strategy},
+			Status: kubevirtv1.VirtualMachineInstanceStatus{EvacuationNodeName: node}}
+	}
+	got := machines(vms, map[string]*kubevirtv1.VirtualMachineInstance{
+		"external":  evacuating(ptr.To(kubevirtv1.EvictionStrategyExternal), "infra-1"),
+		"migrating": evacuating(nil, "infra-1"),
+		"staying":   evacuating(ptr.To(kubevirtv1.EvictionStrategyExternal), ""),
+	})
+	for i, want := range []bool{true, false, false} {
+		if got[i].Evacuate != want {
+			t.Errorf("%s: Evacuate %v, want %v", got[i].Name, got[i].Evacuate, want)
 		}
 	}
 }

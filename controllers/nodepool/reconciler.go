@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/controllers/nodepool/autoscale"
 )
 
@@ -47,6 +48,7 @@ const (
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 
 // Reconciler keeps each NodePool's workers.
 type Reconciler struct {
@@ -159,7 +161,10 @@ func machines(vms []kubevirtv1.VirtualMachine, vmis map[string]*kubevirtv1.Virtu
 		m := Machine{Name: vm.Name, Created: vm.CreationTimestamp.Time, VMReady: vm.Status.Ready,
 			Removing: vm.Annotations[RemovingAnnotation] != "" || !vm.DeletionTimestamp.IsZero()}
 		if vmi := vmis[vm.Name]; vmi != nil {
-			m.Evacuate = vmi.Status.EvacuationNodeName != ""
+			// Only an External worker is the pool's to replace; any other
+			// is being migrated off the node by the infrastructure.
+			external := vmi.Spec.EvictionStrategy != nil && *vmi.Spec.EvictionStrategy == kubevirtv1.EvictionStrategyExternal
+			m.Evacuate = external && vmi.Status.EvacuationNodeName != ""
 			for _, c := range vmi.Status.Conditions {
 				if c.Type == kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled) && c.Status == corev1.ConditionFalse {
 					m.Unschedulable = c.Message
@@ -231,7 +236,12 @@ func (r *Reconciler) prerequisites(ctx context.Context, np *hyperv1.NodePool, cp
 	if err != nil {
 		return env{}, nil, err
 	}
-	spec := Spec{Namespace: cpNS, Image: image, UserData: string(secrets[hc.WorkerBootstrapSecret].Data[hc.UserDataKey])}
+	st, _ := rootVolume(np)
+	class, err := hostpath.ClaimClass(ctx, r.Client, st.StorageClassName)
+	if err != nil {
+		return env{}, nil, err
+	}
+	spec := Spec{Namespace: cpNS, Image: image, UserData: string(secrets[hc.WorkerBootstrapSecret].Data[hc.UserDataKey]), SharedRoot: RootShared(np, class)}
 	return env{cluster: cluster, spec: spec, hosted: hosted}, nil, nil
 }
 
