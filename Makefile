@@ -90,7 +90,7 @@ e2e-forge: up ## Pipelines-as-Code and the git resolver on the local forge (abou
 # BENCH picks benchmarks by name (go test -run), e.g. BENCH=TestStreams.
 BENCH ?= .
 bench: NODES = 2
-bench: up $(TOOLS)/virtctl ## the measurements in e2e/bench as ratios (BENCH=TestName for one; about 20 min)
+bench: up $(TOOLS)/virtctl ## the measurements in e2e/bench as ratios (BENCH=TestName for one; about 30 min)
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_BENCH=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 60m -v -run '$(BENCH)' ./e2e/bench/
 
 $(TOOLS)/controller-gen: e2e/tools/controller-gen/go.mod

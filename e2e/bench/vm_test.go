@@ -79,6 +79,29 @@ func virshStart(t *testing.T, f *framework.Framework, i int) time.Duration {
 	}
 	defer func() { _ = exec.Command("ip", "link", "del", tap).Run() }()
 	opts.Interfaces = map[string]domain.Interface{domain.DefaultInterface: {Tap: tap, MAC: "52:54:00:be:4c:0" + strconv.Itoa(i%10)}}
+	name, xmlPath := writeDomain(t, vmi, opts, dir)
+	uri := libvirtURI(f)
+	start := time.Now()
+	if out, err := exec.Command("virsh", "-c", uri, "create", xmlPath).CombinedOutput(); err != nil {
+		t.Fatalf("virsh create: %v %s", err, out)
+	}
+	defer func() { _ = exec.Command("virsh", "-c", uri, "destroy", name).Run() }()
+	for {
+		out, err := exec.Command("virsh", "-c", uri, "qemu-agent-command", "--timeout", "1", name, `{"execute":"guest-ping"}`).CombinedOutput()
+		if err == nil && strings.Contains(string(out), "return") {
+			return time.Since(start)
+		}
+		if time.Since(start) > 3*time.Minute {
+			t.Fatalf("guest agent of %s never answered: %s", name, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// writeDomain writes the domain the launcher builds for vmi with opts into
+// dir, and returns its name and the file.
+func writeDomain(t *testing.T, vmi *v1.VirtualMachineInstance, opts domain.Options, dir string) (string, string) {
+	t.Helper()
 	d, err := domain.Convert(vmi, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -87,26 +110,11 @@ func virshStart(t *testing.T, f *framework.Framework, i int) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	xmlPath := filepath.Join(dir, "domain.xml")
-	if err := os.WriteFile(xmlPath, []byte(xml), 0o644); err != nil {
+	path := filepath.Join(dir, "domain.xml")
+	if err := os.WriteFile(path, []byte(xml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	uri := libvirtURI(f)
-	start := time.Now()
-	if out, err := exec.Command("virsh", "-c", uri, "create", xmlPath).CombinedOutput(); err != nil {
-		t.Fatalf("virsh create: %v %s", err, out)
-	}
-	defer func() { _ = exec.Command("virsh", "-c", uri, "destroy", d.Name).Run() }()
-	for {
-		out, err := exec.Command("virsh", "-c", uri, "qemu-agent-command", "--timeout", "1", d.Name, `{"execute":"guest-ping"}`).CombinedOutput()
-		if err == nil && strings.Contains(string(out), "return") {
-			return time.Since(start)
-		}
-		if time.Since(start) > 3*time.Minute {
-			t.Fatalf("guest agent of %s never answered: %s", d.Name, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return d.Name, path
 }
 
 // TestVMIStartOverhead compares VMI create -> Running with the agent

@@ -194,3 +194,20 @@ func cgroupRoot(n node) string {
 	}
 	return "/" + netnsName(n)
 }
+
+// NodeNamespaces is how to run a process as on the extra node named name
+// would run: its network and mount namespaces' files (nsenter --net
+// --mount) and its address. ok is false for the first node (this machine
+// itself) and names that are not an extra node's.
+func (c *Cluster) NodeNamespaces(name string) (netns, mountns string, ip net.IP, ok bool) {
+	i := strings.LastIndex(name, "-node")
+	if i < 0 {
+		return "", "", nil, false
+	}
+	idx, err := strconv.Atoi(name[i+len("-node"):])
+	if err != nil || idx < 2 {
+		return "", "", nil, false
+	}
+	n := c.extraNode(idx)
+	return netnsPath(n), c.mountNSPath(n), n.ip, true
+}

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -57,3 +58,9 @@ func (f *Framework) TwoNodes(t testing.TB) (string, string) {
 
 // HostPath is where this machine holds the file node sees at path.
 func HostPath(node, path string) string { return cluster.HostPath(node, path) }
+
+// NodeNamespaces is how to run a process as extra node name would
+// (cluster.Cluster.NodeNamespaces); ok is false for the first node.
+func (f *Framework) NodeNamespaces(name string) (netns, mountns string, ip net.IP, ok bool) {
+	return (&cluster.Cluster{Home: f.Home}).NodeNamespaces(name)
+}

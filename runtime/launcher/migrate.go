@@ -333,6 +333,7 @@ func receive(ctx context.Context, dir string, spec *Spec, pod *Pod, log *slog.Lo
 		}
 		return nil, err
 	}
+	go logCompletedJob(vm.dom, log)
 	return vm, nil
 }
 
@@ -371,6 +372,22 @@ func (vm *VM) defineIncoming(opts domain.Options) (func(), error) {
 		_ = dom.Undefine()
 		_ = dom.Free()
 	}, nil
+}
+
+// logCompletedJob logs QEMU's own figures of the migration that brought
+// dom here, which libvirt keeps on the target once it finished the
+// migration, a moment after the domain resumed: what `virsh domjobinfo
+// --completed` shows (make bench reads them).
+func logCompletedJob(dom *libvirt.Domain, log *slog.Logger) {
+	for range 20 {
+		st, err := dom.GetJobStats(libvirt.DOMAIN_JOB_STATS_COMPLETED)
+		if err == nil && st.DowntimeSet {
+			log.Info("incoming migration completed", "elapsedMs", st.TimeElapsed, "downtimeMs", st.Downtime, "dataTotalBytes", st.DataTotal)
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	log.Info("incoming migration completed; libvirt kept no figures of it")
 }
 
 // awaitArrival waits for the domain to arrive by migration and run. A
