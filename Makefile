@@ -79,8 +79,8 @@ e2e-hosted: up ## hosted clusters and the pipeline samples, outside make test (a
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 $(GO) test -count=1 -timeout 40m -v -run 'TestNodePool$$|TestPipelineSamplesRun$$|TestHostedClusterControlPlane$$|TestHostedClustersIsolated$$|TestHostedSamplesRun$$' ./e2e/
 
 e2e-migration: NODES = 2
-e2e-migration: up $(TOOLS)/virtctl ## live migration's faults, workload updates and long runs, outside make test (about 7 min)
-	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_MIGRATION=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 40m -v -run 'TestMigrationFaults$$|TestWorkloadUpdate$$|TestMigrationMemoryIntegrity$$' ./e2e/
+e2e-migration: up $(TOOLS)/virtctl ## live migration's faults, workload updates, timeouts and long runs, outside make test (about 11 min)
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_MIGRATION=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 40m -v -run 'TestMigrationFaults$$|TestWorkloadUpdate$$|TestMigrationMemoryIntegrity$$|TestMigrationUnschedulableTimesOut$$' ./e2e/
 
 e2e-forge: NODES = 2
 e2e-forge: UP_FLAGS = --forge

@@ -325,3 +325,54 @@ func checkChain(chain string) (lines, broken int) {
 	}
 	return lines, broken
 }
+
+// TestMigrationUnschedulableTimesOut: a migration whose target cannot be
+// placed (addedNodeSelector matching no node) waits in Scheduling, then
+// fails after KubeVirt's 5 minutes, saying so with the scheduler's
+// message; its target Pod goes and the VM runs on where it was, same boot.
+func TestMigrationUnschedulableTimesOut(t *testing.T) {
+	migrationHeavy(t, "waits out the 5-minute unschedulable timeout")
+	t.Parallel() // mostly waiting: see "Parallel" in doc.go
+	f := framework.New(t)
+	f.TwoNodes(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	vm, vmi, boot := migratableVM(t, f, c, ns, "unplaced")
+	m := &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nowhere"},
+		Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: vm.Name, AddedNodeSelector: map[string]string{corev1.LabelHostname: "nowhere"}}}
+	start := time.Now()
+	if err := c.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	m = endedMigration(t, c, m, 8*time.Minute)
+	took := time.Since(start)
+	reason := ""
+	if ms := m.Status.MigrationState; ms != nil {
+		reason = ms.FailureReason
+	}
+	t.Logf("unschedulable migration: %s after %s: %s", m.Status.Phase, took.Round(time.Second), reason)
+	if m.Status.Phase != v1.MigrationFailed || took < 5*time.Minute || !strings.Contains(reason, "unschedulable for 5m0s") ||
+		!strings.Contains(reason, "didn't match Pod's node affinity/selector") {
+		t.Errorf("migration %s after %s, reason %q; want Failed after 5m, naming the timeout and the scheduler's message", m.Status.Phase, took, reason)
+	}
+	framework.Eventually(t, time.Minute, "the target Pod gone", func() error {
+		pods, err := f.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: v1.MigrationJobLabel + "=" + string(m.UID)})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) != 0 {
+			return fmt.Errorf("%d target Pods", len(pods.Items))
+		}
+		return nil
+	})
+	after := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "running where it was", func(got *v1.VirtualMachineInstance) error {
+		if got.Status.NodeName != vmi.Status.NodeName || got.Status.Phase != v1.Running {
+			return fmt.Errorf("on %q, %s", got.Status.NodeName, got.Status.Phase)
+		}
+		return framework.AgentConnected(got)
+	})
+	if after.UID != vmi.UID || guestBootID(t, f, after) != boot {
+		t.Errorf("the VM was disturbed: UID %s (was %s)", after.UID, vmi.UID)
+	}
+}
