@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -75,7 +76,7 @@ func TestMigrationAutoConverge(t *testing.T) {
 	bw := resource.MustParse("16Mi")
 	policy := &migrationsv1alpha1.MigrationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench-converge-" + ns},
 		Spec: migrationsv1alpha1.MigrationPolicySpec{
-			BandwidthPerMigration: &bw, CompletionTimeoutPerGiB: ptrTo(int64(240)), AllowAutoConverge: ptrTo(false),
+			BandwidthPerMigration: &bw, CompletionTimeoutPerGiB: ptr.To(int64(240)), AllowAutoConverge: ptr.To(false),
 			Selectors: &migrationsv1alpha1.Selectors{NamespaceSelector: migrationsv1alpha1.LabelSelector{"kubernetes.io/metadata.name": ns}}}}
 	if err := c.Create(ctx, policy); err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func TestMigrationAutoConverge(t *testing.T) {
 		t.Fatalf("starting the dirtier: %q", out)
 	}
 	for i, converge := range []bool{false, true} {
-		policy.Spec.AllowAutoConverge = ptrTo(converge)
+		policy.Spec.AllowAutoConverge = ptr.To(converge)
 		if err := c.Update(ctx, policy); err != nil {
 			t.Fatal(err)
 		}
@@ -173,5 +174,3 @@ func TestDrainThreeVMs(t *testing.T) {
 		}
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }

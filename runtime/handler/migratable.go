@@ -33,21 +33,29 @@ func liveMigratable(vmi *v1.VirtualMachineInstance) (ok bool, reason, msg string
 	return true, "", ""
 }
 
+// claimOf is the claim a VMI volume uses (a DataVolume's claim has its
+// name), "" for other volumes.
+func claimOf(vol v1.Volume) string {
+	switch {
+	case vol.PersistentVolumeClaim != nil:
+		return vol.PersistentVolumeClaim.ClaimName
+	case vol.DataVolume != nil:
+		return vol.DataVolume.Name
+	}
+	return ""
+}
+
 func disksNotMigratable(vmi *v1.VirtualMachineInstance) string {
 	claims := map[string]*v1.PersistentVolumeClaimInfo{}
 	for _, vs := range vmi.Status.VolumeStatus {
 		claims[vs.Name] = vs.PersistentVolumeClaimInfo
 	}
 	for _, vol := range vmi.Spec.Volumes {
-		var claim string
-		switch {
-		case vol.PersistentVolumeClaim != nil:
-			claim = vol.PersistentVolumeClaim.ClaimName
-		case vol.DataVolume != nil:
-			claim = vol.DataVolume.Name
-		case vol.HostDisk != nil && (vol.HostDisk.Shared == nil || !*vol.HostDisk.Shared):
+		claim := claimOf(vol)
+		if vol.HostDisk != nil && (vol.HostDisk.Shared == nil || !*vol.HostDisk.Shared) {
 			return "cannot migrate VMI with non-shared HostDisk"
-		default:
+		}
+		if claim == "" {
 			continue
 		}
 		info := claims[vol.Name]
@@ -101,13 +109,8 @@ func setLiveMigratable(st *v1.VirtualMachineInstanceStatus, vmi *v1.VirtualMachi
 func (h *Handler) claimsVerifiedShared(ctx context.Context, vmi *v1.VirtualMachineInstance) (bool, error) {
 	claims := 0
 	for _, vol := range vmi.Spec.Volumes {
-		var name string
-		switch {
-		case vol.PersistentVolumeClaim != nil:
-			name = vol.PersistentVolumeClaim.ClaimName
-		case vol.DataVolume != nil:
-			name = vol.DataVolume.Name
-		default:
+		name := claimOf(vol)
+		if name == "" {
 			continue
 		}
 		claims++
