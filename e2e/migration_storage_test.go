@@ -30,7 +30,8 @@ import (
 // on the disk before the migration is there after it, what it writes
 // after it is on the volume once the VM restarts, with one QEMU at a
 // time. A ReadWriteMany claim of the node-local tekvirt-hostpath class is
-// refused, naming the shared class.
+// refused, naming the shared class, and an editor of another namespace
+// cannot bind the shared volume to a claim of theirs.
 func TestLiveMigrationSharedDisk(t *testing.T) {
 	t.Parallel() // mostly waiting on its own VM: see "Parallel" in doc.go
 	f := framework.New(t)
@@ -72,6 +73,24 @@ func TestLiveMigrationSharedDisk(t *testing.T) {
 	}
 	if len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany || hostpath.VolumeNode(pv) != "" {
 		t.Fatalf("claim %s: access modes %v, volume %s pinned to %q; want ReadWriteMany on no node", disk, pvc.Spec.AccessModes, pv.Name, hostpath.VolumeNode(pv))
+	}
+
+	// An editor of another namespace cannot take the shared volume: a
+	// claim naming it stays unbound, the volume stays this claim's.
+	other := f.Namespace(t)
+	thief := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "stolen"},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr("tekvirt-shared"), VolumeName: pv.Name,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("128Mi")}}}}
+	if err := userClient(t, f, other, "e2e-shared-thief").Create(ctx, thief); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Second)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(thief), thief); err != nil || thief.Status.Phase == corev1.ClaimBound {
+		t.Errorf("another namespace's claim of volume %s: %s (%v), want it unbound", pv.Name, thief.Status.Phase, err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: pv.Name}, pv); err != nil || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != ns {
+		t.Errorf("volume %s's claim after another namespace asked for it: %+v (%v)", pv.Name, pv.Spec.ClaimRef, err)
 	}
 
 	// The guest runs from its initramfs: it writes to the disk itself, in
