@@ -67,7 +67,7 @@ func main() {
 	flag.IntVar(&apiPort, "api-port", 8443, "port of the upload.cdi.kubevirt.io aggregated API (with --webhook-cert-dir)")
 	flag.IntVar(&uploadProxyPort, "uploadproxy-port", 8444, "port of the upload proxy (with --webhook-cert-dir)")
 	flag.IntVar(&subresourcesPort, "subresources-port", 8445, "port of the subresources.kubevirt.io aggregated API (with --webhook-cert-dir)")
-	opts := zap.Options{}
+	opts := manager.LogOptions()
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))

@@ -42,7 +42,7 @@ func main() {
 	flag.DurationVar(&h.ContainerDiskIdle, "container-disk-idle", handler.DefaultContainerDiskIdle, "how long a cached containerDisk no VM uses is kept")
 	flag.StringVar(&mig.addr, "migration-addr", "", "host:port where live migrations to this node are served (mutual TLS between handlers), and what sources dial; empty disables migration")
 	flag.StringVar(&mig.certDir, "migration-cert-dir", "", "directory with the handlers' tls.crt, tls.key and ca.crt for migration connections")
-	opts := zap.Options{}
+	opts := manager.LogOptions()
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))

@@ -20,7 +20,7 @@ func main() {
 	flag.StringVar(&sharedRoot, "shared-root", "", "directory holding the shared classes' volumes, one shared file system mounted there on every node (optional)")
 	flag.StringVar(&node, "node", "", "name of this node")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", "127.0.0.1:10270", "address of /healthz and /readyz")
-	opts := zap.Options{}
+	opts := manager.LogOptions()
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
