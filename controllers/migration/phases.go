@@ -77,7 +77,7 @@ func Next(m *v1.VirtualMachineInstanceMigration, o Observed, now time.Time) Step
 	case ms == nil:
 		return scheduling(o, now)
 	}
-	return handedOff(o.Target, ms, phase)
+	return handedOff(o.Target, ms, phase, now)
 }
 
 // ending: the migration's end, as its state or its VMI say (ok false:
@@ -104,8 +104,9 @@ func ending(m *v1.VirtualMachineInstanceMigration, o Observed, ms *v1.VirtualMac
 
 // handedOff follows a migration the handlers have: the target prepares,
 // then the source migrates; a target Pod that ends fails it, or aborts
-// it once started.
-func handedOff(target *corev1.Pod, ms *v1.VirtualMachineInstanceMigrationState, phase v1.VirtualMachineInstanceMigrationPhase) Step {
+// it once started; one that does not run fails it after KubeVirt's
+// timeout.
+func handedOff(target *corev1.Pod, ms *v1.VirtualMachineInstanceMigrationState, phase v1.VirtualMachineInstanceMigrationPhase, now time.Time) Step {
 	if target == nil || target.DeletionTimestamp != nil || target.Status.Phase == corev1.PodFailed || target.Status.Phase == corev1.PodSucceeded {
 		// The source's migration fails with it; until the source handler
 		// says so, a migration that started is aborted.
@@ -119,8 +120,12 @@ func handedOff(target *corev1.Pod, ms *v1.VirtualMachineInstanceMigrationState, 
 		return Step{Phase: v1.MigrationRunning}
 	case ms.TargetNodeAddress != "":
 		return Step{Phase: v1.MigrationTargetReady}
+	case target.Status.Phase == corev1.PodRunning:
+		return Step{Phase: v1.MigrationPreparingTarget}
+	case now.Sub(target.CreationTimestamp.Time) > PendingTimeout:
+		return Step{Phase: v1.MigrationFailed, DeleteTarget: true, Reason: fmt.Sprintf("the migration's target Pod %s did not run within %s", target.Name, PendingTimeout)}
 	}
-	return Step{Phase: v1.MigrationPreparingTarget}
+	return Step{Phase: v1.MigrationScheduled}
 }
 
 // pending: a VMI that cannot move fails the migration (KubeVirt's admission
@@ -140,10 +145,11 @@ func pending(o Observed) Step {
 	return Step{Phase: v1.MigrationScheduling, CreateTarget: true}
 }
 
-// scheduling waits for kube-scheduler to place the target Pod and the
-// kubelet to run it, then hands the VMI over; a Pod that stays
-// unschedulable, or does not run, fails the migration after KubeVirt's
-// timeouts.
+// scheduling waits for kube-scheduler to place the target Pod, then hands
+// the VMI over: the target node's handler prepares the Pod's files while
+// the kubelet starts its container, not after the kubelet reports it
+// running (up to a second later). A Pod that stays unschedulable fails
+// the migration after KubeVirt's timeout.
 func scheduling(o Observed, now time.Time) Step {
 	p := o.Target
 	switch {
@@ -155,6 +161,8 @@ func scheduling(o Observed, now time.Time) Step {
 		return Step{Phase: v1.MigrationFailed, Reason: fmt.Sprintf("the migration's target Pod %s ended (%s)", p.Name, p.Status.Phase), DeleteTarget: true}
 	case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning:
 		return Step{Phase: v1.MigrationPreparingTarget, HandOff: true}
+	case p.Spec.NodeName != "":
+		return Step{Phase: v1.MigrationScheduled, HandOff: true}
 	}
 	age := now.Sub(p.CreationTimestamp.Time)
 	if msg, ok := unschedulable(p); ok {
@@ -165,10 +173,7 @@ func scheduling(o Observed, now time.Time) Step {
 		return Step{Phase: v1.MigrationScheduling, Reason: msg}
 	}
 	if age > PendingTimeout {
-		return Step{Phase: v1.MigrationFailed, DeleteTarget: true, Reason: fmt.Sprintf("the migration's target Pod %s did not run within %s", p.Name, PendingTimeout)}
-	}
-	if p.Spec.NodeName != "" {
-		return Step{Phase: v1.MigrationScheduled}
+		return Step{Phase: v1.MigrationFailed, DeleteTarget: true, Reason: fmt.Sprintf("the migration's target Pod %s was not scheduled within %s", p.Name, PendingTimeout)}
 	}
 	return Step{Phase: v1.MigrationScheduling}
 }

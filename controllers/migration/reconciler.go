@@ -221,7 +221,7 @@ func (r *Reconciler) act(ctx context.Context, m *v1.VirtualMachineInstanceMigrat
 		return r.finish(ctx, m, o.VMI)
 	}
 	if step.DeleteTarget {
-		return r.dropTarget(ctx, m, o)
+		return r.dropTarget(ctx, m, o, step.Reason)
 	}
 	return nil
 }
@@ -314,23 +314,34 @@ func (r *Reconciler) finish(ctx context.Context, m *v1.VirtualMachineInstanceMig
 	return nil
 }
 
-// dropTarget deletes a failed migration's target Pod and takes it off the VMI.
-func (r *Reconciler) dropTarget(ctx context.Context, m *v1.VirtualMachineInstanceMigration, o Observed) error {
+// dropTarget deletes a failed migration's target Pod and takes it off the
+// VMI, whose migration state says it failed and why (a migration that
+// fails before the source started has no handler to say so).
+func (r *Reconciler) dropTarget(ctx context.Context, m *v1.VirtualMachineInstanceMigration, o Observed, reason string) error {
 	if p := o.Target; p != nil && p.DeletionTimestamp == nil {
 		if err := r.Client.Delete(ctx, p); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting the target Pod of migration %s: %w", klog.KObj(m), err)
 		}
 	}
-	if o.VMI == nil || ours(m, o.VMI) == nil {
+	ms := ours(m, o.VMI)
+	if ms == nil {
 		return nil
 	}
-	if p := o.Target; p != nil {
-		base := o.VMI.DeepCopy()
-		delete(o.VMI.Status.ActivePods, p.UID)
-		if !equality.Semantic.DeepEqual(base.Status, o.VMI.Status) {
-			if err := r.Client.Status().Patch(ctx, o.VMI, client.MergeFrom(base)); err != nil {
-				return fmt.Errorf("taking the target Pod of migration %s off %s: %w", klog.KObj(m), klog.KObj(o.VMI), err)
-			}
+	base := o.VMI.DeepCopy()
+	// The VMI stays on its node; a target Pod already gone is known by
+	// its node only.
+	for uid, node := range o.VMI.Status.ActivePods {
+		if node != o.VMI.Status.NodeName {
+			delete(o.VMI.Status.ActivePods, uid)
+		}
+	}
+	if !ms.Completed && !ms.Failed {
+		now := metav1.NewTime(r.now())
+		ms.Failed, ms.FailureReason, ms.EndTimestamp = true, reason, &now
+	}
+	if !equality.Semantic.DeepEqual(base.Status, o.VMI.Status) {
+		if err := r.Client.Status().Patch(ctx, o.VMI, client.MergeFrom(base)); err != nil {
+			return fmt.Errorf("taking the target Pod of migration %s off %s: %w", klog.KObj(m), klog.KObj(o.VMI), err)
 		}
 	}
 	return r.dropLabel(ctx, o.VMI)

@@ -3,6 +3,7 @@ package migration
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,6 +101,9 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	if err := c.SubResource("binding").Create(ctx, target, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: target.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: "node2"}}); err != nil {
 		t.Fatal(err)
 	}
+	// Handed to the handlers once bound: the target's prepares the Pod
+	// while the kubelet starts it.
+	step(v1.MigrationScheduled)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(target), target); err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +150,39 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	if got.Status.MigrationState == nil || !got.Status.MigrationState.Completed {
 		t.Errorf("the migration's copy of the state: %+v", got.Status.MigrationState)
 	}
+
+	// A migration whose target Pod goes away after the hand-off, before
+	// the source started: failed, and the VMI says so, so that it may
+	// migrate again (no handler is there to say it).
+	m = &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "m2"}, Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: "vm"}}
+	if err := c.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	got = step(v1.MigrationScheduling)
+	if err := c.List(ctx, pods, client.MatchingLabels{v1.MigrationJobLabel: string(got.UID)}); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("target Pods: %v %v", pods.Items, err)
+	}
+	target = &pods.Items[0]
+	if err := c.SubResource("binding").Create(ctx, target, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: target.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: "node1"}}); err != nil {
+		t.Fatal(err)
+	}
+	step(v1.MigrationScheduled)
+	if err := c.Delete(ctx, target, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	got = step(v1.MigrationFailed)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
+		t.Fatal(err)
+	}
+	if ms := vmi.Status.MigrationState; ms == nil || ms.MigrationUID != got.UID || !ms.Failed || !strings.Contains(ms.FailureReason, "ended before the migration started") ||
+		ms.EndTimestamp == nil || vmi.Labels[v1.MigrationTargetNodeNameLabel] != "" || vmi.Status.ActivePods[target.UID] != "" {
+		t.Errorf("after the target Pod went: state %+v, active %v, labels %v", ms, vmi.Status.ActivePods, vmi.Labels)
+	}
+	m = &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "m3"}, Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: "vm"}}
+	if err := c.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	step(v1.MigrationScheduling)
 }
 
 func ptrNow() *metav1.Time {

@@ -175,13 +175,13 @@ func (h *Handler) reconcileTarget(ctx context.Context, vmi *v1.VirtualMachineIns
 	}
 	d, err := h.dirFor(vmi)
 	if err != nil || d.pod.vm.Path == "" {
-		return ctrl.Result{RequeueAfter: pollStarting}, err
+		return ctrl.Result{RequeueAfter: pollTarget}, err
 	}
 	if ms.Completed {
 		return ctrl.Result{}, h.takeOver(ctx, vmi, d)
 	}
 	if ready, err := h.prepareTarget(ctx, vmi, d); !ready || err != nil {
-		return ctrl.Result{RequeueAfter: pollStarting}, err
+		return ctrl.Result{RequeueAfter: pollTarget}, err
 	}
 	if ms.TargetNodeAddress == h.Migrations.Address {
 		return ctrl.Result{RequeueAfter: pollRunning}, nil

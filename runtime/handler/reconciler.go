@@ -35,11 +35,15 @@ import (
 const Finalizer = "tekvirt.io/vmi-handler"
 
 // How often a running VMI is looked at: often until its guest agent
-// answers, which is what users wait for, then rarely.
+// answers, which is what users wait for, then rarely. A migration's
+// steps are looked at more often: its guest's downtime does not wait
+// for them, but the migration's end and the next migration do.
 const (
-	pollStarting = 300 * time.Millisecond
-	pollRunning  = 5 * time.Second
-	pollPending  = 5 * time.Second
+	pollStarting  = 300 * time.Millisecond
+	pollRunning   = 5 * time.Second
+	pollPending   = 5 * time.Second
+	pollTarget    = 100 * time.Millisecond
+	pollMigrating = 200 * time.Millisecond
 )
 
 // Handler runs the VMIs placed on one node.
@@ -139,8 +143,8 @@ func (h *Handler) follow(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	if err := h.driveSource(ctx, vmi, d, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	if migrating(vmi) != nil && requeue > pollStarting {
-		requeue = time.Second
+	if migrating(vmi) != nil {
+		requeue = pollMigrating
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/tekvirt/tekvirt/runtime/domain"
 )
 
-// specPoll is how often a launcher Pod looks for its spec.
-const specPoll = 200 * time.Millisecond
+// specPoll is how often a launcher Pod looks for its spec (a stat of one
+// file): a VM's start and a migration's target wait for it.
+const specPoll = 50 * time.Millisecond
 
 // defaultGrace is KubeVirt's terminationGracePeriodSeconds default.
 const defaultGrace = 180 * time.Second
