@@ -43,6 +43,16 @@ const (
 	Group = 107
 )
 
+// TCPReceiveBuffers and TCPSendBuffers are the launcher Pod's
+// net.ipv4.tcp_rmem and tcp_wmem (min, default, max bytes): the node's
+// defaults but a 1 MiB maximum, which a migration's streams on the Pod's
+// loopback fill at full speed without queueing more than a few
+// milliseconds of them.
+const (
+	TCPReceiveBuffers = "4096 131072 1048576"
+	TCPSendBuffers    = "4096 16384 1048576"
+)
+
 // AccessCredentialVolume is the Pod volume of the Secret of the VMI's
 // accessCredentials[i].
 func AccessCredentialVolume(i int) string { return fmt.Sprintf("access-credential-%d", i) }

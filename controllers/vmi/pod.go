@@ -252,11 +252,19 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 // podSecurity meets Pod Security "restricted": the launcher, libvirtd and
 // QEMU run as launcherpod.User (QEMU emulates with TCG on a tap the
 // handler made for it, so nothing in the Pod needs a privilege; the
-// node-side work is the handler's). The one sysctl, safe and namespaced,
-// lets that user serve DHCP (port 67) to the guest.
+// node-side work is the handler's). Its sysctls are safe and namespaced
+// (Kubernetes 1.32 and later allow the TCP ones): the first lets that user
+// serve DHCP (port 67) to the guest; the others cap the Pod's TCP buffers
+// (the guest's own traffic is forwarded, not through them), so that a
+// migration's streams do not queue tens of megabytes at their QEMU, which
+// a switch-over then waits for while the guest is paused.
 func podSecurity() *corev1.PodSecurityContext {
 	sc := podsecurity.Pod(launcherpod.User)
-	sc.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "67"}}
+	sc.Sysctls = []corev1.Sysctl{
+		{Name: "net.ipv4.ip_unprivileged_port_start", Value: "67"},
+		{Name: "net.ipv4.tcp_rmem", Value: launcherpod.TCPReceiveBuffers},
+		{Name: "net.ipv4.tcp_wmem", Value: launcherpod.TCPSendBuffers},
+	}
 	return sc
 }
 

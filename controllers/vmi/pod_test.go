@@ -218,8 +218,9 @@ func TestLauncherPodMeetsRestricted(t *testing.T) {
 			t.Errorf("%s: the launcher Pod violates restricted: %v %v", name, v, err)
 		}
 		sc := pod.Spec.SecurityContext
-		if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != launcherpod.User || len(sc.Sysctls) != 1 {
-			t.Errorf("%s: Pod security context %+v, want user %d and the unprivileged-port sysctl", name, sc, launcherpod.User)
+		if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != launcherpod.User || len(sc.Sysctls) != 3 ||
+			sc.Sysctls[0].Name != "net.ipv4.ip_unprivileged_port_start" || sc.Sysctls[1].Name != "net.ipv4.tcp_rmem" || sc.Sysctls[2].Name != "net.ipv4.tcp_wmem" {
+			t.Errorf("%s: Pod security context %+v, want user %d, the unprivileged-port and the TCP buffer sysctls", name, sc, launcherpod.User)
 		}
 	}
 }
