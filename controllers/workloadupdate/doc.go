@@ -6,6 +6,8 @@
 // migrate is live-migrated to a new launcher Pod (LiveMigrate, within the
 // cluster's migration limit), and one that cannot, or every one when only
 // Evict is listed, has its launcher Pod evicted in batches (Evict,
-// batchEvictionSize every batchEvictionInterval). What to do is Decide's,
-// a pure function.
+// batchEvictionSize every batchEvictionInterval). Nothing moves before the
+// release is rolled out on every node (RolledOut), as KubeVirt's updater
+// waits for KubeVirt to be deployed. What to do is Decide's, a pure
+// function.
 package workloadupdate

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	"github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/migration"
 	vmictrl "github.com/tekvirt/tekvirt/controllers/vmi"
 )
@@ -58,9 +60,21 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=hco.kubevirt.io,resources=hyperconvergeds,verbs=get;list;watch
 
+// +kubebuilder:rbac:groups=apps,namespace=tekvirt-node,resources=daemonsets,verbs=get
+
+// rolloutPoll is how often the updater looks whether the release is
+// rolled out while it waits for that.
+const rolloutPoll = 5 * time.Second
+
 // Reconcile labels the outdated VMIs and migrates or evicts them as the
-// strategy says.
+// strategy says, once the release is rolled out on every node.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if ok, why, err := r.rolledOut(ctx); !ok || err != nil {
+		if err == nil {
+			log.FromContext(ctx).V(1).Info("workload update waits", "reason", why)
+		}
+		return reconcile.Result{RequeueAfter: rolloutPoll}, err
+	}
 	s, err := r.strategy(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -96,6 +110,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	// Migrations end and batches come due without an event to wake on.
 	return reconcile.Result{RequeueAfter: min(30*time.Second, max(time.Second, s.Interval))}, nil
+}
+
+// rolledOut reads the handlers' DaemonSet past the cache (the controller
+// watches no DaemonSet) and says whether it is rolled out.
+func (r *Reconciler) rolledOut(ctx context.Context) (bool, string, error) {
+	ds := &appsv1.DaemonSet{}
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: config.NodeNamespace, Name: config.HandlerDaemonSet}, ds)
+	switch {
+	case apierrors.IsNotFound(err):
+		ds = nil
+	case err != nil:
+		return false, "", fmt.Errorf("reading the node handlers' DaemonSet: %w", err)
+	}
+	ok, why := RolledOut(ds)
+	return ok, why, nil
 }
 
 func (r *Reconciler) now() time.Time {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -19,11 +20,13 @@ import (
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
+	"github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/testenv"
 	vmictrl "github.com/tekvirt/tekvirt/controllers/vmi"
 )
 
-// TestReconcilerOnAPIServer: of two running VMIs, the one whose launcher
+// TestReconcilerOnAPIServer: nothing moves while the node handlers roll
+// out; then, of two running VMIs, the one whose launcher
 // Pod runs an old image is labelled outdated and, migratable, gets a
 // workload-update migration; the current one is left alone. With Evict
 // only, a VMI's outdated launcher Pod is evicted.
@@ -58,6 +61,33 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	}
 	old, current := running("old", "reg/launcher@sha256:1"), running("current", "reg/launcher@sha256:2")
 	r := &Reconciler{Client: c, Reader: c, LauncherImage: "reg/launcher@sha256:2"}
+
+	// While the node handlers roll out, nothing moves.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: config.NodeNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "handler"}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: config.NodeNamespace, Name: config.HandlerDaemonSet},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "handler", Image: "reg/handler:2"}}}}}}
+	if err := c.Create(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, DesiredNumberScheduled: 2, UpdatedNumberScheduled: 1, NumberAvailable: 1, NumberUnavailable: 1}
+	if err := c.Status().Update(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Reconcile(ctx, everything); err != nil || res.RequeueAfter == 0 {
+		t.Fatalf("while the handlers roll out: %+v %v", res, err)
+	}
+	var migrations v1.VirtualMachineInstanceMigrationList
+	if err := c.List(ctx, &migrations); err != nil || len(migrations.Items) != 0 {
+		t.Fatalf("migrations while the handlers roll out: %+v %v", migrations.Items, err)
+	}
+	ds.Status.UpdatedNumberScheduled, ds.Status.NumberAvailable, ds.Status.NumberUnavailable = 2, 2, 0
+	if err := c.Status().Update(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := r.Reconcile(ctx, everything); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +99,6 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 			t.Errorf("%s labelled outdated: %v, want %v", vmi.Name, got, want)
 		}
 	}
-	var migrations v1.VirtualMachineInstanceMigrationList
 	if err := c.List(ctx, &migrations); err != nil {
 		t.Fatal(err)
 	}
