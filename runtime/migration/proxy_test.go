@@ -21,7 +21,7 @@ import (
 
 // podNamespace is a fresh network namespace with its loopback up, as a
 // launcher Pod's; it needs root.
-func podNamespace(t *testing.T, role string) *os.File {
+func podNamespace(t testing.TB, role string) *os.File {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
@@ -50,7 +50,7 @@ type handlerTLS struct {
 	server *tls.Config
 }
 
-func newHandlerTLS(t *testing.T) handlerTLS {
+func newHandlerTLS(t testing.TB) handlerTLS {
 	t.Helper()
 	now := time.Now()
 	ca, err := pki.Sign(nil, pki.Request{CommonName: "test CA", IsCA: true, Lifetime: time.Hour}, now)
