@@ -11,28 +11,15 @@ import (
 	"github.com/tekvirt/tekvirt/runtime/podnet"
 )
 
-// sink serves stream st on the Pod's loopback as QEMU receiving a
-// migration would: it reads everything.
+// sink serves stream st as QEMU receiving a migration would: it reads
+// everything, then answers one byte.
 func sink(b *testing.B, ns *os.File, st Stream) {
 	b.Helper()
-	l, err := podnet.Listen(ns, "tcp", st.Addr())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				_, _ = io.Copy(io.Discard, c)
-				_, _ = c.Write([]byte{1})
-			}()
-		}
-	}()
+	servePod(b, ns, st, func(c net.Conn) {
+		defer func() { _ = c.Close() }()
+		_, _ = io.Copy(io.Discard, c)
+		_, _ = c.Write([]byte{1})
+	})
 }
 
 // BenchmarkMemoryStream moves 256 MiB per iteration on a Pod's loopback:

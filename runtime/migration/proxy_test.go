@@ -76,9 +76,9 @@ func (h handlerTLS) client(name string) *tls.Config {
 	return &tls.Config{Certificates: []tls.Certificate{h.leaf}, RootCAs: h.pool, ServerName: name, MinVersion: tls.VersionTLS13}
 }
 
-// echoSHA serves stream st on the Pod's loopback as QEMU would listen
-// there: it reads everything, then answers with the SHA-256 of it.
-func echoSHA(t *testing.T, ns *os.File, st Stream) {
+// servePod serves stream st on the Pod's loopback as QEMU would listen
+// there, each connection by handle, which closes it.
+func servePod(t testing.TB, ns *os.File, st Stream, handle func(net.Conn)) {
 	t.Helper()
 	l, err := podnet.Listen(ns, "tcp", st.Addr())
 	if err != nil {
@@ -91,14 +91,21 @@ func echoSHA(t *testing.T, ns *os.File, st Stream) {
 			if err != nil {
 				return
 			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				h := sha256.New()
-				_, _ = io.Copy(h, c)
-				_, _ = c.Write(h.Sum(nil))
-			}()
+			go handle(c)
 		}
 	}()
+}
+
+// echoSHA serves stream st: it reads everything, then answers with the
+// SHA-256 of it.
+func echoSHA(t *testing.T, ns *os.File, st Stream) {
+	t.Helper()
+	servePod(t, ns, st, func(c net.Conn) {
+		defer func() { _ = c.Close() }()
+		h := sha256.New()
+		_, _ = io.Copy(h, c)
+		_, _ = c.Write(h.Sum(nil))
+	})
 }
 
 func serve(t *testing.T, srv *Server) string {
