@@ -297,11 +297,7 @@ func (r *Reconciler) patchState(ctx context.Context, vmi *v1.VirtualMachineInsta
 // active ones (it completes by itself) and the target label.
 func (r *Reconciler) finish(ctx context.Context, m *v1.VirtualMachineInstanceMigration, vmi *v1.VirtualMachineInstance) error {
 	base := vmi.DeepCopy()
-	for uid, node := range vmi.Status.ActivePods {
-		if node != vmi.Status.NodeName {
-			delete(vmi.Status.ActivePods, uid)
-		}
-	}
+	dropOtherPods(vmi)
 	if !equality.Semantic.DeepEqual(base.Status, vmi.Status) {
 		if err := r.Client.Status().Patch(ctx, vmi, client.MergeFrom(base)); err != nil {
 			return fmt.Errorf("ending migration %s on %s: %w", klog.KObj(m), klog.KObj(vmi), err)
@@ -330,11 +326,7 @@ func (r *Reconciler) dropTarget(ctx context.Context, m *v1.VirtualMachineInstanc
 	base := o.VMI.DeepCopy()
 	// The VMI stays on its node; a target Pod already gone is known by
 	// its node only.
-	for uid, node := range o.VMI.Status.ActivePods {
-		if node != o.VMI.Status.NodeName {
-			delete(o.VMI.Status.ActivePods, uid)
-		}
-	}
+	dropOtherPods(o.VMI)
 	if !ms.Completed && !ms.Failed {
 		now := metav1.NewTime(r.now())
 		ms.Failed, ms.FailureReason, ms.EndTimestamp = true, reason, &now
@@ -345,6 +337,17 @@ func (r *Reconciler) dropTarget(ctx context.Context, m *v1.VirtualMachineInstanc
 		}
 	}
 	return r.dropLabel(ctx, o.VMI)
+}
+
+// dropOtherPods takes off vmi's active Pods those on another node than
+// the one it runs on: a migration's source once it moved, its target once
+// it failed.
+func dropOtherPods(vmi *v1.VirtualMachineInstance) {
+	for uid, node := range vmi.Status.ActivePods {
+		if node != vmi.Status.NodeName {
+			delete(vmi.Status.ActivePods, uid)
+		}
+	}
 }
 
 func (r *Reconciler) dropLabel(ctx context.Context, vmi *v1.VirtualMachineInstance) error {

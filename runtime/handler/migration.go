@@ -268,6 +268,14 @@ func (h *Handler) launchIncoming(ctx context.Context, vmi *v1.VirtualMachineInst
 	if err := d.create(); err != nil {
 		return err
 	}
+	// The target is handed over while the kubelet starts its Pod: the
+	// VM's files are prepared once its launcher answers (its network needs
+	// it), not again at every look until then.
+	ns, err := d.podNetNS(ctx)
+	if err != nil {
+		return err
+	}
+	_ = ns.Close()
 	spec, err := h.specFor(ctx, vmi, d)
 	if err != nil {
 		return err
