@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -47,6 +48,8 @@ type Migrations struct {
 	mu      sync.Mutex
 	sources map[types.UID]*migration.Source
 	targets map[types.UID]*os.File
+	// ends are the migrations from this node whose end is waited for.
+	ends map[types.UID]bool
 }
 
 // LoadTLS is the TLS of the handlers' migration connections, from the
@@ -125,6 +128,22 @@ func (m *Migrations) forget(uid types.UID) {
 		s.Close()
 		delete(m.sources, uid)
 	}
+	delete(m.ends, uid)
+}
+
+// awaitEnd says whether the caller should wait for the end of migration
+// uid: once per migration.
+func (m *Migrations) awaitEnd(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ends[uid] {
+		return false
+	}
+	if m.ends == nil {
+		m.ends = map[types.UID]bool{}
+	}
+	m.ends[uid] = true
+	return true
 }
 
 // listenSource starts the source Pod's proxies of migration uid, once.
@@ -242,7 +261,9 @@ func (h *Handler) prepareTarget(ctx context.Context, vmi *v1.VirtualMachineInsta
 	}
 	if state == NotStarted {
 		if err := h.launchIncoming(ctx, vmi, d); err != nil {
-			ctrl.LoggerFrom(ctx).Info("migration target not prepared yet", "vmi", klog.KObj(vmi), "reason", err.Error())
+			if !errors.Is(err, errPodNotHere) { // the kubelet still starts the Pod
+				ctrl.LoggerFrom(ctx).Info("migration target not prepared yet", "vmi", klog.KObj(vmi), "reason", err.Error())
+			}
 			return false, nil
 		}
 	}
@@ -268,9 +289,15 @@ func (h *Handler) launchIncoming(ctx context.Context, vmi *v1.VirtualMachineInst
 	if err := d.create(); err != nil {
 		return err
 	}
-	// The target is handed over while the kubelet starts its Pod: the
-	// VM's files are prepared once its launcher answers (its network needs
-	// it), not again at every look until then.
+	if _, err := h.writePrelude(d); err != nil {
+		return err
+	}
+	// The target is handed over while the kubelet starts its Pod: its
+	// disks are prepared meanwhile, once, and its network when its
+	// launcher answers (it hands over the Pod's network).
+	if _, err := h.prepareOnce(ctx, vmi, d); err != nil {
+		return err
+	}
 	ns, err := d.podNetNS(ctx)
 	if err != nil {
 		return err
@@ -363,10 +390,37 @@ func (h *Handler) startSource(ctx context.Context, vmi *v1.VirtualMachineInstanc
 		return fmt.Errorf("starting the migration of %s: %w", klog.KObj(vmi), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("live migration started", "vmi", klog.KObj(vmi), "to", ms.TargetNode)
+	h.wakeAtEnd(vmi, d)
 	return h.patchMigration(ctx, vmi, func(ms *v1.VirtualMachineInstanceMigrationState) {
 		now := metav1.Now()
 		ms.StartTimestamp = &now
 	})
+}
+
+// wakeAtEnd has vmi reconciled as soon as its launcher says the
+// migration it runs ended, not at the next look: the target takes the VMI
+// over once this node says the migration completed. Once per migration;
+// the looks go on meanwhile.
+func (h *Handler) wakeAtEnd(vmi *v1.VirtualMachineInstance, d vmDir) {
+	if h.wake == nil || !h.Migrations.awaitEnd(vmi.Status.MigrationState.MigrationUID) {
+		return
+	}
+	key := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: vmi.Name}}
+	go func() {
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			st, err := d.client().WaitMigration(ctx)
+			cancel()
+			if err == nil && st != nil && st.State == launcher.MigrationRunning {
+				continue
+			}
+			select {
+			case h.wake <- event.TypedGenericEvent[*v1.VirtualMachineInstance]{Object: key}:
+			default: // the looks see it
+			}
+			return
+		}
+	}()
 }
 
 // sourceProgress mirrors the launcher's migration into the migration
@@ -375,6 +429,7 @@ func (h *Handler) sourceProgress(ctx context.Context, vmi *v1.VirtualMachineInst
 	ms := vmi.Status.MigrationState
 	switch out.State {
 	case launcher.MigrationRunning:
+		h.wakeAtEnd(vmi, d)
 		if ms.AbortRequested {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			_ = d.client().AbortMigration(cctx)
@@ -386,6 +441,7 @@ func (h *Handler) sourceProgress(ctx context.Context, vmi *v1.VirtualMachineInst
 		return nil
 	case launcher.MigrationSucceeded:
 		h.Migrations.forget(ms.MigrationUID)
+		ctrl.LoggerFrom(ctx).Info("live migration completed", "vmi", klog.KObj(vmi), "to", ms.TargetNode, "endedAt", out.EndedAt)
 		return h.patchMigration(ctx, vmi, func(ms *v1.VirtualMachineInstanceMigrationState) {
 			end := metav1.NewTime(out.EndedAt)
 			ms.Completed, ms.EndTimestamp = true, &end
@@ -412,6 +468,7 @@ func (h *Handler) migratedAway(ctx context.Context, vmi *v1.VirtualMachineInstan
 	if ms.Completed {
 		return nil
 	}
+	ctrl.LoggerFrom(ctx).Info("live migration completed", "vmi", klog.KObj(vmi), "to", ms.TargetNode, "endedAt", exit.At)
 	return h.patchMigration(ctx, vmi, func(ms *v1.VirtualMachineInstanceMigrationState) {
 		end := metav1.NewTime(exit.At)
 		ms.Completed, ms.EndTimestamp = true, &end

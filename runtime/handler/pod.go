@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -142,6 +143,32 @@ func (h *Handler) publishCapabilities(d vmDir) ([]string, error) {
 		out = append(out, published)
 	}
 	return out, nil
+}
+
+// writePrelude has the launcher start its libvirtd while the VM is
+// prepared: the node's QEMU capabilities published, and the prelude
+// naming them written, once; it returns the launcher's paths for them.
+func (h *Handler) writePrelude(d vmDir) ([]string, error) {
+	if data, err := os.ReadFile(d.file(launcher.PreludeFile)); err == nil {
+		p := &launcher.Prelude{}
+		if err := json.Unmarshal(data, p); err == nil {
+			return p.QEMUCapabilities, nil
+		}
+	}
+	caps, err := h.publishCapabilities(d)
+	if err != nil {
+		return nil, err
+	}
+	data, err := launcher.EncodePrelude(&launcher.Prelude{QEMUCapabilities: caps})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.pod.vm.WriteFile(launcher.PreludeFile, data); err != nil {
+		return nil, err
+	}
+	// The handler's own copy says it was written (the Pod's is the
+	// tenant's to change).
+	return caps, podvolume.Dir{Path: d.path}.WriteFile(launcher.PreludeFile, data)
 }
 
 // launcherFile is the launcher's path for a file it makes in the VM

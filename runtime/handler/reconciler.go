@@ -22,7 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "kubevirt.io/api/core/v1"
 
@@ -82,6 +85,10 @@ type Handler struct {
 	// the handler Pod's init container probed with the launcher image;
 	// each launcher Pod gets a copy (empty: none, launchers probe QEMU).
 	QEMUCapabilitiesDir string
+
+	// wake has a VMI reconciled at once, from outside the watch: a
+	// migration from this node ended.
+	wake chan event.TypedGenericEvent[*v1.VirtualMachineInstance]
 
 	// consoles are the VMIs (by directory) whose serial console is attached.
 	consoles sync.Map
@@ -252,6 +259,19 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	if err := d.create(); err != nil {
 		return err
 	}
+	if _, err := h.writePrelude(d); err != nil {
+		return err
+	}
+	// The disks are prepared while the kubelet starts the Pod, the
+	// network once the launcher answers (it hands over the Pod's network).
+	if _, err := h.prepareOnce(ctx, vmi, d); err != nil {
+		return err
+	}
+	ns, err := d.podNetNS(ctx)
+	if err != nil {
+		return err
+	}
+	_ = ns.Close()
 	spec, err := h.specFor(ctx, vmi, d)
 	if err != nil {
 		return err
@@ -266,14 +286,14 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 // specFor prepares the VM's files and network in its launcher Pod and
 // returns the spec its launcher runs.
 func (h *Handler) specFor(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) (*launcher.Spec, error) {
-	opts, err := h.prepare(ctx, vmi, d)
+	opts, err := h.prepareOnce(ctx, vmi, d)
 	if err != nil {
 		return nil, err
 	}
 	if opts.Interfaces, err = h.plugNetwork(ctx, vmi, d); err != nil {
 		return nil, err
 	}
-	caps, err := h.publishCapabilities(d)
+	caps, err := h.writePrelude(d)
 	if err != nil {
 		return nil, err
 	}
@@ -395,8 +415,10 @@ func (h *Handler) teardown(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 // plugin of /dev/net/tun and, when exec is set, the exec server. The manager's cache should hold only the
 // VMIs labelled with this node (see CacheOptions).
 func (h *Handler) SetupWithManager(mgr ctrl.Manager, exec *ExecServer) error {
+	h.wake = make(chan event.TypedGenericEvent[*v1.VirtualMachineInstance], 16)
 	err := ctrl.NewControllerManagedBy(mgr).Named("vmi-handler").
 		For(&v1.VirtualMachineInstance{}).
+		WatchesRawSource(source.Channel(h.wake, &crhandler.TypedEnqueueRequestForObject[*v1.VirtualMachineInstance]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(h)
 	if err != nil {

@@ -200,6 +200,15 @@ func (c *Client) Migrate(ctx context.Context, req MigrateRequest) error {
 	return c.do(ctx, http.MethodPost, "/migrate", req, nil)
 }
 
+// WaitMigration waits until the migration is no longer running, or the
+// launcher's bound on one wait passed, and returns its status (nil: no
+// migration ran).
+func (c *Client) WaitMigration(ctx context.Context) (*MigrationStatus, error) {
+	var st *MigrationStatus
+	err := c.do(ctx, http.MethodGet, "/migrate/wait", nil, &st)
+	return st, err
+}
+
 // AbortMigration aborts a running migration; the domain runs on here.
 func (c *Client) AbortMigration(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, "/migrate/abort", nil, nil)

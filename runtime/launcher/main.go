@@ -20,9 +20,10 @@ const specPoll = 50 * time.Millisecond
 // defaultGrace is KubeVirt's terminationGracePeriodSeconds default.
 const defaultGrace = 180 * time.Second
 
-// Main runs the VM of a launcher Pod until its domain ends: it waits for
-// the spec the node's handler writes in dir, starts a libvirtd of its own
-// in the Pod and the domain on it, answers the handler on
+// Main runs the VM of a launcher Pod until its domain ends: it starts a
+// libvirtd of its own in the Pod once the node's handler wrote the
+// prelude in dir, waits for the spec the handler writes once it prepared
+// the VM, starts the domain on that libvirtd, answers the handler on
 // dir/launcher.sock, and writes dir/exit.json with how the domain ended.
 // Cancelling ctx (SIGTERM) shuts the guest down within its termination
 // grace period; a Pod stopped (or a launch cancelled) before the spec came
@@ -35,21 +36,14 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 			log.Error("serving the network namespace", "err", err)
 		}
 	}()
-	spec, err := loadSpec(ctx, dir)
+	spec, lv, err := awaitVM(ctx, dir, pod, log)
 	if spec == nil || err != nil {
 		if err == nil {
 			log.Info("stopped before the VM was prepared")
 		}
 		return err
 	}
-	// The kubelet put the PCI devices that device plugins allocated to
-	// this container in its environment.
-	spec.Options.PCIDevices = domain.PCIDevicesFromEnv(spec.VMI, os.Getenv)
-	stop, warm, err := pod.adopt(ctx, spec, log)
-	if err != nil {
-		return errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
-	}
-	defer stop()
+	defer lv.stop()
 	dhcpCtx, stopDHCP := context.WithCancel(context.Background())
 	defer stopDHCP()
 	if err := serveDHCP(dhcpCtx, spec, log); err != nil {
@@ -66,7 +60,7 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	}
 	defer vm.Close()
 	log.Info("domain started", "domain", spec.VMI.Namespace+"_"+spec.VMI.Name, "incoming", spec.Incoming, "took", time.Since(start).Round(time.Millisecond).String())
-	warm.report(log)
+	lv.warm.report(log)
 	srv := newSpecServer(vm, spec, log)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
@@ -89,6 +83,31 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	}
 	log.Info("domain ended", "reason", exit.Reason, "succeeded", exit.Succeeded)
 	return writeExit(dir, exit)
+}
+
+// awaitVM starts the Pod's libvirtd once the prelude came, while the
+// handler prepares the VM, and returns it with the spec once that came
+// (nil, nil, nil: the Pod was stopped or the launch cancelled first).
+func awaitVM(ctx context.Context, dir string, pod *Pod, log *slog.Logger) (*Spec, *daemon, error) {
+	prelude, err := awaitPrelude(ctx, dir, specPoll)
+	if prelude == nil || err != nil {
+		return nil, nil, err
+	}
+	lv, err := pod.startDaemon(ctx, prelude, log)
+	if err != nil {
+		return nil, nil, errors.Join(err, writeExit(dir, Exit{Reason: "Failed: " + err.Error()}))
+	}
+	spec, err := loadSpec(ctx, dir)
+	if spec == nil || err != nil {
+		lv.stop()
+		return nil, nil, err
+	}
+	// The kubelet put the PCI devices that device plugins allocated to
+	// this container in its environment.
+	spec.Options.PCIDevices = domain.PCIDevicesFromEnv(spec.VMI, os.Getenv)
+	pod.claimPaths(spec)
+	spec.URI = lv.uri
+	return spec, lv, nil
 }
 
 // run starts the spec's domain, or, for a migration's target, receives it
@@ -160,21 +179,6 @@ type Pod struct {
 	// DisksDir holds each claim volume's mount, DisksDir/<volume>; the spec
 	// names the files as the node sees them.
 	DisksDir string
-}
-
-// adopt makes spec run in the Pod: on its own libvirtd, which starts with
-// the node's QEMU capabilities the spec names, with claims' disks at their
-// Pod paths. stop ends the libvirtd.
-func (p *Pod) adopt(ctx context.Context, spec *Spec, log *slog.Logger) (stop func(), warm *warmCache, err error) {
-	p.claimPaths(spec)
-	l := &Libvirtd{RunDir: p.LibvirtdDir}
-	warm = installCapabilities(spec.QEMUCapabilities, l.CapabilitiesCache(), log)
-	stop, err = startLibvirtd(ctx, l, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	spec.URI = l.URI()
-	return stop, warm, nil
 }
 
 // claimPaths points the spec's claim volumes at their mounts in the Pod.

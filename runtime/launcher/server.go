@@ -61,6 +61,7 @@ func (s *server) serve(ctx context.Context, sock string) error {
 	mux.HandleFunc("POST /shutdown", s.handleShutdown)
 	mux.HandleFunc("POST /migrate", s.handleMigrate)
 	mux.HandleFunc("POST /migrate/abort", s.handleAbortMigration)
+	mux.HandleFunc("GET /migrate/wait", s.handleMigrationWait)
 	s.routeGuest(mux)
 	mux.HandleFunc("GET "+PortForwardPath+"{protocol}/{port}", s.handlePortForward)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -143,6 +144,16 @@ func (s *server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("live migration started", "limits", fmt.Sprintf("%+v", req.Limits))
 	writeJSON(w, map[string]string{"status": MigrationRunning})
+}
+
+// migrationWaitMax bounds one wait for a migration's end.
+const migrationWaitMax = 30 * time.Second
+
+// handleMigrationWait answers with the migration's status once it is no
+// longer running, or after migrationWaitMax: the handler learns of the end
+// at once, not at its next look (null: no migration ran).
+func (s *server) handleMigrationWait(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, s.vm.out.ended(r.Context(), migrationWaitMax))
 }
 
 func (s *server) handleAbortMigration(w http.ResponseWriter, _ *http.Request) {
