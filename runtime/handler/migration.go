@@ -286,24 +286,8 @@ func (h *Handler) launchIncoming(ctx context.Context, vmi *v1.VirtualMachineInst
 	if err := d.pod.ready(); err != nil {
 		return err
 	}
-	if err := d.create(); err != nil {
-		return err
-	}
-	if _, err := h.writePrelude(d); err != nil {
-		return err
-	}
-	// The target is handed over while the kubelet starts its Pod: its
-	// disks are prepared meanwhile, once, and its network when its
-	// launcher answers (it hands over the Pod's network).
-	if _, err := h.prepareOnce(ctx, vmi, d); err != nil {
-		return err
-	}
-	ns, err := d.podNetNS(ctx)
-	if err != nil {
-		return err
-	}
-	_ = ns.Close()
-	spec, err := h.specFor(ctx, vmi, d)
+	// The target is handed over while the kubelet starts its Pod.
+	spec, err := h.stagedSpec(ctx, vmi, d)
 	if err != nil {
 		return err
 	}

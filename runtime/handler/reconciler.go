@@ -256,23 +256,7 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 			return fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(vmi), err)
 		}
 	}
-	if err := d.create(); err != nil {
-		return err
-	}
-	if _, err := h.writePrelude(d); err != nil {
-		return err
-	}
-	// The disks are prepared while the kubelet starts the Pod, the
-	// network once the launcher answers (it hands over the Pod's network).
-	if _, err := h.prepareOnce(ctx, vmi, d); err != nil {
-		return err
-	}
-	ns, err := d.podNetNS(ctx)
-	if err != nil {
-		return err
-	}
-	_ = ns.Close()
-	spec, err := h.specFor(ctx, vmi, d)
+	spec, err := h.stagedSpec(ctx, vmi, d)
 	if err != nil {
 		return err
 	}
@@ -281,6 +265,29 @@ func (h *Handler) launch(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	}
 	ctrl.LoggerFrom(ctx).Info("VM prepared for its launcher Pod", "vmi", klog.KObj(vmi), "pod volume", d.pod.vm.Path)
 	return nil
+}
+
+// stagedSpec prepares the VM in stages while the kubelet starts its
+// launcher Pod, each stage as soon as it can be done: the prelude (the
+// launcher starts its libvirtd), the disks, once, then, when the launcher
+// answers, the network, which needs the Pod's network namespace. It
+// returns the spec, or errPodNotHere until the launcher answers.
+func (h *Handler) stagedSpec(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) (*launcher.Spec, error) {
+	if err := d.create(); err != nil {
+		return nil, err
+	}
+	if _, err := h.writePrelude(d); err != nil {
+		return nil, err
+	}
+	if _, err := h.prepareOnce(ctx, vmi, d); err != nil {
+		return nil, err
+	}
+	ns, err := d.podNetNS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_ = ns.Close()
+	return h.specFor(ctx, vmi, d)
 }
 
 // specFor prepares the VM's files and network in its launcher Pod and
