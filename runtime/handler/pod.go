@@ -147,13 +147,11 @@ func (h *Handler) publishCapabilities(d vmDir) ([]string, error) {
 
 // writePrelude has the launcher start its libvirtd while the VM is
 // prepared: the node's QEMU capabilities published, and the prelude
-// naming them written, once; it returns the launcher's paths for them.
+// naming them written, once per launcher Pod; it returns the launcher's
+// paths for them.
 func (h *Handler) writePrelude(d vmDir) ([]string, error) {
-	if data, err := os.ReadFile(d.file(launcher.PreludeFile)); err == nil {
-		p := &launcher.Prelude{}
-		if err := json.Unmarshal(data, p); err == nil {
-			return p.QEMUCapabilities, nil
-		}
+	if caps, ok := readPodRecord[[]string](d, launcher.PreludeFile); ok {
+		return caps, nil
 	}
 	caps, err := h.publishCapabilities(d)
 	if err != nil {
@@ -166,9 +164,36 @@ func (h *Handler) writePrelude(d vmDir) ([]string, error) {
 	if err := d.pod.vm.WriteFile(launcher.PreludeFile, data); err != nil {
 		return nil, err
 	}
-	// The handler's own copy says it was written (the Pod's is the
-	// tenant's to change).
-	return caps, podvolume.Dir{Path: d.path}.WriteFile(launcher.PreludeFile, data)
+	return caps, writePodRecord(d, launcher.PreludeFile, caps)
+}
+
+// podRecord is what the handler keeps, in its own VM directory, of a step
+// it did in one launcher Pod's volumes (the Pod's copy is the tenant's to
+// change): a step done for an earlier Pod of the VMI, such as the target
+// of a migration that failed before its spec, is done again for the next.
+type podRecord[T any] struct {
+	Pod   string `json:"pod"`
+	Value T      `json:"value"`
+}
+
+// readPodRecord is the record name of d's current Pod (ok false: none).
+func readPodRecord[T any](d vmDir, name string) (T, bool) {
+	var r podRecord[T]
+	data, err := os.ReadFile(d.file(name))
+	if err != nil || json.Unmarshal(data, &r) != nil || r.Pod != d.pod.vm.Path {
+		var zero T
+		return zero, false
+	}
+	return r.Value, true
+}
+
+// writePodRecord records v as name, for d's current Pod.
+func writePodRecord[T any](d vmDir, name string, v T) error {
+	data, err := json.Marshal(podRecord[T]{Pod: d.pod.vm.Path, Value: v})
+	if err != nil {
+		return err
+	}
+	return podvolume.Dir{Path: d.path}.WriteFile(name, data)
 }
 
 // launcherFile is the launcher's path for a file it makes in the VM

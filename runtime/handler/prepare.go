@@ -2,7 +2,6 @@ package handler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/diskfile"
 	"github.com/tekvirt/tekvirt/runtime/domain"
-	"github.com/tekvirt/tekvirt/runtime/podvolume"
 )
 
 // pvcDiskFile is the disk image on a filesystem PVC, as in KubeVirt and CDI.
@@ -34,29 +32,23 @@ type permanentError struct {
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-// preparedFile keeps, in the handler's own VM directory, what prepare
-// made of the VM's volumes: the disks are prepared once, while the kubelet
-// still starts the launcher Pod, and the network once the launcher
-// answers, without preparing the disks again at each look until then.
+// preparedFile records what prepare made of the VM's volumes for its
+// launcher Pod: the disks are prepared once, while the kubelet still
+// starts the Pod, and the network once the launcher answers, without
+// preparing the disks again at each look until then.
 const preparedFile = "prepared.json"
 
-// prepareOnce is prepare's result, from preparedFile after the first time.
+// prepareOnce is prepare's result, from preparedFile after the first time
+// for the same Pod.
 func (h *Handler) prepareOnce(ctx context.Context, vmi *v1.VirtualMachineInstance, d vmDir) (domain.Options, error) {
-	if data, err := os.ReadFile(d.file(preparedFile)); err == nil {
-		var opts domain.Options
-		if err := json.Unmarshal(data, &opts); err == nil {
-			return opts, nil
-		}
+	if opts, ok := readPodRecord[domain.Options](d, preparedFile); ok {
+		return opts, nil
 	}
 	opts, err := h.prepare(ctx, vmi, d)
 	if err != nil {
 		return opts, err
 	}
-	data, err := json.Marshal(opts)
-	if err != nil {
-		return opts, err
-	}
-	return opts, podvolume.Dir{Path: d.path}.WriteFile(preparedFile, data)
+	return opts, writePodRecord(d, preparedFile, opts)
 }
 
 // prepare turns the VMI's volumes into files in d and returns the domain

@@ -102,3 +102,23 @@ func TestPublishCapabilities(t *testing.T) {
 		t.Errorf("notes.txt published: %v", err)
 	}
 }
+
+func TestPodRecordIsThePodsOnly(t *testing.T) {
+	dir := t.TempDir()
+	first := vmDir{path: dir, pod: &podVolumes{vm: podvolume.Dir{Path: t.TempDir()}}}
+	if _, ok := readPodRecord[[]string](first, "prelude.json"); ok {
+		t.Fatal("a record before any was written")
+	}
+	if err := writePodRecord(first, "prelude.json", []string{"/vm/caps.xml"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := readPodRecord[[]string](first, "prelude.json"); !ok || len(got) != 1 || got[0] != "/vm/caps.xml" {
+		t.Errorf("the Pod's own record: %v %v", got, ok)
+	}
+	// The next launcher Pod of the same VMI (another target of a
+	// migration) has other volumes: the step is done again there.
+	next := vmDir{path: dir, pod: &podVolumes{vm: podvolume.Dir{Path: t.TempDir()}}}
+	if got, ok := readPodRecord[[]string](next, "prelude.json"); ok {
+		t.Errorf("another Pod read the first Pod's record: %v", got)
+	}
+}
