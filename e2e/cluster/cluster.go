@@ -132,6 +132,9 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.preflight(); err != nil {
 		return err
 	}
+	if err := c.forgetEarlierTestbed(); err != nil {
+		return err
+	}
 	for _, d := range []string{"pki", "run", "logs", "bin", "cache", "etc", "data"} {
 		if err := os.MkdirAll(c.path(d), 0o755); err != nil {
 			return err

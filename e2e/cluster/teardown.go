@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -50,7 +51,7 @@ func (c *Cluster) stopContainers(sock string) error {
 // wipe unmounts everything under Home and removes all state but the build
 // cache and the bin links.
 func (c *Cluster) wipe() error {
-	if err := c.unmountAll(); err != nil {
+	if err := c.unmountAll(c.Home); err != nil {
 		return err
 	}
 	for _, d := range []string{"pki", "run", "logs", "etc", "data", "forge", "kubeconfig"} {
@@ -58,7 +59,21 @@ func (c *Cluster) wipe() error {
 			return fmt.Errorf("removing %s: %w", c.path(d), err)
 		}
 	}
-	for _, d := range []string{NodeRoot, SharedRoot, c.KubeletRoot(), NodesRoot} {
+	if err := c.wipeOutsideHome(); err != nil {
+		return err
+	}
+	c.progress("%-24s removed (build cache kept in %s)", "state", c.path("cache"))
+	return nil
+}
+
+// wipeOutsideHome removes what a testbed keeps on this machine outside its
+// Home: the nodes' directories, the kubelet's root, the Pod egress rules
+// and the CNI files of the testbed and the network add-ons.
+func (c *Cluster) wipeOutsideHome() error {
+	if err := c.unmountAll(); err != nil {
+		return err
+	}
+	for _, d := range c.outsideHome() {
 		if err := os.RemoveAll(d); err != nil {
 			return fmt.Errorf("removing %s: %w", d, err)
 		}
@@ -69,25 +84,48 @@ func (c *Cluster) wipe() error {
 	if err := wipeCNI(); err != nil {
 		return fmt.Errorf("removing the testbed's CNI files: %w", err)
 	}
-	c.progress("%-24s removed (build cache kept in %s)", "state", c.path("cache"))
 	return nil
 }
 
-// unmountAll lazily unmounts every mount below Home and the kubelet's
-// root (the pod volume mounts the kubelet left, and its root's own bind
-// mount), deepest first.
-func (c *Cluster) unmountAll() error {
+// outsideHome are the directories a testbed keeps outside its Home.
+func (c *Cluster) outsideHome() []string {
+	return []string{NodeRoot, SharedRoot, c.KubeletRoot(), NodesRoot}
+}
+
+// forgetEarlierTestbed clears, for a Home that has no cluster yet, what a
+// testbed of another Home (removed without `tekvirt down --wipe`) left
+// outside it: its add-ons' CNI files would make the new nodes' Pods talk
+// to the API server with the old cluster's credentials, and its volumes
+// would seem to be the new cluster's.
+func (c *Cluster) forgetEarlierTestbed() error {
+	if _, err := os.Stat(filepath.Join(c.pkiDir(), "ca.crt")); !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", APIServerPort), time.Second); err == nil {
+		conn.Close()
+		return fmt.Errorf("%s has no cluster yet, but an API server listens on port %d: a testbed of another TEKVIRT_HOME runs; stop it first (TEKVIRT_HOME=<its home> tekvirt down)", c.Home, APIServerPort)
+	}
+	if err := c.wipeOutsideHome(); err != nil {
+		return fmt.Errorf("removing what an earlier testbed left: %w", err)
+	}
+	return nil
+}
+
+// unmountAll lazily unmounts every mount below the kubelet's root (the
+// pod volume mounts the kubelet left, and its root's own bind mount), the
+// other directories outside Home and the extra roots, deepest first.
+func (c *Cluster) unmountAll(roots ...string) error {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	roots = append(roots, c.outsideHome()...)
 	var mounts []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && (strings.HasPrefix(fields[4], c.Home+"/") ||
-			fields[4] == c.KubeletRoot() || strings.HasPrefix(fields[4], c.KubeletRoot()+"/")) {
+		if len(fields) > 4 && below(fields[4], roots) {
 			mounts = append(mounts, fields[4])
 		}
 	}
@@ -98,6 +136,16 @@ func (c *Cluster) unmountAll() error {
 		}
 	}
 	return nil
+}
+
+// below says whether path is one of roots or beneath one.
+func below(path string, roots []string) bool {
+	for _, r := range roots {
+		if path == r || strings.HasPrefix(path, r+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // stopVMs destroys every domain of the cluster's libvirtd: QEMU outlives
