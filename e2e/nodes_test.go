@@ -18,6 +18,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/tekvirt/tekvirt/contracts/hoststorage"
 	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/e2e/cluster"
 	"github.com/tekvirt/tekvirt/e2e/framework"
@@ -162,11 +163,11 @@ func TestNodeLocalDataVolume(t *testing.T) {
 	if got := hostpath.VolumeNode(pv); got != second {
 		t.Fatalf("volume %s pinned to %q, want %q", pv.Name, got, second)
 	}
-	disk := filepath.Join(pv.Spec.HostPath.Path, "disk.img")
+	disk := filepath.Join(framework.VolumeDir(pv), "disk.img")
 	if st, err := os.Stat(framework.HostPath(second, disk)); err != nil || st.Size() == 0 {
 		t.Errorf("the disk is not in the second node's directory: %v", err)
 	}
-	if _, err := os.Stat(framework.HostPath(first, pv.Spec.HostPath.Path)); err == nil {
+	if _, err := os.Stat(framework.HostPath(first, framework.VolumeDir(pv))); err == nil {
 		t.Errorf("the first node has a directory for %s too", pv.Name)
 	}
 	if !strings.HasPrefix(framework.HostPath(second, disk), cluster.NodesRoot+"/") {
@@ -197,7 +198,7 @@ func TestWaitForFirstConsumerClass(t *testing.T) {
 	ns := f.Namespace(t)
 	ctx := context.Background()
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
-	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-local-" + ns}, Provisioner: hostpath.Provisioner, VolumeBindingMode: &wffc}
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-local-" + ns}, Provisioner: hoststorage.DriverName, VolumeBindingMode: &wffc}
 	if err := c.Create(ctx, class); err != nil {
 		t.Fatal(err)
 	}

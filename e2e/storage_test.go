@@ -14,8 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tekvirt/tekvirt/controllers/hostpath"
-	"github.com/tekvirt/tekvirt/e2e/cluster"
+	"github.com/tekvirt/tekvirt/contracts/hoststorage"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
 
@@ -51,11 +50,14 @@ func TestDynamicVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := pv.Spec.HostPath.Path
-	if !strings.HasPrefix(dir, filepath.Join(cluster.NodeRoot, "storage")+"/") {
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != hoststorage.DriverName {
+		t.Fatalf("volume %s is not the hostpath storage's CSI volume: %+v", pv.Name, pv.Spec.PersistentVolumeSource)
+	}
+	dir := framework.VolumeDir(pv)
+	if !strings.HasPrefix(dir, framework.StorageRoot+"/") {
 		t.Fatalf("volume path %s is not under the storage root", dir)
 	}
-	dir = framework.HostPath(hostpath.VolumeNode(pv), dir)
+	dir = framework.VolumeHostDir(pv)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "writer", Namespace: ns},
 		Spec: corev1.PodSpec{

@@ -33,7 +33,6 @@ import (
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
 	"github.com/tekvirt/tekvirt/controllers/datavolume"
-	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 	"github.com/tekvirt/tekvirt/tasks/kube"
 )
@@ -167,7 +166,7 @@ func volumeDir(t *testing.T, c client.Client, ns, pvc string) string {
 	if err := c.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
 		t.Fatal(err)
 	}
-	return framework.HostPath(hostpath.VolumeNode(pv), pv.Spec.HostPath.Path)
+	return framework.VolumeHostDir(pv)
 }
 
 type proxyClient struct {

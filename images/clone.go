@@ -35,13 +35,10 @@ func Clone(src, dst string) (string, error) {
 		return "", err
 	}
 	defer func() { _ = os.Remove(tmp) }()
-	method := CloneReflink
-	if unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) != nil {
-		method = CloneSparse
-		if err := sparseCopy(in, out); err != nil {
-			out.Close()
-			return "", fmt.Errorf("copying %s: %w", src, err)
-		}
+	method, err := CloneFile(in, out)
+	if err != nil {
+		out.Close()
+		return "", fmt.Errorf("copying %s: %w", src, err)
 	}
 	if err := out.Sync(); err != nil {
 		out.Close()
@@ -51,6 +48,16 @@ func Clone(src, dst string) (string, error) {
 		return "", err
 	}
 	return method, os.Rename(tmp, dst)
+}
+
+// CloneFile copies in to the empty file out, sharing blocks when the
+// filesystem can (CloneReflink) and copying the allocated ranges when not
+// (CloneSparse); it returns the method used.
+func CloneFile(in, out *os.File) (string, error) {
+	if unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) == nil {
+		return CloneReflink, nil
+	}
+	return CloneSparse, sparseCopy(in, out)
 }
 
 // copyRange copies n bytes at off in the kernel (copy_file_range), or

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/types"
@@ -76,9 +77,23 @@ func SecretOnNode(kubeletRoot string, podUID types.UID, volume string) (string, 
 	return volumeOnNode(kubeletRoot, podUID, "kubernetes.io~secret", volume)
 }
 
+// CSIVolumeOnNode is where the kubelet rooted at kubeletRoot mounts the CSI
+// volume pv for the Pod podUID (a filesystem volume, published there by
+// its driver).
+func CSIVolumeOnNode(kubeletRoot string, podUID types.UID, pv string) (string, error) {
+	dir, err := volumeOnNode(kubeletRoot, podUID, "kubernetes.io~csi", pv)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "mount"), nil
+}
+
 func volumeOnNode(kubeletRoot string, podUID types.UID, plugin, volume string) (string, error) {
 	if _, err := uuid.Parse(string(podUID)); err != nil {
 		return "", fmt.Errorf("pod UID %q: %w", podUID, err)
+	}
+	if volume == "" || volume == "." || volume == ".." || strings.Contains(volume, "/") {
+		return "", fmt.Errorf("volume name %q is not a directory entry", volume)
 	}
 	return filepath.Join(kubeletRoot, "pods", string(podUID), "volumes", plugin, volume), nil
 }

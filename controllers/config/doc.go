@@ -2,8 +2,11 @@
 // RBAC that controller-gen generates (crd/, rbac/role.yaml), the hand-written
 // binding and Deployment (rbac/, manager/), the admission policies that
 // limit the controller and node handlers beyond RBAC (admission/), the
-// privileged namespace of the node daemons (node/), the volume
-// provisioner's DaemonSet, RBAC, default StorageClass and shared one (hostpath/), the
+// privileged namespace of the node daemons (node/), the hostpath storage's
+// CSI driver with its DaemonSet (the driver and Kubernetes' CSI sidecars),
+// RBAC, default StorageClass, shared one and VolumeSnapshotClass, and the
+// snapshot controller (hostpath/; the snapshot CRDs are the
+// external-snapshotter's own, in crd/), the
 // VM handler's DaemonSet and RBAC (handler/), the KubeVirt (instancetypes and migrations included), CDI, HyperShift and OpenShift Template CRDs generated from their Go API modules (crd/; the Template CRD only where the API is not served), the
 // validating webhook and the mutating one that records requesters and writes VM defaults (webhook/; their
 // serving certificate Secret and caBundle come from the operator), the upload API's APIService and
@@ -44,6 +47,9 @@ var Files = []string{
 	"crd/hypershift.openshift.io_nodepools.yaml",
 	"crd/networkaddonsoperator.network.kubevirt.io_networkaddonsconfigs.yaml",
 	"crd/k8s.cni.cncf.io_network-attachment-definitions.yaml",
+	"crd/snapshot.storage.k8s.io_volumesnapshotclasses.yaml",
+	"crd/snapshot.storage.k8s.io_volumesnapshotcontents.yaml",
+	"crd/snapshot.storage.k8s.io_volumesnapshots.yaml",
 	"rbac/role.yaml",
 	"rbac/service_account.yaml",
 	"rbac/role_binding.yaml",
@@ -54,6 +60,8 @@ var Files = []string{
 	"hostpath/role.yaml",
 	"hostpath/service_account.yaml",
 	"hostpath/role_binding.yaml",
+	"hostpath/sidecars_rbac.yaml",
+	"hostpath/snapshot_controller_rbac.yaml",
 	"handler/role.yaml",
 	"handler/service_account.yaml",
 	"handler/role_binding.yaml",
@@ -80,9 +88,12 @@ var ComponentFiles = []string{
 	"webhook/validating.yaml",
 	"upload/apiservice.yaml",
 	"subresources/apiservice.yaml",
+	"hostpath/csidriver.yaml",
 	"hostpath/storageclass.yaml",
 	"hostpath/storageclass-shared.yaml",
+	"hostpath/snapshotclass.yaml",
 	"hostpath/daemonset.yaml",
+	"hostpath/snapshot_controller.yaml",
 	"handler/daemonset.yaml",
 	"hosted/release.yaml",
 	"downloads/downloads.yaml",
@@ -136,6 +147,9 @@ const (
 	HandlerUser       = "system:serviceaccount:" + NodeNamespace + ":tekvirt-handler"
 	NodeNameExtra     = "authentication.kubernetes.io/node-name"
 	HostpathDaemonSet = "tekvirt-hostpath"
+	// SnapshotControllerDeployment is Kubernetes' snapshot controller, in
+	// Namespace.
+	SnapshotControllerDeployment = "snapshot-controller"
 	// HandlerCertSecret holds the serving certificate of the handlers'
 	// exec endpoint (tls.crt, tls.key), valid for every node's name.
 	HandlerCertSecret = "tekvirt-handler-cert"

@@ -337,6 +337,7 @@ func (r *Reconciler) placeClone(ctx context.Context, dv *cdiv1.DataVolume, pvc *
 			pvc.Annotations = map[string]string{}
 		}
 		pvc.Annotations[hostpath.AnnProvisionOnNode] = node
+		pvc.Annotations[hostpath.AnnSelectedNode] = node
 	}
 	return "", nil
 }

@@ -128,7 +128,10 @@ func claimFor(dv *cdiv1.DataVolume, class *storagev1.StorageClass) (*corev1.Pers
 		return nil, fmt.Errorf("spec.storage or spec.pvc is required")
 	}
 	if n := dv.Annotations[hostpath.AnnProvisionOnNode]; n != "" {
-		pvc.Annotations = map[string]string{hostpath.AnnProvisionOnNode: n}
+		// The CSI driver's provisioner of that node takes a claim with
+		// its node selected; the annotation of the provisioner before it
+		// stays for those who read it.
+		pvc.Annotations = map[string]string{hostpath.AnnProvisionOnNode: n, hostpath.AnnSelectedNode: n}
 	}
 	if len(pvc.Spec.AccessModes) == 0 {
 		pvc.Spec.AccessModes = hostpath.AccessModes(class)

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,39 +21,33 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/testenv"
 )
 
-// TestProvisionAndReclaim runs both reconcilers against a real API server:
-// a claim gets a directory and a bound-to-be volume; once the volume is
-// Released its directory and the volume go. The API server runs no PV
-// controller here, so the test plays its part (the Released phase).
-func TestProvisionAndReclaim(t *testing.T) {
+// TestReclaimLegacyVolume runs the volume reconciler against a real API
+// server: a hostPath volume the provisioner made before the CSI driver
+// keeps its directory while bound; once Released, its directory and the
+// volume go. The API server runs no PV controller here, so the test plays
+// its part (the Released phase).
+func TestReclaimLegacyVolume(t *testing.T) {
 	cfg := testenv.Start(t)
 	scheme := testScheme(t)
 	root := t.TempDir()
 	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
-		if err := (&ClaimReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test"), Root: root, Node: "node1"}).SetupWithManager(mgr); err != nil {
-			return err
-		}
 		return (&VolumeReconciler{Client: mgr.GetClient(), Root: root, Node: "node1"}).SetupWithManager(mgr)
 	})
 	bg := context.Background()
-	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hp"}, Provisioner: Provisioner}
-	if err := c.Create(bg, class); err != nil {
+	dir := filepath.Join(root, "pvc-1234")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	pvc := testClaim(class.Name)
-	if err := c.Create(bg, pvc); err != nil {
+	if err := os.WriteFile(dir+"/disk.img", []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pv := &corev1.PersistentVolume{}
-	testenv.Eventually(t, "volume provisioned", func() error {
-		return c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, pv)
-	})
-	dir := pv.Spec.HostPath.Path
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() || st.Mode().Perm() != 0o777 {
-		t.Fatalf("volume directory %s: %v %v", dir, st, err)
-	}
-	if err := os.WriteFile(dir+"/data", []byte("x"), 0o644); err != nil {
+	pv := legacyVolume("pvc-1234", dir, "node1")
+	if err := c.Create(bg, pv); err != nil {
 		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("a volume that is not released lost its directory: %v", err)
 	}
 	pv.Status.Phase = corev1.VolumeReleased
 	if err := c.Status().Update(bg, pv); err != nil {
@@ -75,44 +67,23 @@ func TestProvisionAndReclaim(t *testing.T) {
 	})
 }
 
-// TestCordonedNodeLeavesClaims: while its node is cordoned, a provisioner
-// leaves claims no node was asked for (to the other nodes'); uncordoned,
-// it takes them again.
-func TestCordonedNodeLeavesClaims(t *testing.T) {
-	cfg := testenv.Start(t)
-	scheme := testScheme(t)
-	bg := context.Background()
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
+// legacyVolume is a hostPath volume as the provisioner before the CSI
+// driver made it, at dir on node.
+func legacyVolume(name, dir, node string) *corev1.PersistentVolume {
+	dirType := corev1.HostPathDirectory
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{annProvisionedBy: Provisioner}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			StorageClassName:              "tekvirt-hostpath",
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &dirType}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+			}}}},
+		},
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}, Spec: corev1.NodeSpec{Unschedulable: true}}
-	if err := direct.Create(bg, node); err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
-		return (&ClaimReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test"), Root: root, Node: "node1"}).SetupWithManager(mgr)
-	})
-	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hp"}, Provisioner: Provisioner}
-	if err := c.Create(bg, class); err != nil {
-		t.Fatal(err)
-	}
-	pvc := testClaim(class.Name)
-	if err := c.Create(bg, pvc); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
-	if err := c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("a cordoned node's provisioner took the claim: %v", err)
-	}
-	node.Spec.Unschedulable = false
-	if err := direct.Update(bg, node); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, "volume provisioned once uncordoned", func() error {
-		return c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, &corev1.PersistentVolume{})
-	})
 }
 
 func testScheme(t *testing.T) *runtime.Scheme {
@@ -124,86 +95,34 @@ func testScheme(t *testing.T) *runtime.Scheme {
 	return scheme
 }
 
-// testClaim is a 1Gi claim "default/disk" of class, as the external
-// provisioner annotation hands it to this provisioner.
-func testClaim(class string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "disk", Namespace: "default", Annotations: map[string]string{annStorageProvisioner: Provisioner}},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: &class,
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
-}
-
-// TestSharedProvisioning: two nodes' provisioners on one shared root make
-// one volume pinned to no node for a shared claim, and neither drops the
-// other's directory; a node whose marker is missing makes them refuse,
-// naming it in the claim's events.
-func TestSharedProvisioning(t *testing.T) {
+// TestCheckShared: a node may make shared volumes only once the shared
+// root shows every node's marker, and the refusal names the nodes missing.
+func TestCheckShared(t *testing.T) {
 	cfg := testenv.Start(t)
-	scheme := testScheme(t)
 	bg := context.Background()
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: testScheme(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"node1", "node2"} {
-		if err := direct.Create(bg, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+		if err := c.Create(bg, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	shared := t.TempDir()
-	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
-		for _, n := range []string{"node1", "node2"} {
-			if err := (&ClaimReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test-" + n), Root: t.TempDir(), SharedRoot: shared, Node: n}).SetupWithManager(mgr); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Provisioner: Provisioner, Parameters: map[string]string{ParamShared: "true"}}
-	if err := c.Create(bg, class); err != nil {
-		t.Fatal(err)
+	if err := CheckShared(bg, c, "", "node1"); err == nil || !strings.Contains(err.Error(), "no shared root") {
+		t.Errorf("no shared root: %v", err)
 	}
 	if err := AnnounceNode(shared, "node1"); err != nil {
 		t.Fatal(err)
 	}
-	pvc := testClaim(class.Name)
-	pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
-	if err := c.Create(bg, pvc); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, "a ProvisioningFailed event naming node2", func() error {
-		evs := &eventsv1.EventList{}
-		if err := c.List(bg, evs, client.InNamespace(pvc.Namespace)); err != nil {
-			return err
-		}
-		for _, e := range evs.Items {
-			if e.Reason == "ProvisioningFailed" && strings.Contains(e.Note, "node(s) node2") {
-				return nil
-			}
-		}
-		return fmt.Errorf("no such event among %d", len(evs.Items))
-	})
-	if err := c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("a volume was made on a root that is not shared with node2: %v", err)
+	if err := CheckShared(bg, c, shared, "node1"); err == nil || !strings.Contains(err.Error(), "node(s) node2") {
+		t.Errorf("node2's marker missing: %v", err)
 	}
 	if err := AnnounceNode(shared, "node2"); err != nil {
 		t.Fatal(err)
 	}
-	pv := &corev1.PersistentVolume{}
-	testenv.Eventually(t, "shared volume provisioned", func() error {
-		return c.Get(bg, client.ObjectKey{Name: volumeName(pvc)}, pv)
-	})
-	if VolumeNode(pv) != "" || pv.Spec.NodeAffinity != nil || filepath.Dir(pv.Spec.HostPath.Path) != shared {
-		t.Fatalf("shared volume %+v", pv.Spec)
-	}
-	// Both provisioners saw the claim; the one that lost the race must not
-	// have removed the directory.
-	time.Sleep(time.Second)
-	if st, err := os.Stat(pv.Spec.HostPath.Path); err != nil || !st.IsDir() {
-		t.Fatalf("shared volume directory: %v", err)
+	if err := CheckShared(bg, c, shared, "node1"); err != nil {
+		t.Errorf("every marker there: %v", err)
 	}
 }

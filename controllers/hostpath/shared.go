@@ -11,9 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tekvirt/tekvirt/contracts/hoststorage"
 )
 
-// Shared volumes. A StorageClass with the parameter ParamShared "true"
+// Shared volumes. A StorageClass of the hostpath storage with the
+// parameter ParamShared "true"
 // puts its volumes under the shared root, a directory that every node
 // mounts from one shared file system (an NFS export, CephFS, ...). Such a
 // volume is not pinned to a node and may be ReadWriteMany: a VM whose
@@ -24,15 +27,16 @@ import (
 // fails with the nodes it does not share with named.
 
 // ParamShared is the StorageClass parameter that asks for shared volumes.
-const ParamShared = "shared"
+const ParamShared = hoststorage.ParamShared
 
 // markerDir is where the nodes' markers are, inside the shared root; a
 // volume's directory is named pvc-<uid> and cannot clash.
 const markerDir = ".nodes"
 
-// IsShared reports whether class asks for shared volumes.
+// IsShared reports whether class asks for shared volumes of the hostpath
+// storage (its CSI driver, or the provisioner before it).
 func IsShared(class *storagev1.StorageClass) bool {
-	return class.Provisioner == Provisioner && class.Parameters[ParamShared] == "true"
+	return (class.Provisioner == hoststorage.DriverName || class.Provisioner == Provisioner) && class.Parameters[ParamShared] == "true"
 }
 
 // AccessModes are the access modes a claim of class gets when it names
@@ -82,12 +86,39 @@ func AnnounceNode(sharedRoot, node string) error {
 	return nil
 }
 
-// VerifiedShared reports whether pv is a shared volume of this
-// provisioner: made only after every node's marker was seen in the shared
+// VerifiedShared reports whether pv is a shared volume of the hostpath
+// storage: made only after every node's marker was seen in the shared
 // root, so the same file on every node (PersistentVolumes are the cluster
 // admin's and the provisioners': a tenant cannot make one look so).
 func VerifiedShared(pv *corev1.PersistentVolume) bool {
+	if csi := pv.Spec.CSI; csi != nil {
+		return csi.Driver == hoststorage.DriverName && strings.HasPrefix(csi.VolumeHandle, hoststorage.SharedPrefix) && VolumeNode(pv) == ""
+	}
 	return pv.Annotations[annProvisionedBy] == Provisioner && pv.Spec.HostPath != nil && VolumeNode(pv) == ""
+}
+
+// CheckShared says why node cannot make a shared volume: it has no shared
+// root, or its shared root does not show every node's marker.
+func CheckShared(ctx context.Context, c client.Reader, sharedRoot, node string) error {
+	if sharedRoot == "" {
+		return fmt.Errorf("a shared volume is asked for, but the hostpath storage of node %s has no shared root (--shared-root)", node)
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	names := make([]string, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	missing, err := unsharedNodes(sharedRoot, names)
+	if err != nil {
+		return fmt.Errorf("reading the nodes' markers in %s: %w", sharedRoot, err)
+	}
+	if len(missing) > 0 {
+		return notSharedError(sharedRoot, node, missing)
+	}
+	return nil
 }
 
 // unsharedNodes are the nodes whose markers the shared root does not show
@@ -112,7 +143,30 @@ func unsharedNodes(sharedRoot string, nodes []string) ([]string, error) {
 }
 
 // notSharedError says which nodes the shared root is not shared with.
-func notSharedError(class, sharedRoot, node string, missing []string) error {
-	return fmt.Errorf("storage class %s asks for shared volumes, but %s on node %s does not show the provisioner of node(s) %s: mount one shared file system at %s on every node",
-		class, sharedRoot, node, strings.Join(missing, ", "), sharedRoot)
+func notSharedError(sharedRoot, node string, missing []string) error {
+	return fmt.Errorf("a shared volume is asked for, but %s on node %s does not show the hostpath storage of node(s) %s: mount one shared file system at %s on every node",
+		sharedRoot, node, strings.Join(missing, ", "), sharedRoot)
+}
+
+// Placement says why node should not hold the local volume of the claim
+// namespace/name: it is cordoned (no new Pod could use the volume there)
+// and the claim was not placed on it on purpose (AnnProvisionOnNode, as
+// the DataVolume controller does for a clone beside its source); nil when
+// it may. A node that cannot be read is not cordoned.
+func Placement(ctx context.Context, c client.Reader, node, namespace, name string) error {
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !n.Spec.Unschedulable {
+		return nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pvc); err != nil {
+		return fmt.Errorf("reading claim %s/%s: %w", namespace, name, err)
+	}
+	if pvc.Annotations[AnnProvisionOnNode] == node {
+		return nil
+	}
+	return fmt.Errorf("node %s is cordoned: claim %s/%s goes to another node", node, namespace, name)
 }

@@ -26,6 +26,10 @@ type VolumeReconciler struct {
 	Node string
 }
 
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;delete
+// The CSI driver's own reads (CheckShared, Placement).
+// +kubebuilder:rbac:groups="",resources=nodes;persistentvolumeclaims,verbs=get;list
+
 // Reconcile removes one released volume.
 func (r *VolumeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pv := &corev1.PersistentVolume{}

@@ -44,11 +44,16 @@ var Programs = []string{
 	HostedReleaseImage,
 	HostedWorkerImage,
 	NetworkAddonsImage,
+	CSISidecarsImage,
 }
 
 // NetworkAddonsImage holds the network add-ons' programs: Multus's thin
 // plugin and its installer, and the bridge CNI plugin.
 const NetworkAddonsImage = "tekvirt.io/network-addons"
+
+// CSISidecarsImage holds Kubernetes' CSI sidecars the hostpath storage
+// runs: /csi-provisioner, /csi-snapshotter and /snapshot-controller.
+const CSISidecarsImage = "tekvirt.io/csi-sidecars"
 
 // HostedReleaseImage is the hosted control plane's release image's name,
 // HostedWorkerImage the containerDisk NodePool workers boot by default.

@@ -48,6 +48,9 @@ func (r *Reconciler) deploy(ctx context.Context, hc *hcov1beta1.HyperConverged, 
 	}
 	hc.Status.RelatedObjects = hc.Status.RelatedObjects[:0]
 	for _, o := range objs {
+		if err := r.replaceImmutable(ctx, o); err != nil {
+			return time.Time{}, err
+		}
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {
 			return time.Time{}, fmt.Errorf("applying %s %s: %w", o.GetKind(), key(o), err)
 		}

@@ -14,11 +14,13 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tekvirt/tekvirt/contracts/hoststorage"
 	"github.com/tekvirt/tekvirt/contracts/trust"
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
 	nacv1 "github.com/tekvirt/tekvirt/controllers/apis/networkaddons/v1"
@@ -78,6 +80,12 @@ func verifies(c client.Client, bundle []byte, secret client.ObjectKey, name stri
 func TestOperatorDeploysCertifiesAndRestoresComponents(t *testing.T) {
 	c := startOperator(t)
 	ctx := context.Background()
+	// The default class as the release before the CSI driver made it:
+	// its provisioner cannot be updated, so the class is replaced.
+	legacy := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-hostpath"}, Provisioner: "tekvirt.io/hostpath"}
+	if err := c.Create(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
 	hc := &hcov1beta1.HyperConverged{ObjectMeta: metav1.ObjectMeta{Name: SingletonName, Namespace: ctrlconfig.Namespace,
 		Annotations: map[string]string{ContainerDiskMaxBytesAnnotation: "1073741824"}}}
 	if err := c.Create(ctx, hc); err != nil {
@@ -136,6 +144,11 @@ func TestOperatorDeploysCertifiesAndRestoresComponents(t *testing.T) {
 	}
 	if err := verifies(c, bundle, client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: ctrlconfig.DownloadsSecret}, "tekvirt-cli-downloads.tekvirt-system.svc"); err != nil {
 		t.Error(err)
+	}
+
+	class := &storagev1.StorageClass{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "tekvirt-hostpath"}, class); err != nil || class.Provisioner != hoststorage.DriverName {
+		t.Errorf("default StorageClass: provisioner %q, %v; want the CSI driver's", class.Provisioner, err)
 	}
 
 	markReady(t, c)
@@ -306,7 +319,7 @@ func settle(t *testing.T, c client.Client, key client.ObjectKey) {
 func markReady(t *testing.T, c client.Client) {
 	t.Helper()
 	ctx := context.Background()
-	for _, name := range []string{"tekvirt-controller", ctrlconfig.DownloadsDeployment} {
+	for _, name := range []string{"tekvirt-controller", ctrlconfig.DownloadsDeployment, ctrlconfig.SnapshotControllerDeployment} {
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ctrlconfig.Namespace, Name: name}, d); err != nil {
 			t.Fatal(err)

@@ -59,7 +59,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csidrivers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotclasses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networkaddonsoperator.network.kubevirt.io,resources=networkaddonsconfigs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networkaddonsoperator.network.kubevirt.io,resources=networkaddonsconfigs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=instancetype.kubevirt.io,resources=virtualmachineclusterinstancetypes;virtualmachineclusterpreferences,verbs=get;list;watch;create;update;patch;delete
@@ -248,6 +249,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService"},
 		{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
+		{APIVersion: "storage.k8s.io/v1", Kind: "CSIDriver"},
+		{APIVersion: "snapshot.storage.k8s.io/v1", Kind: "VolumeSnapshotClass"},
 		{APIVersion: nacv1.GroupVersion.String(), Kind: "NetworkAddonsConfig"},
 		{APIVersion: "instancetype.kubevirt.io/v1beta1", Kind: "VirtualMachineClusterInstancetype"},
 		{APIVersion: "instancetype.kubevirt.io/v1beta1", Kind: "VirtualMachineClusterPreference"},

@@ -24,7 +24,6 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
-	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/controllers/nodepool"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
@@ -129,11 +128,11 @@ func (b *hostedBench) diskBytes(claim string) int64 {
 		b.t.Fatal(err)
 	}
 	pv, err := b.f.Kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-	if err != nil || pv.Spec.HostPath == nil {
+	if err != nil || framework.VolumeDir(pv) == "" {
 		return -1
 	}
 	var st syscall.Stat_t
-	if syscall.Stat(framework.HostPath(hostpath.VolumeNode(pv), filepath.Join(pv.Spec.HostPath.Path, "disk.img")), &st) != nil {
+	if syscall.Stat(filepath.Join(framework.VolumeHostDir(pv), "disk.img"), &st) != nil {
 		return -1
 	}
 	return st.Blocks * 512

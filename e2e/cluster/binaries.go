@@ -20,6 +20,7 @@ type binaries struct {
 	coredns string // the cluster DNS server
 	multus  string // dir with multus, thin_entrypoint and the bridge CNI plugin
 	netpol  string // the NetworkPolicy agent, kube-network-policies
+	csi     string // dir with csi-provisioner, csi-snapshotter and snapshot-controller
 	tekvirt string // dir with tekvirt, tekvirt-testbed, tekvirt-controller, tekvirt-step
 }
 
@@ -121,6 +122,17 @@ var toolBuilds = []toolBuild{
 		paths:    map[string]string{"cmd": "sigs.k8s.io/kube-network-policies/cmd"},
 		ldflags:  func(string) string { return "-s -w" },
 		coldHint: "~3 min on 2 cores the first time",
+	},
+	{
+		name:   "csi",
+		module: "github.com/kubernetes-csi/external-provisioner/v5",
+		pkgs:   []string{"csi-provisioner", "csi-snapshotter", "snapshot-controller"},
+		paths: map[string]string{
+			"csi-snapshotter":     "github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter",
+			"snapshot-controller": "github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller",
+		},
+		ldflags:  func(string) string { return "-s -w" },
+		coldHint: "~4 min on 2 cores the first time",
 	},
 }
 
@@ -287,6 +299,7 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 	b.coredns = filepath.Join(dirs[4], "coredns")
 	b.multus = dirs[5]
 	b.netpol = filepath.Join(dirs[6], "cmd")
+	b.csi = dirs[7]
 	b.tekvirt = c.path("cache", "tekvirt")
 	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath", "./cmd/tekvirt-downloads", "./e2e/cmd/tekvirt-netpol-queue"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
@@ -330,6 +343,7 @@ func (c *Cluster) knownBinaries() binaries {
 	b.coredns = filepath.Join(dirs[4], "coredns")
 	b.multus = dirs[5]
 	b.netpol = filepath.Join(dirs[6], "cmd")
+	b.csi = dirs[7]
 	return b
 }
 

@@ -96,6 +96,16 @@ func networkAddonsImage(bb ocibuild.Spec, dir string) ocibuild.Spec {
 	return ocibuild.Spec{Files: files, Entrypoint: []string{"/thin_entrypoint"}}
 }
 
+// csiSidecarsImage holds Kubernetes' CSI sidecars at the root, each
+// container naming its own as its command.
+func csiSidecarsImage(dir string) ocibuild.Spec {
+	files := map[string]ocibuild.File{"/tmp": {Dir: true, Mode: 0o1777}}
+	for _, p := range toolBuilds[7].pkgs {
+		files["/"+p] = ocibuild.File{Source: filepath.Join(dir, p), Mode: 0o755}
+	}
+	return ocibuild.Spec{Files: files}
+}
+
 // pushImages builds and pushes every image to registry (host:port, or
 // host:port/path); unchanged images upload nothing.
 func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (Images, error) {
@@ -125,6 +135,7 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 		tekvirtModule + "/cmd/tekvirt-downloads":  downloadsImage(b),
 		CoreDNSImageKey:                           nonRoot(goBinaryImage(b.coredns)),
 		hyperconverged.NetworkAddonsImage:         networkAddonsImage(bb, b.multus),
+		hyperconverged.CSISidecarsImage:           csiSidecarsImage(b.csi),
 		NetworkPolicyImageKey:                     networkPolicyImage(b),
 	}
 	// Tekton's images run as a non-root user, as its release's do: with

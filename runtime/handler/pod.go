@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/types"
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
@@ -57,6 +58,17 @@ func (h *Handler) podVolumesOf(vmi *v1.VirtualMachineInstance) (*podVolumes, err
 		return p, nil
 	}
 	return nil, nil
+}
+
+// launcherPodUID is the UID of vmi's launcher Pod on this node, as the
+// controller noted it in status.activePods; "" if it noted none here.
+func (h *Handler) launcherPodUID(vmi *v1.VirtualMachineInstance) types.UID {
+	for uid, node := range vmi.Status.ActivePods {
+		if node == h.Node {
+			return uid
+		}
+	}
+	return ""
 }
 
 func (h *Handler) kubeletRoot() string {

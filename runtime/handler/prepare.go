@@ -130,9 +130,9 @@ func (h *Handler) prepareVolume(ctx context.Context, vmi *v1.VirtualMachineInsta
 		}
 		return &domain.Volume{Path: published, Format: "qcow2"}, nil
 	case vol.PersistentVolumeClaim != nil:
-		return h.claimDisk(ctx, vmi.Namespace, vol.PersistentVolumeClaim.ClaimName, field+".persistentVolumeClaim", vol.PersistentVolumeClaim.ReadOnly, i)
+		return h.claimDisk(ctx, vmi, vol.PersistentVolumeClaim.ClaimName, field+".persistentVolumeClaim", vol.PersistentVolumeClaim.ReadOnly, i)
 	case vol.DataVolume != nil:
-		return h.claimDisk(ctx, vmi.Namespace, vol.DataVolume.Name, field+".dataVolume", false, i)
+		return h.claimDisk(ctx, vmi, vol.DataVolume.Name, field+".dataVolume", false, i)
 	case vol.CloudInitNoCloud != nil:
 		seed, err := cloudinit.FromVolume(vmi, i, d.pod.readCredentials(vmi.Spec.AccessCredentials).CloudInit)
 		if err != nil {
@@ -182,10 +182,13 @@ func fetch(ctx context.Context, ref string, cache containerdisk.Cache, d vmDir, 
 }
 
 // claimDisk finds disk.img on the bound PersistentVolume of a claim (volume
-// i of the VMI). Anything that can write the claim can put something else
-// there, so it is opened as the launcher will open it: no symlinks, a
-// regular file or block device only.
-func (h *Handler) claimDisk(ctx context.Context, ns, claim, field string, readOnly bool, i int) (*domain.Volume, error) {
+// i of the VMI): in the volume's directory for a hostPath or local volume,
+// where the kubelet published it for the launcher Pod on this node for a
+// CSI filesystem volume. Anything that can write the claim can put
+// something else there, so it is opened as the launcher will open it: no
+// symlinks, a regular file or block device only.
+func (h *Handler) claimDisk(ctx context.Context, vmi *v1.VirtualMachineInstance, claim, field string, readOnly bool, i int) (*domain.Volume, error) {
+	ns := vmi.Namespace
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, pvc); err != nil {
 		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s: %w", field, ns, claim, err)
@@ -198,13 +201,22 @@ func (h *Handler) claimDisk(ctx context.Context, ns, claim, field string, readOn
 		return nil, fmt.Errorf("%s: PersistentVolume %s: %w", field, pvc.Spec.VolumeName, err)
 	}
 	var dir string
+	var err error
 	switch {
 	case pv.Spec.HostPath != nil:
 		dir = pv.Spec.HostPath.Path
 	case pv.Spec.Local != nil:
 		dir = pv.Spec.Local.Path
+	case pv.Spec.CSI != nil && (pv.Spec.VolumeMode == nil || *pv.Spec.VolumeMode == corev1.PersistentVolumeFilesystem):
+		uid := h.launcherPodUID(vmi)
+		if uid == "" {
+			return nil, fmt.Errorf("%s: %w", field, errPodNotHere)
+		}
+		if dir, err = launcherpod.CSIVolumeOnNode(h.kubeletRoot(), uid, pv.Name); err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
 	default:
-		return nil, &permanentError{reason: "VolumeUnsupported", err: fmt.Errorf("%s: PersistentVolume %s is neither hostPath nor local; only node-local filesystem volumes are supported", field, pv.Name)}
+		return nil, &permanentError{reason: "VolumeUnsupported", err: fmt.Errorf("%s: PersistentVolume %s is neither hostPath, local nor a CSI filesystem volume", field, pv.Name)}
 	}
 	f, err := diskfile.Open(dir, pvcDiskFile, !readOnly)
 	if errors.Is(err, diskfile.ErrUnsafe) {

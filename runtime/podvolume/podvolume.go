@@ -164,6 +164,21 @@ func (d Dir) Mounted(name string) (bool, error) {
 // read-only before it is attached, so no copy of it propagates writable,
 // and it is attached to the directory opened without following links.
 func (d Dir) MountReadOnly(src, name string) error {
+	return d.mount(src, name, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+}
+
+// Mount makes the directory src appear at the subdirectory name, which it
+// creates, nosuid and nodev, read-only when readOnly: a volume's data
+// where a Pod uses it. Like MountReadOnly it never follows a link at name.
+func (d Dir) Mount(src, name string, readOnly bool) error {
+	attr := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
+	if readOnly {
+		attr |= unix.MOUNT_ATTR_RDONLY
+	}
+	return d.mount(src, name, attr)
+}
+
+func (d Dir) mount(src, name string, attrs uint64) error {
 	if ok, err := d.Mounted(name); err != nil || ok {
 		return err
 	}
@@ -190,9 +205,8 @@ func (d Dir) MountReadOnly(src, name string) error {
 		return fmt.Errorf("cloning %s: %w", src, err)
 	}
 	defer func() { _ = unix.Close(tree) }()
-	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, attr); err != nil {
-		return fmt.Errorf("making the mount of %s read-only: %w", src, err)
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attrs}); err != nil {
+		return fmt.Errorf("setting the attributes of the mount of %s: %w", src, err)
 	}
 	if err := unix.MoveMount(tree, "", target, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
 		return fmt.Errorf("mounting %s at %s in %s: %w", src, name, d.Path, err)

@@ -6,6 +6,7 @@ go 1.26.4
 
 require (
 	github.com/k8snetworkplumbingwg/network-attachment-definition-client v1.7.7
+	github.com/kubernetes-csi/external-snapshotter/client/v8 v8.2.0
 	github.com/openshift/api v0.0.0-20250609083529-2b129d95495e
 	github.com/openshift/hypershift/api v0.0.0-20251120083117-dea6d2f24af6
 	k8s.io/apiextensions-apiserver v0.37.0
