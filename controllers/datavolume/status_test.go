@@ -166,7 +166,7 @@ func TestSupportedAndClaim(t *testing.T) {
 	}
 	dv.Spec.Storage.AccessModes = nil
 	dv.Annotations = map[string]string{hostpath.AnnProvisionOnNode: "node-2", "other": "x"}
-	if pvc, err := claimFor(dv, nil); err != nil || len(pvc.Annotations) != 1 || pvc.Annotations[hostpath.AnnProvisionOnNode] != "node-2" {
+	if pvc, err := claimFor(dv, nil); err != nil || len(pvc.Annotations) != 2 || pvc.Annotations[hostpath.AnnProvisionOnNode] != "node-2" || pvc.Annotations[hostpath.AnnSelectedNode] != "node-2" {
 		t.Fatalf("claim of a DataVolume asked on a node: annotations %v, %v", pvc.Annotations, err)
 	}
 	dv.Spec.Storage.Resources.Requests = nil

@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tekvirt/tekvirt/contracts/hoststorage"
+	"github.com/tekvirt/tekvirt/controllers/hostpath"
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// TestVolumeSnapshotRestore, as a namespace editor: a claim of the default
+// class is written, snapshotted (the hostpath storage's VolumeSnapshotClass,
+// the default), written again; a claim restored from the snapshot holds
+// the first write, on the source's node, sharing its blocks on the
+// testbed's XFS. The snapshot's copy goes with the snapshot. An editor of
+// another namespace who binds a snapshot of their own to the first one's
+// content gets nothing: the content is not theirs.
+func TestVolumeSnapshotRestore(t *testing.T) {
+	f := framework.New(t)
+	ns, other := f.Namespace(t), f.Namespace(t)
+	c, admin := userClient(t, f, ns, "e2e-snapshotter"), f.VMClient(t)
+	ctx := context.Background()
+	claim(t, c, ns, "data", nil)
+	writeClaim(t, f, c, ns, "data", "echo before > /data/file")
+	snap := volumeSnapshot(ns, "snap", map[string]any{"persistentVolumeClaimName": "data"})
+	if err := c.Create(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	waitSnapshotReady(t, c, snap)
+	writeClaim(t, f, c, ns, "data", "echo after > /data/file")
+
+	claim(t, c, ns, "restored", &corev1.TypedLocalObjectReference{APIGroup: ptr("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "snap"})
+	writeClaim(t, f, c, ns, "restored", `test "$(cat /data/file)" = before`)
+	src, restored := boundVolume(t, admin, ns, "data"), boundVolume(t, admin, ns, "restored")
+	if hostpath.VolumeNode(restored) != hostpath.VolumeNode(src) {
+		t.Errorf("restored on %q, the source is on %q", hostpath.VolumeNode(restored), hostpath.VolumeNode(src))
+	}
+	if b, err := os.ReadFile(filepath.Join(framework.VolumeHostDir(src), "file")); err != nil || string(b) != "after\n" {
+		t.Errorf("the source after the restore: %q, %v", b, err)
+	}
+
+	content := snapshotContent(t, admin, snap)
+	handle, _, _ := unstructured.NestedString(content.Object, "status", "snapshotHandle")
+	_, name, _ := strings.Cut(strings.TrimPrefix(handle, hoststorage.LocalPrefix), "/")
+	copyDir := framework.HostPath(hostpath.VolumeNode(src), filepath.Join(framework.StorageRoot, ".snapshots", name))
+	record, err := os.ReadFile(copyDir + ".json")
+	if err != nil || !strings.Contains(string(record), `"method":"reflink"`) {
+		t.Errorf("snapshot %s record %s: %v; want a reflink copy on the testbed's XFS", handle, record, err)
+	}
+
+	// Another namespace's editor names the content in a snapshot of
+	// their own, and restores from it.
+	oc := userClient(t, f, other, "e2e-snapshot-thief")
+	theft := volumeSnapshot(other, "theft", map[string]any{"volumeSnapshotContentName": content.GetName()})
+	if err := oc.Create(ctx, theft); err != nil {
+		t.Fatal(err)
+	}
+	claim(t, oc, other, "loot", &corev1.TypedLocalObjectReference{APIGroup: ptr("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "theft"})
+	time.Sleep(10 * time.Second)
+	if err := oc.Get(ctx, client.ObjectKeyFromObject(theft), theft); err != nil {
+		t.Fatal(err)
+	}
+	if ready, _, _ := unstructured.NestedBool(theft.Object, "status", "readyToUse"); ready {
+		t.Errorf("another namespace's snapshot bound to %s: %v", content.GetName(), theft.Object["status"])
+	}
+	loot := &corev1.PersistentVolumeClaim{}
+	if err := oc.Get(ctx, client.ObjectKey{Namespace: other, Name: "loot"}, loot); err != nil || loot.Spec.VolumeName != "" {
+		t.Errorf("a claim restored from another namespace's snapshot got volume %q (%v)", loot.Spec.VolumeName, err)
+	}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(content), content); err != nil {
+		t.Fatal(err)
+	}
+	if ref, _, _ := unstructured.NestedString(content.Object, "spec", "volumeSnapshotRef", "namespace"); ref != ns {
+		t.Errorf("the content now belongs to namespace %q", ref)
+	}
+
+	if err := c.Delete(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "the snapshot's copy removed with it", func() error {
+		if _, err := os.Stat(copyDir); !os.IsNotExist(err) {
+			return fmt.Errorf("%s: %v", copyDir, err)
+		}
+		return nil
+	})
+}
+
+// claim makes a 64Mi claim of the default class, from source if set.
+func claim(t *testing.T, c client.Client, ns, name string, source *corev1.TypedLocalObjectReference) {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+			DataSource:  source,
+		},
+	}
+	if err := c.Create(context.Background(), pvc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeClaim runs script in a Pod with the claim at /data and waits for
+// it to succeed.
+func writeClaim(t *testing.T, f *framework.Framework, c client.Client, ns, claim, script string) {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", claim, time.Now().UnixNano()%100000)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy:   corev1.RestartPolicyNever,
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr(int64(65532))},
+			Containers: []corev1.Container{{
+				Name: "sh", Image: registryImage(t, f, "tekvirt/busybox"), Command: []string{"sh", "-c", script},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
+		},
+	}
+	if err := c.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitPodSucceeded(t, ns, name, 2*time.Minute)
+	if err := c.Delete(context.Background(), pod); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+}
+
+// volumeSnapshot is a VolumeSnapshot of the default class from source.
+func volumeSnapshot(ns, name string, source map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec":     map[string]any{"source": source},
+	}}
+}
+
+func waitSnapshotReady(t *testing.T, c client.Client, snap *unstructured.Unstructured) {
+	t.Helper()
+	framework.Eventually(t, 2*time.Minute, "VolumeSnapshot "+snap.GetName()+" readyToUse", func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(snap), snap); err != nil {
+			return err
+		}
+		if ready, _, _ := unstructured.NestedBool(snap.Object, "status", "readyToUse"); !ready {
+			return fmt.Errorf("status %v", snap.Object["status"])
+		}
+		return nil
+	})
+}
+
+// snapshotContent is the VolumeSnapshotContent snap is bound to, read
+// with the admin's client.
+func snapshotContent(t *testing.T, admin client.Client, snap *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	name, _, _ := unstructured.NestedString(snap.Object, "status", "boundVolumeSnapshotContentName")
+	content := &unstructured.Unstructured{}
+	content.SetAPIVersion("snapshot.storage.k8s.io/v1")
+	content.SetKind("VolumeSnapshotContent")
+	if err := admin.Get(context.Background(), client.ObjectKey{Name: name}, content); err != nil {
+		t.Fatal(err)
+	}
+	return content
+}
+
+// boundVolume is the PersistentVolume the claim ns/name is bound to, read
+// with the admin's client.
+func boundVolume(t *testing.T, admin client.Client, ns, name string) *corev1.PersistentVolume {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := admin.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		t.Fatal(err)
+	}
+	return pv
+}
