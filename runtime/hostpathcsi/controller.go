@@ -273,16 +273,8 @@ func (d *Driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (
 	if err != nil {
 		return nil, err
 	}
-	release, err := d.claim(dir)
-	if err != nil {
+	if err := d.remove("volume", l, dir, d.recordPath(l)); err != nil {
 		return nil, err
-	}
-	defer release()
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, errorf(codes.Internal, "removing volume %s: %v", l, err)
-	}
-	if err := os.Remove(d.recordPath(l)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, errorf(codes.Internal, "removing the record of volume %s: %v", l, err)
 	}
 	return &csi.DeleteVolumeResponse{}, nil
 }
@@ -292,18 +284,9 @@ func (d *Driver) ValidateVolumeCapabilities(_ context.Context, req *csi.Validate
 	if req.GetVolumeId() == "" || len(req.GetVolumeCapabilities()) == 0 {
 		return nil, errorf(codes.InvalidArgument, "a volume ID and volume capabilities are needed")
 	}
-	l, err := parseLocation(req.GetVolumeId())
-	if err != nil {
-		return nil, errorf(codes.NotFound, "%v", err)
-	}
-	dir, err := d.volumeDir(l)
+	l, _, err := d.existingVolume(req.GetVolumeId())
 	if err != nil {
 		return nil, err
-	}
-	if ok, err := exists(dir); err != nil {
-		return nil, err
-	} else if !ok {
-		return nil, errorf(codes.NotFound, "volume %s does not exist", l)
 	}
 	if err := checkCapabilities(req.GetVolumeCapabilities(), l.Node == ""); err != nil {
 		return &csi.ValidateVolumeCapabilitiesResponse{Message: err.Error()}, nil
@@ -311,6 +294,23 @@ func (d *Driver) ValidateVolumeCapabilities(_ context.Context, req *csi.Validate
 	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{
 		VolumeContext: req.GetVolumeContext(), VolumeCapabilities: req.GetVolumeCapabilities(), Parameters: req.GetParameters(),
 	}}, nil
+}
+
+// remove deletes the directory of the volume or snapshot at l and its
+// record, once no other call works on it.
+func (d *Driver) remove(kind string, l location, dir, record string) error {
+	release, err := d.claim(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := os.RemoveAll(dir); err != nil {
+		return errorf(codes.Internal, "removing %s %s: %v", kind, l, err)
+	}
+	if err := os.Remove(record); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return errorf(codes.Internal, "removing the record of %s %s: %v", kind, l, err)
+	}
+	return nil
 }
 
 // recordPath is the file of the volume at l's record.

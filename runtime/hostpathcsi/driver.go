@@ -109,6 +109,26 @@ func (d *Driver) volumeDir(l location) (string, error) {
 	return filepath.Join(r, l.Name), nil
 }
 
+// existingVolume is the location and directory of the volume id, which
+// must be here (codes.NotFound when it is not, or is no volume of the
+// driver's).
+func (d *Driver) existingVolume(id string) (location, string, error) {
+	l, err := parseLocation(id)
+	if err != nil {
+		return location{}, "", errorf(codes.NotFound, "volume: %v", err)
+	}
+	dir, err := d.volumeDir(l)
+	if err != nil {
+		return location{}, "", err
+	}
+	if ok, err := exists(dir); err != nil {
+		return location{}, "", err
+	} else if !ok {
+		return location{}, "", errorf(codes.NotFound, "volume %s does not exist", l)
+	}
+	return l, dir, nil
+}
+
 // snapshotDir is the directory of the snapshot at l.
 func (d *Driver) snapshotDir(l location) (string, error) {
 	r, err := d.root(l)

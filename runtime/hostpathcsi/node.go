@@ -37,21 +37,12 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	case req.GetVolumeCapability() == nil:
 		return nil, errorf(codes.InvalidArgument, "no volume capability")
 	}
-	l, err := parseLocation(req.GetVolumeId())
+	l, dir, err := d.existingVolume(req.GetVolumeId())
 	if err != nil {
-		return nil, errorf(codes.NotFound, "%v", err)
+		return nil, err
 	}
 	if err := checkCapabilities([]*csi.VolumeCapability{req.GetVolumeCapability()}, l.Node == ""); err != nil {
 		return nil, err
-	}
-	dir, err := d.volumeDir(l)
-	if err != nil {
-		return nil, err
-	}
-	if ok, err := exists(dir); err != nil {
-		return nil, err
-	} else if !ok {
-		return nil, errorf(codes.NotFound, "volume %s does not exist", l)
 	}
 	target := filepath.Clean(req.GetTargetPath())
 	parent := podvolume.Dir{Path: filepath.Dir(target)}

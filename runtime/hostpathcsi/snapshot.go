@@ -2,8 +2,6 @@ package hostpathcsi
 
 import (
 	"context"
-	"errors"
-	"os"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -72,25 +70,6 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	return snapshotResponse(l, rec), nil
 }
 
-// existingVolume is the location and directory of the volume id, which
-// must be here.
-func (d *Driver) existingVolume(id string) (location, string, error) {
-	l, err := parseLocation(id)
-	if err != nil {
-		return location{}, "", errorf(codes.NotFound, "source volume: %v", err)
-	}
-	dir, err := d.volumeDir(l)
-	if err != nil {
-		return location{}, "", err
-	}
-	if ok, err := exists(dir); err != nil {
-		return location{}, "", err
-	} else if !ok {
-		return location{}, "", errorf(codes.NotFound, "source volume %s does not exist", l)
-	}
-	return l, dir, nil
-}
-
 // snapshotResponse describes the snapshot at l.
 func snapshotResponse(l location, rec *snapshotRecord) *csi.CreateSnapshotResponse {
 	return &csi.CreateSnapshotResponse{Snapshot: &csi.Snapshot{
@@ -113,16 +92,8 @@ func (d *Driver) DeleteSnapshot(_ context.Context, req *csi.DeleteSnapshotReques
 	if err != nil {
 		return nil, err
 	}
-	release, err := d.claim(dir)
-	if err != nil {
+	if err := d.remove("snapshot", l, dir, dir+".json"); err != nil {
 		return nil, err
-	}
-	defer release()
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, errorf(codes.Internal, "removing snapshot %s: %v", l, err)
-	}
-	if err := os.Remove(dir + ".json"); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, errorf(codes.Internal, "removing the record of snapshot %s: %v", l, err)
 	}
 	return &csi.DeleteSnapshotResponse{}, nil
 }
