@@ -97,7 +97,7 @@ func TestVolumeSnapshotRestore(t *testing.T) {
 	}
 	framework.Eventually(t, time.Minute, "the snapshot's copy removed with it", func() error {
 		if _, err := os.Stat(copyDir); !os.IsNotExist(err) {
-			return fmt.Errorf("%s: %v", copyDir, err)
+			return fmt.Errorf("%s: %w", copyDir, err)
 		}
 		return nil
 	})

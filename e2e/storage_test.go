@@ -158,7 +158,7 @@ func TestLegacyHostpathVolume(t *testing.T) {
 	}
 	framework.Eventually(t, 2*time.Minute, "the released legacy volume and its directory removed", func() error {
 		if err := admin.Get(ctx, client.ObjectKey{Name: name}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("volume %s still exists: %v", name, err)
+			return fmt.Errorf("volume %s still exists: %w", name, err)
 		}
 		if _, err := os.Stat(framework.HostPath(node, dir)); !os.IsNotExist(err) {
 			return fmt.Errorf("%s still exists", dir)
