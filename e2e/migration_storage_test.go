@@ -61,7 +61,7 @@ func TestLiveMigrationSharedDisk(t *testing.T) {
 	framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "runs", framework.AgentConnected)
 	vmi := framework.WaitVMI(t, c, ns, vm.Name, 30*time.Second, "live-migratable", framework.LiveMigratable(corev1.ConditionTrue, "", ""))
 	boot := guestBootID(t, f, vmi)
-	wantEvent(t, f, ns, local.Name, "ProvisioningFailed", "ReadWriteMany; volumes of class tekvirt-hostpath live on one node")
+	wantEvent(t, f, ns, local.Name, "ProvisioningFailed", `volumes of this class live on one node; use a class with parameter shared: "true" (tekvirt-shared)`)
 
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: disk}, pvc); err != nil {

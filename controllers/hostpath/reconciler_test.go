@@ -126,3 +126,57 @@ func TestCheckShared(t *testing.T) {
 		t.Errorf("every marker there: %v", err)
 	}
 }
+
+// TestPlacement: a claim placed on a node goes there only; a cordoned node
+// holds no new volume but for a claim placed on it.
+func TestPlacement(t *testing.T) {
+	cfg := testenv.Start(t)
+	bg := context.Background()
+	c, err := client.New(cfg, client.Options{Scheme: testScheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}}
+	if err := c.Create(bg, node); err != nil {
+		t.Fatal(err)
+	}
+	free, placed := testClaim("free", nil), testClaim("placed", map[string]string{AnnProvisionOnNode: "node1"})
+	for _, pvc := range []*corev1.PersistentVolumeClaim{free, placed} {
+		if err := c.Create(bg, pvc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Placement(bg, c, "node1", "default", free.Name); err != nil {
+		t.Errorf("schedulable node: %v", err)
+	}
+	if err := Placement(bg, c, "node2", "default", placed.Name); err == nil || !strings.Contains(err.Error(), "asks for node node1") {
+		t.Errorf("a claim placed on another node: %v", err)
+	}
+	node.Spec.Unschedulable = true
+	if err := c.Update(bg, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := Placement(bg, c, "node1", "default", free.Name); err == nil || !strings.Contains(err.Error(), "node node1 is cordoned") {
+		t.Errorf("cordoned node, a claim no node was asked for: %v", err)
+	}
+	if err := Placement(bg, c, "node1", "default", placed.Name); err != nil {
+		t.Errorf("cordoned node, a claim placed there: %v", err)
+	}
+	if err := Placement(bg, c, "gone", "default", free.Name); err != nil {
+		t.Errorf("a node that is not there: %v", err)
+	}
+	if err := Placement(bg, c, "node1", "default", "missing"); err == nil {
+		t.Error("a claim that is not there placed")
+	}
+}
+
+// testClaim is a 1Gi claim default/name with annotations.
+func testClaim(name string, annotations map[string]string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+}

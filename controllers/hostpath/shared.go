@@ -149,24 +149,29 @@ func notSharedError(sharedRoot, node string, missing []string) error {
 }
 
 // Placement says why node should not hold the local volume of the claim
-// namespace/name: it is cordoned (no new Pod could use the volume there)
-// and the claim was not placed on it on purpose (AnnProvisionOnNode, as
-// the DataVolume controller does for a clone beside its source); nil when
-// it may. A node that cannot be read is not cordoned.
+// namespace/name, nil when it may: a claim placed on another node with
+// AnnProvisionOnNode (as the hostpath provisioner before the CSI driver
+// honoured it) is that node's; a claim placed on this one is; any other
+// is not while node is cordoned (no new Pod could use the volume there).
+// A node that cannot be read is not cordoned.
 func Placement(ctx context.Context, c client.Reader, node, namespace, name string) error {
-	n := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if !n.Spec.Unschedulable {
-		return nil
-	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pvc); err != nil {
 		return fmt.Errorf("reading claim %s/%s: %w", namespace, name, err)
 	}
-	if pvc.Annotations[AnnProvisionOnNode] == node {
+	switch on := pvc.Annotations[AnnProvisionOnNode]; on {
+	case node:
 		return nil
+	case "":
+	default:
+		return fmt.Errorf("claim %s/%s asks for node %s (%s), not %s", namespace, name, on, AnnProvisionOnNode, node)
 	}
-	return fmt.Errorf("node %s is cordoned: claim %s/%s goes to another node", node, namespace, name)
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if n.Spec.Unschedulable {
+		return fmt.Errorf("node %s is cordoned: claim %s/%s goes to another node", node, namespace, name)
+	}
+	return nil
 }

@@ -184,7 +184,7 @@ func checkCapabilities(caps []*csi.VolumeCapability, shared bool) error {
 			return errorf(codes.InvalidArgument, "a volume capability without an access mode")
 		case csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY, csi.VolumeCapability_AccessMode_MULTI_NODE_SINGLE_WRITER:
 			if !shared {
-				return errorf(codes.InvalidArgument, "access mode %s (ReadWriteMany, ReadOnlyMany): this class's volumes live on one node; use a class with parameter %s: \"true\" (tekvirt-shared)", c.GetAccessMode().GetMode(), ParamShared)
+				return errorf(codes.InvalidArgument, "ReadWriteMany or ReadOnlyMany (%s): volumes of this class live on one node; use a class with parameter %s: \"true\" (tekvirt-shared)", c.GetAccessMode().GetMode(), ParamShared)
 			}
 		}
 	}
