@@ -103,15 +103,48 @@ func TestVolumeSnapshotRestore(t *testing.T) {
 	})
 }
 
+// TestSharedVolumeSnapshot: a volume of the shared class is snapshotted
+// (by the node the snapshot controller picks among those with the shared
+// root) and restored into the shared class, ReadWriteMany.
+func TestSharedVolumeSnapshot(t *testing.T) {
+	f := framework.New(t)
+	f.TwoNodes(t)
+	ns := f.Namespace(t)
+	c := userClient(t, f, ns, "e2e-snapshotter")
+	shared := &corev1.PersistentVolumeClaimSpec{StorageClassName: ptr("tekvirt-shared"),
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}}
+	claimLike(t, c, ns, "data", shared, nil)
+	writeClaim(t, f, c, ns, "data", "echo shared-before > /data/file")
+	snap := volumeSnapshot(ns, "snap", map[string]any{"persistentVolumeClaimName": "data"})
+	if err := c.Create(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+	waitSnapshotReady(t, c, snap)
+	writeClaim(t, f, c, ns, "data", "echo shared-after > /data/file")
+	claimLike(t, c, ns, "restored", shared, &corev1.TypedLocalObjectReference{APIGroup: ptr("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "snap"})
+	writeClaim(t, f, c, ns, "restored", `test "$(cat /data/file)" = shared-before`)
+	if pv := boundVolume(t, f.VMClient(t), ns, "restored"); !hostpath.VerifiedShared(pv) {
+		t.Errorf("the restored volume is not a verified shared one: %+v", pv.Spec)
+	}
+}
+
 // claim makes a 64Mi claim of the default class, from source if set.
 func claim(t *testing.T, c client.Client, ns, name string, source *corev1.TypedLocalObjectReference) {
+	t.Helper()
+	claimLike(t, c, ns, name, &corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}, source)
+}
+
+// claimLike makes a 64Mi claim with the class and access modes of spec,
+// from source if set.
+func claimLike(t *testing.T, c client.Client, ns, name string, spec *corev1.PersistentVolumeClaimSpec, source *corev1.TypedLocalObjectReference) {
 	t.Helper()
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-			DataSource:  source,
+			AccessModes:      spec.AccessModes,
+			StorageClassName: spec.StorageClassName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+			DataSource:       source,
 		},
 	}
 	if err := c.Create(context.Background(), pvc); err != nil {

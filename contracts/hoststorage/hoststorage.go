@@ -9,6 +9,12 @@ const DriverName = "hostpath.csi.tekvirt.io"
 // volume's node affinity.
 const TopologyKey = "topology." + DriverName + "/node"
 
+// SharedTopologyKey is the topology key of a shared volume: every node with
+// the shared root reports it "true", and a shared volume's node affinity
+// asks for it, so it may go to any of those nodes and to no other (and
+// the snapshot controller hands its snapshots to one of them).
+const SharedTopologyKey = "topology." + DriverName + "/shared"
+
 // ParamShared is the StorageClass parameter that asks for shared volumes:
 // under a root every node mounts from one shared file system, not pinned
 // to a node, ReadWriteMany.

@@ -50,6 +50,13 @@ func TestShared(t *testing.T) {
 		want bool
 	}{
 		{"CSI shared volume", csiVolume("shared/pvc-1", ""), true},
+		{"CSI shared volume open to the nodes with the shared root", func() *corev1.PersistentVolume {
+			pv := csiVolume("shared/pvc-1", "")
+			pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hoststorage.SharedTopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"true"}}},
+			}}}}
+			return pv
+		}(), true},
 		{"CSI local volume", csiVolume("local/n1/pvc-1", "n1"), false},
 		{"CSI local handle without affinity", csiVolume("local/n1/pvc-1", ""), false},
 		{"legacy shared volume", legacy, true},

@@ -129,9 +129,11 @@ func (d *Driver) placeVolume(ctx context.Context, req *csi.CreateVolumeRequest) 
 // volumeResponse describes the volume at l.
 func (d *Driver) volumeResponse(l location, rec volumeRecord, src *csi.VolumeContentSource) *csi.CreateVolumeResponse {
 	v := &csi.Volume{VolumeId: l.String(), CapacityBytes: rec.Capacity, ContentSource: src}
-	if l.Node != "" {
-		v.AccessibleTopology = []*csi.Topology{{Segments: map[string]string{TopologyKey: l.Node}}}
+	segment := map[string]string{TopologyKey: l.Node}
+	if l.Node == "" {
+		segment = map[string]string{hoststorage.SharedTopologyKey: "true"}
 	}
+	v.AccessibleTopology = []*csi.Topology{{Segments: segment}}
 	return &csi.CreateVolumeResponse{Volume: v}
 }
 

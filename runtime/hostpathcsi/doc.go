@@ -10,7 +10,8 @@
 // A volume is a directory named after the volume under the node's root,
 // pinned to the node by its topology (TopologyKey), or under the shared
 // root (a file system every node mounts) for a class with the parameter
-// shared "true", not pinned to any node. A snapshot is a copy of the
+// shared "true", open to every node with the shared root (its topology
+// hoststorage.SharedTopologyKey "true"). A snapshot is a copy of the
 // volume's tree under .snapshots of the same root, sharing blocks with it
 // where the file system can (XFS or btrfs reflink) and sparse otherwise; a
 // volume restored from a snapshot or cloned from a volume is made the same

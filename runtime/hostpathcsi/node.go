@@ -8,15 +8,18 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
+	"github.com/tekvirt/tekvirt/contracts/hoststorage"
 	"github.com/tekvirt/tekvirt/runtime/podvolume"
 )
 
-// NodeGetInfo names this node and its topology.
+// NodeGetInfo names this node and its topology: the node itself, and
+// whether it has the shared root.
 func (d *Driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
-	return &csi.NodeGetInfoResponse{
-		NodeId:             d.Node,
-		AccessibleTopology: &csi.Topology{Segments: map[string]string{TopologyKey: d.Node}},
-	}, nil
+	segments := map[string]string{TopologyKey: d.Node}
+	if d.SharedRoot != "" {
+		segments[hoststorage.SharedTopologyKey] = "true"
+	}
+	return &csi.NodeGetInfoResponse{NodeId: d.Node, AccessibleTopology: &csi.Topology{Segments: segments}}, nil
 }
 
 // NodeGetCapabilities lists the node calls served beyond publishing.
