@@ -135,7 +135,7 @@ const (
 )
 
 // NodeNamespace holds the node daemons, the only privileged Pods tekvirt
-// runs: the VM handler and the volume provisioner DaemonSets.
+// runs: the VM handler and the hostpath storage DaemonSets.
 const NodeNamespace = "tekvirt-node"
 
 // Every node's VM handler authenticates as HandlerUser with a token bound

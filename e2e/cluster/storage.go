@@ -14,7 +14,7 @@ import (
 // disk space only as volumes fill.
 const storagePoolSize = "40G"
 
-// StorageRoot is the directory the hostpath provisioner puts volumes in;
+// StorageRoot is the directory the hostpath storage puts volumes in;
 // the VMs' QEMU opens their disk.img there.
 func (c *Cluster) StorageRoot() string { return filepath.Join(NodeRoot, "storage") }
 

@@ -12,8 +12,8 @@ import (
 )
 
 // StorageRoot is the directory of the hostpath storage's local volumes on
-// every node, as its DaemonSet names it.
-var StorageRoot = filepath.Join(cluster.NodeRoot, "storage")
+// every node (cluster.Cluster.StorageRoot).
+var StorageRoot = (&cluster.Cluster{}).StorageRoot()
 
 // VolumeDir is the directory of pv, a volume of the hostpath storage (its
 // CSI driver's, or a hostPath volume of the provisioner before it), as its

@@ -38,26 +38,24 @@ type podVolumes struct {
 // Pod UID the controller noted in status.activePods; nil if it noted none
 // here.
 func (h *Handler) podVolumesOf(vmi *v1.VirtualMachineInstance) (*podVolumes, error) {
-	for uid, node := range vmi.Status.ActivePods {
-		if node != h.Node {
-			continue
-		}
-		vm, err := launcherpod.EmptyDirOnNode(h.kubeletRoot(), uid, launcherpod.VMVolume)
-		if err != nil {
-			return nil, err
-		}
-		images, _ := launcherpod.EmptyDirOnNode(h.kubeletRoot(), uid, launcherpod.ImagesVolume)
-		// What the handler writes in the vm volume (a containerDisk's
-		// overlay) QEMU writes too, as the Pod's user.
-		owner := &podvolume.Owner{UID: launcherpod.User, GID: launcherpod.Group}
-		p := &podVolumes{vm: podvolume.Dir{Path: vm, Owner: owner}, images: podvolume.Dir{Path: images}}
-		for i := range vmi.Spec.AccessCredentials {
-			secret, _ := launcherpod.SecretOnNode(h.kubeletRoot(), uid, launcherpod.AccessCredentialVolume(i))
-			p.secrets = append(p.secrets, secret)
-		}
-		return p, nil
+	uid := h.launcherPodUID(vmi)
+	if uid == "" {
+		return nil, nil
 	}
-	return nil, nil
+	vm, err := launcherpod.EmptyDirOnNode(h.kubeletRoot(), uid, launcherpod.VMVolume)
+	if err != nil {
+		return nil, err
+	}
+	images, _ := launcherpod.EmptyDirOnNode(h.kubeletRoot(), uid, launcherpod.ImagesVolume)
+	// What the handler writes in the vm volume (a containerDisk's
+	// overlay) QEMU writes too, as the Pod's user.
+	owner := &podvolume.Owner{UID: launcherpod.User, GID: launcherpod.Group}
+	p := &podVolumes{vm: podvolume.Dir{Path: vm, Owner: owner}, images: podvolume.Dir{Path: images}}
+	for i := range vmi.Spec.AccessCredentials {
+		secret, _ := launcherpod.SecretOnNode(h.kubeletRoot(), uid, launcherpod.AccessCredentialVolume(i))
+		p.secrets = append(p.secrets, secret)
+	}
+	return p, nil
 }
 
 // launcherPodUID is the UID of vmi's launcher Pod on this node, as the
