@@ -84,6 +84,11 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc(vm+"stop", auth(a.vmChange("stop", planWith(planStop, func(o *v1.StopOptions) []string { return o.DryRun }))))
 	mux.HandleFunc(vm+"restart", auth(a.vmChange("restart", planWith(planRestart, func(o *v1.RestartOptions) []string { return o.DryRun }))))
 	mux.HandleFunc(vm+"migrate", auth(a.migrate))
+	vmiPut := "PUT /apis/" + groupVersion + "/namespaces/{namespace}/virtualmachineinstances/{name}/"
+	for _, sub := range volumeSubresources {
+		mux.HandleFunc(vm+sub, auth(a.volumeChange("virtualmachines", sub)))
+		mux.HandleFunc(vmiPut+sub, auth(a.volumeChange("virtualmachineinstances", sub)))
+	}
 	mux.HandleFunc("PUT /apis/"+groupVersion+"/namespaces/{namespace}/expand-vm-spec", auth(a.expandVMSpec))
 	mux.HandleFunc("GET /apis/"+groupVersion+"/namespaces/{namespace}/virtualmachines/{name}/expand-spec", auth(a.expandSpec))
 	if a.Handlers != nil {
@@ -118,6 +123,11 @@ func (a *API) resources() []metav1.APIResource {
 	}
 	for _, s := range []string{"start", "stop", "restart", "migrate"} {
 		out = append(out, metav1.APIResource{Name: "virtualmachines/" + s, Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}})
+	}
+	for _, s := range volumeSubresources {
+		out = append(out,
+			metav1.APIResource{Name: "virtualmachines/" + s, Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}},
+			metav1.APIResource{Name: "virtualmachineinstances/" + s, Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"update"}})
 	}
 	if a.Handlers == nil {
 		return out

@@ -87,7 +87,8 @@ func TestDiscoveryAndVersion(t *testing.T) {
 	for _, r := range list.APIResources {
 		names = append(names, r.Name)
 	}
-	if got := strings.Join(names, " "); got != "expand-vm-spec virtualmachines/expand-spec virtualmachines/start virtualmachines/stop virtualmachines/restart virtualmachines/migrate" {
+	if got := strings.Join(names, " "); got != "expand-vm-spec virtualmachines/expand-spec virtualmachines/start virtualmachines/stop virtualmachines/restart virtualmachines/migrate "+
+		"virtualmachines/addvolume virtualmachineinstances/addvolume virtualmachines/removevolume virtualmachineinstances/removevolume" {
 		t.Errorf("resources %q", got)
 	}
 	w = serve(t, a, "GET", "/apis/"+groupVersion+"/version", "alice", "")

@@ -49,6 +49,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if len(vm.Status.VolumeRequests) > 0 && vm.DeletionTimestamp == nil {
+		// Before anything starts a VMI from the template: a new VMI has the
+		// volumes the requests asked for.
+		return ctrl.Result{}, r.applyVolumeRequests(ctx, vm, vmi)
+	}
 	base := vm.DeepCopy()
 	rs, failure := vm.RunStrategy()
 	var volumes v1.VirtualMachinePrintableStatus
