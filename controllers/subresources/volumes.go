@@ -22,7 +22,6 @@ import (
 // KubeVirt's answer for a VMI that is not running, which clients match.
 const vmiNotRunning = "VMI is not running"
 
-
 // volumeSubresources are served on both VMs and VMIs.
 var volumeSubresources = []string{"addvolume", "removevolume"}
 
