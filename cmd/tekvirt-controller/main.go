@@ -38,6 +38,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/eviction"
 	"github.com/tekvirt/tekvirt/controllers/frontproxy"
 	"github.com/tekvirt/tekvirt/controllers/hostedcluster"
+	"github.com/tekvirt/tekvirt/controllers/hotplug"
 	"github.com/tekvirt/tekvirt/controllers/macpool"
 	"github.com/tekvirt/tekvirt/controllers/manager"
 	"github.com/tekvirt/tekvirt/controllers/metrics"
@@ -139,6 +140,9 @@ func setupVMs(mgr ctrl.Manager, img images) error {
 	}
 	if err := (&vmi.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up launcher Pods: %w", err)
+	}
+	if err := (&hotplug.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), Image: img.launcher}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up hotplug volumes: %w", err)
 	}
 	if err := (&workloadupdate.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the workload updater: %w", err)

@@ -1,7 +1,9 @@
 // Command tekvirt-launcher runs one VM: it is a launcher Pod's entrypoint,
 // and it lives as long as the VM's libvirt domain. With
 // --probe-qemu-capabilities it is the handler Pod's init container, which
-// probes QEMU once for every launcher on the node.
+// probes QEMU once for every launcher on the node. With --hold it is an
+// attachment Pod's only process: it holds the Pod, and with it the claim
+// of a hotplugged volume, until the Pod is stopped.
 package main
 
 import (
@@ -27,7 +29,14 @@ func main() {
 	flag.StringVar(&pod.DisksDir, "disks-dir", "", "where each claim volume is mounted, as <dir>/<volume>")
 	var probeOut string
 	flag.StringVar(&probeOut, "probe-qemu-capabilities", "", "probe QEMU with a libvirtd run in --libvirtd, write libvirt's capabilities files into this directory and exit")
+	hold := flag.Bool("hold", false, "do nothing until stopped (an attachment Pod, which holds a hotplugged volume's claim on the node)")
 	flag.Parse()
+	if *hold {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		<-ctx.Done()
+		return
+	}
 	if probeOut != "" && pod.LibvirtdDir != "" {
 		log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

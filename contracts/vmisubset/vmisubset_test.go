@@ -28,12 +28,12 @@ func TestCheck(t *testing.T) {
 	if err := Check(spec); err != nil {
 		t.Fatalf("a supported spec: %v", err)
 	}
-	spec.Domain.Devices.Disks[0].Disk.Bus = v1.DiskBusSCSI
+	spec.Domain.Devices.Disks[0].Disk.Bus = v1.DiskBusUSB
 	spec.Volumes[0].ContainerDisk.ImagePullSecret = "pull"
 	spec.DNSPolicy = corev1.DNSNone
 	spec.Domain.Devices.Interfaces[0].PciAddress = "0000:81:01.0"
 	err := Check(spec)
-	for _, want := range []string{"spec.domain.devices.interfaces[0].pciAddress", "fields not supported by tekvirt", `spec.domain.devices.disks[0].disk.bus: "scsi" (supported: virtio, sata)`,
+	for _, want := range []string{"spec.domain.devices.interfaces[0].pciAddress", "fields not supported by tekvirt", `spec.domain.devices.disks[0].disk.bus: "usb" (supported: virtio, sata, scsi)`,
 		"spec.volumes[0].containerDisk.imagePullSecret", "spec.dnsPolicy"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)

@@ -5,26 +5,15 @@ import (
 	"slices"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 )
 
-// Claim is the claim a volume of spec uses (a DataVolume's claim has its
-// name), or "".
-func Claim(vol v1.Volume) string {
-	switch {
-	case vol.PersistentVolumeClaim != nil:
-		return vol.PersistentVolumeClaim.ClaimName
-	case vol.DataVolume != nil:
-		return vol.DataVolume.Name
-	}
-	return ""
-}
-
-// IsHotplug reports whether vol is a hotplugged (hotpluggable) volume: it
-// reaches the domain through an attachment Pod, never the launcher Pod.
-func IsHotplug(vol v1.Volume) bool {
-	return vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.Hotpluggable ||
-		vol.DataVolume != nil && vol.DataVolume.Hotpluggable
-}
+// Claim and IsHotplug are vmisubset's, which the node's handler shares.
+var (
+	Claim     = vmisubset.Claim
+	IsHotplug = vmisubset.IsHotplug
+)
 
 // Normalize completes an add request as KubeVirt's virt-api does: the
 // disk takes the request's name and its source is hotpluggable. It

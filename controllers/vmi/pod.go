@@ -16,6 +16,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
+	"github.com/tekvirt/tekvirt/controllers/hotplug"
 	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 	"github.com/tekvirt/tekvirt/contracts/vmisubset"
@@ -183,6 +184,8 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 		var claim string
 		readOnly := false
 		switch {
+		case hotplug.IsHotplug(vol):
+			continue // an attachment Pod holds it, once the VM runs
 		case vol.PersistentVolumeClaim != nil:
 			claim, readOnly = vol.PersistentVolumeClaim.ClaimName, vol.PersistentVolumeClaim.ReadOnly
 		case vol.DataVolume != nil:

@@ -10,18 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
-)
 
-// claimName is the PersistentVolumeClaim a VMI volume uses, or "".
-func claimName(vol v1.Volume) string {
-	switch {
-	case vol.PersistentVolumeClaim != nil:
-		return vol.PersistentVolumeClaim.ClaimName
-	case vol.DataVolume != nil:
-		return vol.DataVolume.Name // CDI's claim has its DataVolume's name
-	}
-	return ""
-}
+	"github.com/tekvirt/tekvirt/contracts/vmisubset"
+)
 
 // VolumeStatus is vmi's status.volumeStatus with each claim volume
 // described as KubeVirt's controller describes it (access modes, volume
@@ -37,7 +28,7 @@ func VolumeStatus(vmi *v1.VirtualMachineInstance, claims map[string]*corev1.Pers
 	for _, vol := range vmi.Spec.Volumes {
 		vs, seen := old[vol.Name]
 		vs.Name = vol.Name
-		name := claimName(vol)
+		name := vmisubset.Claim(vol)
 		if pvc := claims[name]; pvc != nil {
 			vs.PersistentVolumeClaimInfo = &v1.PersistentVolumeClaimInfo{
 				ClaimName: name, AccessModes: pvc.Spec.AccessModes, VolumeMode: pvc.Spec.VolumeMode,
@@ -56,7 +47,7 @@ func VolumeStatus(vmi *v1.VirtualMachineInstance, claims map[string]*corev1.Pers
 func (r *Reconciler) claims(ctx context.Context, vmi *v1.VirtualMachineInstance) (map[string]*corev1.PersistentVolumeClaim, error) {
 	out := map[string]*corev1.PersistentVolumeClaim{}
 	for _, vol := range vmi.Spec.Volumes {
-		name := claimName(vol)
+		name := vmisubset.Claim(vol)
 		if name == "" {
 			continue
 		}

@@ -62,8 +62,9 @@ type StaticFile struct {
 var Test = Flavor{
 	Name:     "guest",
 	Packages: []string{"qemu-guest-agent", "dropbear-bin", "libtomcrypt1", "libtommath1"},
-	// ahci and sd_mod: disks on the SATA bus, KubeVirt's default.
-	Modules: []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ahci", "sd_mod", "ext4", "vfat", "nls_cp437", "nls_ascii"},
+	// ahci and sd_mod: disks on the SATA bus, KubeVirt's default;
+	// virtio_scsi: hotplugged disks, on the SCSI bus by default.
+	Modules: []string{"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ahci", "sd_mod", "virtio_scsi", "ext4", "vfat", "nls_cp437", "nls_ascii"},
 	Files: map[string][]byte{
 		// guest: a second user, for the guest agent's per-user writes.
 		"etc/passwd":             []byte("root:x:0:0:root:/root:/bin/sh\nguest:x:1000:1000:guest:/home/guest:/bin/sh\n"),

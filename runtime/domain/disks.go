@@ -8,6 +8,8 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 )
 
 // supportedSources are the volume sources the node can prepare as files.
@@ -20,9 +22,15 @@ var supportedSources = map[string]bool{
 // CD-ROMs sdX, in the order listed.
 func ConfigureDisks(vmi *v1.VirtualMachineInstance, opts *Options, d *libvirtxml.Domain) error {
 	volumes := map[string]int{}
+	hotplugged := map[string]bool{}
 	var errs []string
 	for i, v := range vmi.Spec.Volumes {
 		volumes[v.Name] = i
+		if vmisubset.IsHotplug(v) {
+			// Attached to the running domain once its claim is on the node.
+			hotplugged[v.Name] = true
+			continue
+		}
 		if src := sourceName(v.VolumeSource); !supportedSources[src] {
 			errs = append(errs, fmt.Sprintf("spec.volumes[%d].%s (volume %q) is not supported; supported: containerDisk, persistentVolumeClaim, dataVolume, cloudInitNoCloud", i, src, v.Name))
 		}
@@ -36,6 +44,9 @@ func ConfigureDisks(vmi *v1.VirtualMachineInstance, opts *Options, d *libvirtxml
 			continue
 		}
 		used[disk.Name] = true
+		if hotplugged[disk.Name] {
+			continue
+		}
 		dd, err := diskDevice(field, disk, opts, next)
 		if err != nil {
 			errs = append(errs, err.Error())
@@ -51,7 +62,38 @@ func ConfigureDisks(vmi *v1.VirtualMachineInstance, opts *Options, d *libvirtxml
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
+	// SCSI disks, hotplugged ones first of all, sit on one virtio-scsi
+	// controller every domain has, as KubeVirt's.
+	d.Devices.Controllers = append(d.Devices.Controllers, libvirtxml.DomainController{Type: "scsi", Index: ptrUint(0), Model: "virtio-scsi"})
 	return nil
+}
+
+func ptrUint(u uint) *uint { return &u }
+
+// HotplugDisk is the libvirt disk of a hotplugged volume's disk, backed by
+// vol (opened by the launcher and passed as vol.FDGroup), on the first
+// free target of its bus among the domain's disks.
+func HotplugDisk(disk v1.Disk, vol Volume, existing []libvirtxml.DomainDisk) (libvirtxml.DomainDisk, error) {
+	field := "disk " + disk.Name
+	next := map[string]int{}
+	taken := map[string]bool{}
+	for _, d := range existing {
+		if d.Target != nil {
+			taken[d.Target.Dev] = true
+		}
+	}
+	dd, err := diskDevice(field, disk, &Options{Volumes: map[string]Volume{disk.Name: vol}}, next)
+	if err != nil {
+		return dd, err
+	}
+	prefix := dd.Target.Dev[:2]
+	for i := 0; i < 26; i++ {
+		if dev := prefix + string(rune('a'+i)); !taken[dev] {
+			dd.Target.Dev = dev
+			return dd, nil
+		}
+	}
+	return dd, fmt.Errorf("%s: no free %sX target left", field, prefix)
 }
 
 func diskDevice(field string, disk v1.Disk, opts *Options, next map[string]int) (libvirtxml.DomainDisk, error) {
@@ -66,7 +108,7 @@ func diskDevice(field string, disk v1.Disk, opts *Options, next map[string]int) 
 	if err != nil {
 		return libvirtxml.DomainDisk{}, err
 	}
-	prefix := map[v1.DiskBus]string{v1.DiskBusVirtio: "vd", v1.DiskBusSATA: "sd"}[bus]
+	prefix := map[v1.DiskBus]string{v1.DiskBusVirtio: "vd", v1.DiskBusSATA: "sd", v1.DiskBusSCSI: "sd"}[bus]
 	format := vol.Format
 	if format == "" {
 		format = "raw"
@@ -110,9 +152,9 @@ func deviceAndBus(field string, disk v1.Disk, readOnly bool) (string, v1.DiskBus
 	case disk.LUN != nil:
 		return "", "", false, fmt.Errorf("%s.lun is not supported", field)
 	}
-	supported := (device == "disk" && (bus == v1.DiskBusVirtio || bus == v1.DiskBusSATA)) || (device == "cdrom" && bus == v1.DiskBusSATA)
+	supported := (device == "disk" && (bus == v1.DiskBusVirtio || bus == v1.DiskBusSATA || bus == v1.DiskBusSCSI)) || (device == "cdrom" && bus == v1.DiskBusSATA)
 	if !supported {
-		return "", "", false, fmt.Errorf("%s: bus %q is not supported (disks: virtio, sata; cdrom: sata)", field, bus)
+		return "", "", false, fmt.Errorf("%s: bus %q is not supported (disks: virtio, sata, scsi; cdrom: sata)", field, bus)
 	}
 	return device, bus, readOnly, nil
 }

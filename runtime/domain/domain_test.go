@@ -157,10 +157,10 @@ func TestConvertNamesUnsupportedFields(t *testing.T) {
 		{"lun", func(v *v1.VirtualMachineInstance, _ *Options) {
 			v.Spec.Domain.Devices.Disks[0].DiskDevice = v1.DiskDevice{LUN: &v1.LunTarget{}}
 		}, []string{"spec.domain.devices.disks[0].lun"}},
-		{"scsi bus", func(v *v1.VirtualMachineInstance, _ *Options) {
-			v.Spec.Domain.Devices.Disks[0].Disk.Bus = v1.DiskBusSCSI
+		{"usb bus", func(v *v1.VirtualMachineInstance, _ *Options) {
+			v.Spec.Domain.Devices.Disks[0].Disk.Bus = v1.DiskBusUSB
 		},
-			[]string{`spec.domain.devices.disks[0]: bus "scsi"`}},
+			[]string{`spec.domain.devices.disks[0]: bus "usb"`}},
 		{"disk io and tag", func(v *v1.VirtualMachineInstance, _ *Options) {
 			v.Spec.Domain.Devices.Disks[1].IO = v1.IONative
 			v.Spec.Domain.Devices.Disks[1].Tag = "x"

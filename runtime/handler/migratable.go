@@ -12,6 +12,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 	"github.com/tekvirt/tekvirt/controllers/hostpath"
 )
 
@@ -24,6 +25,13 @@ func liveMigratable(vmi *v1.VirtualMachineInstance) (ok bool, reason, msg string
 	if msg := disksNotMigratable(vmi); msg != "" {
 		return false, v1.VirtualMachineInstanceReasonDisksNotMigratable, msg
 	}
+	for _, vol := range vmi.Spec.Volumes {
+		if vmisubset.IsHotplug(vol) {
+			// Its claim is held by an attachment Pod on this node, which
+			// a migration would have to move with the launcher.
+			return false, v1.VirtualMachineInstanceReasonHotplugNotMigratable, fmt.Sprintf("cannot migrate VMI with hotplugged volume %s: remove it first (virtctl removevolume)", vol.Name)
+		}
+	}
 	if msg := interfacesNotMigratable(vmi); msg != "" {
 		return false, v1.VirtualMachineInstanceReasonInterfaceNotMigratable, msg
 	}
@@ -33,25 +41,13 @@ func liveMigratable(vmi *v1.VirtualMachineInstance) (ok bool, reason, msg string
 	return true, "", ""
 }
 
-// claimOf is the claim a VMI volume uses (a DataVolume's claim has its
-// name), "" for other volumes.
-func claimOf(vol v1.Volume) string {
-	switch {
-	case vol.PersistentVolumeClaim != nil:
-		return vol.PersistentVolumeClaim.ClaimName
-	case vol.DataVolume != nil:
-		return vol.DataVolume.Name
-	}
-	return ""
-}
-
 func disksNotMigratable(vmi *v1.VirtualMachineInstance) string {
 	claims := map[string]*v1.PersistentVolumeClaimInfo{}
 	for _, vs := range vmi.Status.VolumeStatus {
 		claims[vs.Name] = vs.PersistentVolumeClaimInfo
 	}
 	for _, vol := range vmi.Spec.Volumes {
-		claim := claimOf(vol)
+		claim := vmisubset.Claim(vol)
 		if vol.HostDisk != nil && (vol.HostDisk.Shared == nil || !*vol.HostDisk.Shared) {
 			return "cannot migrate VMI with non-shared HostDisk"
 		}
@@ -109,7 +105,7 @@ func setLiveMigratable(st *v1.VirtualMachineInstanceStatus, vmi *v1.VirtualMachi
 func (h *Handler) claimsVerifiedShared(ctx context.Context, vmi *v1.VirtualMachineInstance) (bool, error) {
 	claims := 0
 	for _, vol := range vmi.Spec.Volumes {
-		name := claimOf(vol)
+		name := vmisubset.Claim(vol)
 		if name == "" {
 			continue
 		}

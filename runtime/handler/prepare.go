@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
+	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 	"github.com/tekvirt/tekvirt/runtime/cloudinit"
 	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/diskfile"
@@ -67,6 +68,9 @@ func (h *Handler) prepare(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 		return opts, err
 	}
 	for i, vol := range vmi.Spec.Volumes {
+		if vmisubset.IsHotplug(vol) {
+			continue // attached once the domain runs (hotplug.go)
+		}
 		v, err := h.prepareVolume(ctx, vmi, i, d, cache)
 		if err != nil {
 			return opts, err
@@ -182,13 +186,24 @@ func fetch(ctx context.Context, ref string, cache containerdisk.Cache, d vmDir, 
 }
 
 // claimDisk finds disk.img on the bound PersistentVolume of a claim (volume
-// i of the VMI): in the volume's directory for a hostPath or local volume,
-// where the kubelet published it for the launcher Pod on this node for a
-// CSI filesystem volume. Anything that can write the claim can put
-// something else there, so it is opened as the launcher will open it: no
-// symlinks, a regular file or block device only.
+// i of the VMI), as the launcher Pod mounts it, and makes it the launcher's.
 func (h *Handler) claimDisk(ctx context.Context, vmi *v1.VirtualMachineInstance, claim, field string, readOnly bool, i int) (*domain.Volume, error) {
-	ns := vmi.Namespace
+	f, err := h.openClaimDisk(ctx, vmi.Namespace, claim, field, readOnly, h.launcherPodUID(vmi))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return &domain.Volume{Path: f.Name(), Format: "raw", ReadOnly: readOnly, FDGroup: fmt.Sprintf("volume-%d", i)}, nil
+}
+
+// openClaimDisk opens disk.img on the bound PersistentVolume of a claim:
+// in the volume's directory for a hostPath or local volume, where the
+// kubelet published it for the Pod podUID on this node for a CSI
+// filesystem volume. Anything that can write the claim can put something
+// else there, so it is opened as the launcher will open it: no symlinks,
+// a regular file or block device only. The file is given to the launcher
+// Pod's user.
+func (h *Handler) openClaimDisk(ctx context.Context, ns, claim, field string, readOnly bool, podUID types.UID) (*os.File, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, pvc); err != nil {
 		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s: %w", field, ns, claim, err)
@@ -208,11 +223,10 @@ func (h *Handler) claimDisk(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	case pv.Spec.Local != nil:
 		dir = pv.Spec.Local.Path
 	case pv.Spec.CSI != nil && (pv.Spec.VolumeMode == nil || *pv.Spec.VolumeMode == corev1.PersistentVolumeFilesystem):
-		uid := h.launcherPodUID(vmi)
-		if uid == "" {
+		if podUID == "" {
 			return nil, fmt.Errorf("%s: %w", field, errPodNotHere)
 		}
-		if dir, err = launcherpod.CSIVolumeOnNode(h.kubeletRoot(), uid, pv.Name); err != nil {
+		if dir, err = launcherpod.CSIVolumeOnNode(h.kubeletRoot(), podUID, pv.Name); err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 	default:
@@ -225,12 +239,12 @@ func (h *Handler) claimDisk(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	if err != nil {
 		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s holds no usable %s yet: %w", field, ns, claim, pvcDiskFile, err)
 	}
-	defer f.Close()
 	// Whoever wrote the disk (a task's user, an importer's), the launcher
 	// Pod's user opens it. The claim is the VM's namespace's, as is the
 	// Pod: the owner changes, the disk's readers stay those of the claim.
 	if err := diskfile.Chown(f, launcherpod.User, launcherpod.Group); err != nil {
+		f.Close()
 		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s: %w", field, ns, claim, err)
 	}
-	return &domain.Volume{Path: filepath.Join(dir, pvcDiskFile), Format: "raw", ReadOnly: readOnly, FDGroup: fmt.Sprintf("volume-%d", i)}, nil
+	return f, nil
 }

@@ -150,6 +150,12 @@ func (h *Handler) follow(ctx context.Context, vmi *v1.VirtualMachineInstance, d 
 	if err := h.driveSource(ctx, vmi, d, obs); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := h.syncHotplug(ctx, vmi, d, obs.status); err != nil {
+		return ctrl.Result{}, err
+	}
+	if hotplugPending(vmi) && requeue > pollStarting {
+		requeue = pollStarting
+	}
 	if migrating(vmi) != nil {
 		requeue = pollMigrating
 	}

@@ -113,6 +113,8 @@ type Status struct {
 	AccessCredentials *CredentialsStatus `json:"accessCredentials,omitempty"`
 	// Migration is the domain's migration to another launcher, once asked.
 	Migration *MigrationStatus `json:"migration,omitempty"`
+	// Disks are the targets of the domain's disks by VMI volume name.
+	Disks map[string]string `json:"disks,omitempty"`
 }
 
 // Stats are a running domain's use of the node, as libvirt counts it.

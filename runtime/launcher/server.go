@@ -62,6 +62,7 @@ func (s *server) serve(ctx context.Context, sock string) error {
 	mux.HandleFunc("POST /migrate", s.handleMigrate)
 	mux.HandleFunc("POST /migrate/abort", s.handleAbortMigration)
 	mux.HandleFunc("GET /migrate/wait", s.handleMigrationWait)
+	mux.HandleFunc("POST /hotplug/detach", s.handleDetach)
 	s.routeGuest(mux)
 	mux.HandleFunc("GET "+PortForwardPath+"{protocol}/{port}", s.handlePortForward)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -125,6 +126,9 @@ func (s *server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	st.StartedAt = s.started
 	st.PodIPs, st.MACs = s.podIPs, s.macs
 	st.Migration = s.vm.out.get()
+	if disks, err := s.vm.Disks(); err == nil {
+		st.Disks = disks
+	}
 	writeJSON(w, st)
 }
 
