@@ -18,10 +18,10 @@ import (
 // VMI they serve (by UID, and by name to find it from the Pod) and the
 // volume each holds.
 const (
-	AppLabel        = "kubevirt.io"
-	AppHotplugDisk  = "hotplug-disk"
-	VMIUIDLabel     = "tekvirt.io/hotplug-vmi-uid"
-	VMINameLabel    = "tekvirt.io/hotplug-vmi"
+	AppLabel         = "kubevirt.io"
+	AppHotplugDisk   = "hotplug-disk"
+	VMIUIDLabel      = "tekvirt.io/hotplug-vmi-uid"
+	VMINameLabel     = "tekvirt.io/hotplug-vmi"
 	VolumeAnnotation = "tekvirt.io/hotplug-volume"
 	// ClaimVolume is the attachment Pod's volume of the claim.
 	ClaimVolume = "hotplug-disk"

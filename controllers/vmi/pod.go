@@ -16,10 +16,10 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/tekvirt/tekvirt/contracts/launcherpod"
-	"github.com/tekvirt/tekvirt/controllers/hotplug"
 	"github.com/tekvirt/tekvirt/contracts/podnetwork"
 	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 	"github.com/tekvirt/tekvirt/contracts/vmisubset"
+	"github.com/tekvirt/tekvirt/controllers/hotplug"
 )
 
 // Labels of a launcher Pod, as KubeVirt's; the VMI's own labels are copied

@@ -200,7 +200,6 @@ func (h *Handler) hotplugEvents(vmi *v1.VirtualMachineInstance, old, now []v1.Vo
 	}
 }
 
-
 // hotplugPending reports whether a hotplugged volume waits for the
 // handler (to attach or detach): the VMI is looked at again soon, not at
 // the running VM's slow pace.

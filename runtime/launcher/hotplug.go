@@ -287,4 +287,3 @@ func (s *server) handleDetach(w http.ResponseWriter, r *http.Request) {
 func (c *Client) DetachDisk(ctx context.Context, volume string) error {
 	return c.do(ctx, http.MethodPost, "/hotplug/detach", DetachRequest{Volume: volume}, nil)
 }
-
