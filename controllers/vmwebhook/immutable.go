@@ -29,8 +29,10 @@ var immutableHint = map[string]string{
 // that differs: as in KubeVirt, a running VMI is changed through its
 // VirtualMachine and a restart; as in CDI, a DataVolume asks for one
 // import or clone, and another source is another DataVolume. The one
-// exception is KubeVirt's too: the controller, serving a stop with a grace
-// period, shortens a VMI's terminationGracePeriodSeconds.
+// exceptions are KubeVirt's too: the controller, serving a stop with a
+// grace period, shortens a VMI's terminationGracePeriodSeconds, and,
+// serving addvolume and removevolume, adds and removes hotpluggable
+// volumes and their disks.
 func specUnchanged(req admission.Request) error {
 	var obj, old struct {
 		Spec map[string]any `json:"spec"`
@@ -44,6 +46,7 @@ func specUnchanged(req admission.Request) error {
 	if req.Kind.Kind == "VirtualMachineInstance" && req.UserInfo.Username == config.ControllerUser {
 		delete(obj.Spec, graceField)
 		delete(old.Spec, graceField)
+		withoutHotplug(obj.Spec, old.Spec)
 	}
 	if reflect.DeepEqual(obj.Spec, old.Spec) {
 		return nil
@@ -57,4 +60,60 @@ func specUnchanged(req admission.Request) error {
 		}
 	}
 	return nil
+}
+
+// withoutHotplug takes the hotpluggable volumes, and the disks of those,
+// out of both VMI specs (JSON), so that only the rest is compared.
+func withoutHotplug(specs ...map[string]any) {
+	// A name counts only where it is hotpluggable in every spec that has
+	// it: a boot volume turned into a hotplugged one is still a change.
+	hot := map[string]bool{}
+	for _, spec := range specs {
+		vols, _ := spec["volumes"].([]any)
+		for _, v := range vols {
+			vol, _ := v.(map[string]any)
+			name, _ := vol["name"].(string)
+			isHot := false
+			for _, src := range []string{"dataVolume", "persistentVolumeClaim"} {
+				if s, ok := vol[src].(map[string]any); ok && s["hotpluggable"] == true {
+					isHot = true
+				}
+			}
+			if was, seen := hot[name]; !seen || was {
+				hot[name] = isHot
+			}
+		}
+	}
+	for name, isHot := range hot {
+		if !isHot {
+			delete(hot, name)
+		}
+	}
+	if len(hot) == 0 {
+		return
+	}
+	drop := func(list any) any {
+		items, ok := list.([]any)
+		if !ok {
+			return list
+		}
+		var out []any
+		for _, it := range items {
+			m, _ := it.(map[string]any)
+			if name, _ := m["name"].(string); !hot[name] {
+				out = append(out, it)
+			}
+		}
+		return out
+	}
+	for _, spec := range specs {
+		if _, ok := spec["volumes"]; ok {
+			spec["volumes"] = drop(spec["volumes"])
+		}
+		domain, _ := spec["domain"].(map[string]any)
+		devices, _ := domain["devices"].(map[string]any)
+		if _, ok := devices["disks"]; ok {
+			devices["disks"] = drop(devices["disks"])
+		}
+	}
 }

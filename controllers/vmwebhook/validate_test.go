@@ -76,8 +76,8 @@ func TestUnsupportedFieldsAreNamed(t *testing.T) {
 	for name, tc := range map[string]struct{ from, to, want string }{
 		"lun disk": {"              disk:\n                bus: virtio\n            - name: cloudinitdisk", "              lun: {}\n            - name: cloudinitdisk",
 			"spec.template.spec.domain.devices.disks[0].lun"},
-		"scsi bus": {"bus: virtio\n            - name: cloudinitdisk", "bus: scsi\n            - name: cloudinitdisk",
-			`spec.template.spec.domain.devices.disks[0].disk.bus: "scsi" (supported: virtio, sata)`},
+		"usb bus": {"bus: virtio\n            - name: cloudinitdisk", "bus: usb\n            - name: cloudinitdisk",
+			`spec.template.spec.domain.devices.disks[0].disk.bus: "usb" (supported: virtio, sata, scsi)`},
 		"sriov interface":        {"masquerade: {}", "sriov: {}", "spec.template.spec.domain.devices.interfaces[0].sriov"},
 		"masquerade option":      {"masquerade: {}", "masquerade: {foo: 1}", "spec.template.spec.domain.devices.interfaces[0].masquerade.foo"},
 		"gpu":                    {"          interfaces:", "          gpus:\n            - name: g\n              deviceName: nvidia\n          interfaces:", "spec.template.spec.domain.devices.gpus"},

@@ -71,6 +71,28 @@ func TestHandle(t *testing.T) {
 	if r := v.Handle(ctx, update); !r.Allowed {
 		t.Errorf("VMI grace period changed by the controller denied: %+v", r.Result)
 	}
+	// addvolume and removevolume: the controller adds and removes
+	// hotpluggable volumes and their disks, nothing else, nobody else.
+	bootVMI := "metadata: {name: a}\nspec:\n  domain: {devices: {disks: [{name: root}]}, memory: {guest: 64Mi}}\n  volumes: [{name: root, dataVolume: {name: root}}]\n"
+	hotVMI := "metadata: {name: a}\nspec:\n  domain: {devices: {disks: [{name: root}, {name: hot, disk: {bus: scsi}}]}, memory: {guest: 64Mi}}\n" +
+		"  volumes: [{name: root, dataVolume: {name: root}}, {name: hot, dataVolume: {name: hot, hotpluggable: true}}]\n"
+	for _, tc := range []struct {
+		name, user, old, new, refusal string
+	}{
+		{"hotplug by the controller", config.ControllerUser, bootVMI, hotVMI, ""},
+		{"unplug by the controller", config.ControllerUser, hotVMI, bootVMI, ""},
+		{"hotplug by a user", "alice", bootVMI, hotVMI, "spec.domain of VirtualMachineInstance"},
+		{"boot volume made hotpluggable", config.ControllerUser, bootVMI, strings.Replace(bootVMI, "{name: root}}", "{name: root, hotpluggable: true}}", 1), "spec.volumes of VirtualMachineInstance"},
+		{"boot disk changed with a hotplug", config.ControllerUser, bootVMI, strings.Replace(hotVMI, "[{name: root},", "[{name: root, serial: x},", 1), "spec.domain of VirtualMachineInstance"},
+	} {
+		u := request(t, "VirtualMachineInstance", admissionv1.Update, tc.new)
+		u.OldObject = request(t, "VirtualMachineInstance", admissionv1.Update, tc.old).Object
+		u.UserInfo.Username = tc.user
+		r := v.Handle(ctx, u)
+		if tc.refusal == "" && !r.Allowed || tc.refusal != "" && (r.Allowed || !strings.Contains(r.Result.Message, tc.refusal)) {
+			t.Errorf("%s: allowed %v %+v", tc.name, r.Allowed, r.Result)
+		}
+	}
 }
 
 func TestCloneNeedsSourcePermission(t *testing.T) {
