@@ -2,6 +2,7 @@ package hotplug
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,11 +68,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	status := VolumeStatus(vmi, pods, sources)
 	plan := PlanPods(vmi, status, pods, sources)
+	failed := map[string]error{}
 	for _, vol := range plan.Create {
 		pod := AttachmentPod(vmi, vol, launcher, r.Image)
 		if err := r.Client.Create(ctx, pod); err != nil {
-			r.event(vmi, corev1.EventTypeWarning, "FailedCreate", "Error creating attachment pod for volume %s: %v", vol.Name, err)
-			return ctrl.Result{}, fmt.Errorf("creating the attachment Pod of volume %s of %s: %w", vol.Name, klog.KObj(vmi), err)
+			failed[vol.Name] = err
+			continue
 		}
 		ctrl.LoggerFrom(ctx).Info("attachment Pod created", "vmi", klog.KObj(vmi), "volume", vol.Name, "pod", pod.Name)
 		pods[vol.Name] = pod
@@ -85,7 +87,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pod.DeletionTimestamp = &now
 	}
 	status = VolumeStatus(vmi, pods, sources)
-	return r.report(ctx, vmi, status)
+	for i, vs := range status {
+		if err := failed[vs.Name]; err != nil {
+			status[i].Phase, status[i].Reason = v1.VolumePending, ReasonFailedCreate
+			status[i].Message = fmt.Sprintf("Error creating attachment pod for volume %s: %v", vs.Name, err)
+		}
+	}
+	res, err := r.report(ctx, vmi, status)
+	for name, ferr := range failed {
+		err = errors.Join(err, fmt.Errorf("creating the attachment Pod of volume %s of %s: %w", name, klog.KObj(vmi), ferr))
+	}
+	return res, err
 }
 
 // report writes status into vmi, only if its volume status is still the
@@ -110,7 +122,7 @@ func (r *Reconciler) report(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	for _, vs := range status {
 		if vs.HotplugVolume != nil && vs.Phase != old[vs.Name].Phase && vs.Reason != "" {
 			kind := corev1.EventTypeNormal
-			if vs.Phase == v1.VolumePending && vs.Reason != ReasonPVCNotReady {
+			if vs.Phase == v1.VolumePending && vs.Reason != ReasonPVCNotReady || vs.Reason == ReasonFailedCreate {
 				kind = corev1.EventTypeWarning
 			}
 			r.event(vmi, kind, vs.Reason, "%s", vs.Message)

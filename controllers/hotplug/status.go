@@ -18,6 +18,7 @@ const (
 	ReasonDeleted          = "SuccessfulDelete"
 	ReasonUnschedulable    = "AttachmentPodUnschedulable"
 	ReasonMissingAttachPod = "MissingAttachmentPod"
+	ReasonFailedCreate     = "FailedCreate"
 )
 
 // Source is what the controller knows of the claim of a hotplugged volume.
@@ -64,7 +65,7 @@ func handlerOwns(p v1.VolumePhase) bool {
 func VolumeStatus(vmi *v1.VirtualMachineInstance, pods map[string]*corev1.Pod, sources map[string]Source) []v1.VolumeStatus {
 	old := map[string]v1.VolumeStatus{}
 	for _, vs := range vmi.Status.VolumeStatus {
-		old[vs.Name] = vs
+		old[vs.Name] = *vs.DeepCopy() // changed below, never in vmi
 	}
 	inSpec := map[string]bool{}
 	var out []v1.VolumeStatus
@@ -83,6 +84,7 @@ func VolumeStatus(vmi *v1.VirtualMachineInstance, pods map[string]*corev1.Pod, s
 		if inSpec[vs.Name] {
 			continue
 		}
+		vs = *vs.DeepCopy()
 		if vs.HotplugVolume == nil {
 			continue // not ours, and not in the spec: gone
 		}

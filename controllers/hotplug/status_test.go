@@ -115,3 +115,17 @@ func TestPlanPods(t *testing.T) {
 		t.Errorf("delete %+v, want only the Pod of the volume out of the domain", p.Delete)
 	}
 }
+
+// TestVolumeStatusLeavesTheVMIAlone: the status computed is a copy; the
+// VMI read stays as read, so that a change is seen as one.
+func TestVolumeStatusLeavesTheVMIAlone(t *testing.T) {
+	vmi := hotplugVMI("data")
+	vmi.Status.VolumeStatus = append(vmi.Status.VolumeStatus, v1.VolumeStatus{Name: "data", Phase: v1.HotplugVolumeAttachedToNode, HotplugVolume: &v1.HotplugVolumeStatus{AttachPodName: "hp-volume-data"}})
+	got := VolumeStatus(vmi, map[string]*corev1.Pod{"data": attachPod("data", true)}, map[string]Source{"data": boundClaim("data")})
+	if vmi.Status.VolumeStatus[1].HotplugVolume.AttachPodUID != "" {
+		t.Errorf("the VMI read was changed: %+v", vmi.Status.VolumeStatus[1].HotplugVolume)
+	}
+	if got[0].HotplugVolume.AttachPodUID == "" {
+		t.Errorf("the Pod's UID is not in the status computed: %+v", got[0].HotplugVolume)
+	}
+}

@@ -184,7 +184,18 @@ func (vm *VM) AttachDisk(req AttachRequest, f *os.File) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := vm.dom.FDAssociate(group, []os.File{*f}, 0); err != nil {
+	// QEMU opens a disk read-only first and reopens it read-write when it
+	// writes (auto-read-only): a descriptor set needs one of each mode.
+	files := []os.File{*f}
+	if !req.ReadOnly {
+		ro, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_RDONLY, 0)
+		if err != nil {
+			return "", fmt.Errorf("disk %s read-only: %w", req.Disk.Name, err)
+		}
+		defer ro.Close()
+		files = append(files, *ro)
+	}
+	if err := vm.dom.FDAssociate(group, files, 0); err != nil {
 		return "", fmt.Errorf("passing disk %s to libvirt: %w", req.Disk.Name, err)
 	}
 	if err := vm.dom.AttachDeviceFlags(xml, libvirt.DOMAIN_DEVICE_MODIFY_LIVE); err != nil {
