@@ -1,6 +1,8 @@
 package launcherpod
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -24,6 +26,12 @@ const (
 	ImagesDir    = "/var/lib/tekvirt/images"
 	// DisksDir holds each claim volume's mount, DisksDir/<volume name>.
 	DisksDir = "/var/run/kubevirt-private/vmi-disks"
+	// HotplugVolume, an emptyDir at HotplugDir, read-only in the Pod and
+	// with the node's mounts propagated into it, is where the node's
+	// handler mounts the volume of each hotplugged claim, at
+	// HotplugDir/<HotplugName(volume)>.
+	HotplugVolume = "hotplug-disks"
+	HotplugDir    = "/var/run/kubevirt/hotplug-disks"
 	// LibvirtdVolume, an emptyDir at LibvirtdDir, is the run directory of
 	// the Pod's own libvirtd: its socket, configuration and cache.
 	LibvirtdVolume = "libvirt"
@@ -96,4 +104,11 @@ func volumeOnNode(kubeletRoot string, podUID types.UID, plugin, volume string) (
 		return "", fmt.Errorf("volume name %q is not a directory entry", volume)
 	}
 	return filepath.Join(kubeletRoot, "pods", string(podUID), "volumes", plugin, volume), nil
+}
+
+// HotplugName is the directory of a hotplugged volume in HotplugDir: a
+// digest of its name (a volume name is user input, never a path).
+func HotplugName(volume string) string {
+	sum := sha256.Sum256([]byte(volume))
+	return "vol-" + hex.EncodeToString(sum[:8])
 }

@@ -179,7 +179,9 @@ func LauncherPod(vmi *v1.VirtualMachineInstance, image string) (*corev1.Pod, err
 	vmVol, vmMount := emptyDir(launcherpod.VMVolume, launcherpod.VMDir, false, nil)
 	imgVol, imgMount := emptyDir(launcherpod.ImagesVolume, launcherpod.ImagesDir, true, ptr.To(corev1.MountPropagationHostToContainer))
 	libvirtVol, libvirtMount := emptyDir(launcherpod.LibvirtdVolume, launcherpod.LibvirtdDir, false, nil)
-	volumes, mounts := []corev1.Volume{vmVol, imgVol, libvirtVol}, []corev1.VolumeMount{vmMount, imgMount, libvirtMount}
+	hotplugVol, hotplugMount := emptyDir(launcherpod.HotplugVolume, launcherpod.HotplugDir, true, ptr.To(corev1.MountPropagationHostToContainer))
+	volumes := []corev1.Volume{vmVol, imgVol, libvirtVol, hotplugVol}
+	mounts := []corev1.VolumeMount{vmMount, imgMount, libvirtMount, hotplugMount}
 	for i, vol := range vmi.Spec.Volumes {
 		var claim string
 		readOnly := false

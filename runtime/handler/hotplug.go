@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"fmt"
+	"path"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
@@ -124,6 +126,10 @@ func (h *Handler) syncHotplug(ctx context.Context, vmi *v1.VirtualMachineInstanc
 			ctrl.LoggerFrom(ctx).Info("hotplugged volume not detached yet", "vmi", klog.KObj(vmi), "volume", name, "reason", err.Error())
 			continue
 		}
+		if err := d.pod.hotplug.Unmount(launcherpod.HotplugName(name)); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "unmounting an unplugged volume", "vmi", klog.KObj(vmi), "volume", name)
+			continue
+		}
 		ctrl.LoggerFrom(ctx).Info("volume unplugged", "vmi", klog.KObj(vmi), "volume", name)
 		delete(disks, name)
 	}
@@ -163,19 +169,27 @@ func (h *Handler) attachDisk(ctx context.Context, vmi *v1.VirtualMachineInstance
 		return "", fmt.Errorf("volume %s has no disk in spec.domain.devices.disks", vs.Name)
 	}
 	readOnly := vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ReadOnly
-	f, err := h.openClaimDisk(ctx, vmi.Namespace, vmisubset.Claim(*vol), "hotplugged volume "+vol.Name, readOnly, vs.HotplugVolume.AttachPodUID)
+	if d.pod.hotplug.Path == "" {
+		return "", fmt.Errorf("the launcher Pod has no %s volume (made before hotplug was served): restart the VM", launcherpod.HotplugVolume)
+	}
+	field := "hotplugged volume " + vol.Name
+	claim := vmisubset.Claim(*vol)
+	f, err := h.openClaimDisk(ctx, vmi.Namespace, claim, field, readOnly, vs.HotplugVolume.AttachPodUID)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	f.Close()
+	dir, err := h.claimDir(ctx, vmi.Namespace, claim, field, vs.HotplugVolume.AttachPodUID)
+	if err != nil {
+		return "", err
+	}
+	name := launcherpod.HotplugName(vol.Name)
+	if err := d.pod.hotplug.Mount(dir, name, readOnly); err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := d.pod.vm.DialUnix(cctx, launcher.HotplugSocketFile)
-	if err != nil {
-		return "", fmt.Errorf("reaching the launcher: %w", err)
-	}
-	defer conn.Close()
-	return launcher.AttachDisk(cctx, conn, launcher.AttachRequest{Disk: *disk, Format: "raw", ReadOnly: readOnly}, f)
+	return d.client().AttachDisk(cctx, launcher.AttachRequest{Disk: *disk, Path: path.Join(launcherpod.HotplugDir, name, pvcDiskFile), ReadOnly: readOnly})
 }
 
 // hotplugEvents records the handler's hotplug phase changes as KubeVirt's

@@ -29,6 +29,9 @@ const maxRecordBytes = 1 << 20
 // write them too, so the handler reaches them only through podvolume.
 type podVolumes struct {
 	vm, images podvolume.Dir
+	// hotplug holds the mounts of hotplugged volumes (empty for a Pod
+	// made before hotplug was served).
+	hotplug podvolume.Dir
 	// secrets are the Secret volumes of the VMI's accessCredentials, by
 	// index: read-only for the Pod, so its tenant cannot change them.
 	secrets []string
@@ -50,7 +53,11 @@ func (h *Handler) podVolumesOf(vmi *v1.VirtualMachineInstance) (*podVolumes, err
 	// What the handler writes in the vm volume (a containerDisk's
 	// overlay) QEMU writes too, as the Pod's user.
 	owner := &podvolume.Owner{UID: launcherpod.User, GID: launcherpod.Group}
-	p := &podVolumes{vm: podvolume.Dir{Path: vm, Owner: owner}, images: podvolume.Dir{Path: images}}
+	hotplug, _ := launcherpod.EmptyDirOnNode(h.kubeletRoot(), uid, launcherpod.HotplugVolume)
+	if fi, err := os.Lstat(hotplug); err != nil || !fi.IsDir() {
+		hotplug = ""
+	}
+	p := &podVolumes{vm: podvolume.Dir{Path: vm, Owner: owner}, images: podvolume.Dir{Path: images}, hotplug: podvolume.Dir{Path: hotplug}}
 	for i := range vmi.Spec.AccessCredentials {
 		secret, _ := launcherpod.SecretOnNode(h.kubeletRoot(), uid, launcherpod.AccessCredentialVolume(i))
 		p.secrets = append(p.secrets, secret)
@@ -267,14 +274,22 @@ func (d vmDir) writeSpec(spec *launcher.Spec) error {
 	return podvolume.Dir{Path: d.path}.WriteFile(launcher.SpecFile, data)
 }
 
-// unmountImages undoes imageView's mounts in the Pod's images volume.
-func (d vmDir) unmountImages() error {
-	if d.pod.images.Path == "" {
-		return nil
-	}
+// unmountPodMounts undoes the handler's mounts in the Pod's volumes: the
+// images imageView mounted and the hotplugged volumes.
+func (d vmDir) unmountPodMounts() error {
 	var errs []error
-	for _, name := range d.images() {
-		errs = append(errs, d.pod.images.Unmount(name))
+	if d.pod.images.Path != "" {
+		for _, name := range d.images() {
+			errs = append(errs, d.pod.images.Unmount(name))
+		}
+	}
+	// The hotplugged volumes' mounts, which hold their claims on the node
+	// as much as their attachment Pods do.
+	if d.pod.hotplug.Path != "" {
+		entries, _ := os.ReadDir(d.pod.hotplug.Path)
+		for _, e := range entries {
+			errs = append(errs, d.pod.hotplug.Unmount(e.Name()))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -196,41 +196,14 @@ func (h *Handler) claimDisk(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	return &domain.Volume{Path: f.Name(), Format: "raw", ReadOnly: readOnly, FDGroup: fmt.Sprintf("volume-%d", i)}, nil
 }
 
-// openClaimDisk opens disk.img on the bound PersistentVolume of a claim:
-// in the volume's directory for a hostPath or local volume, where the
-// kubelet published it for the Pod podUID on this node for a CSI
-// filesystem volume. Anything that can write the claim can put something
-// else there, so it is opened as the launcher will open it: no symlinks,
-// a regular file or block device only. The file is given to the launcher
-// Pod's user.
+// openClaimDisk opens disk.img of a claim (claimDir) as the launcher will
+// open it: no symlinks, a regular file or block device only (anything
+// that can write the claim can put something else there). The file is
+// given to the launcher Pod's user.
 func (h *Handler) openClaimDisk(ctx context.Context, ns, claim, field string, readOnly bool, podUID types.UID) (*os.File, error) {
-	pvc := &corev1.PersistentVolumeClaim{}
-	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, pvc); err != nil {
-		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s: %w", field, ns, claim, err)
-	}
-	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
-		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s is not bound yet", field, ns, claim)
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := h.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		return nil, fmt.Errorf("%s: PersistentVolume %s: %w", field, pvc.Spec.VolumeName, err)
-	}
-	var dir string
-	var err error
-	switch {
-	case pv.Spec.HostPath != nil:
-		dir = pv.Spec.HostPath.Path
-	case pv.Spec.Local != nil:
-		dir = pv.Spec.Local.Path
-	case pv.Spec.CSI != nil && (pv.Spec.VolumeMode == nil || *pv.Spec.VolumeMode == corev1.PersistentVolumeFilesystem):
-		if podUID == "" {
-			return nil, fmt.Errorf("%s: %w", field, errPodNotHere)
-		}
-		if dir, err = launcherpod.CSIVolumeOnNode(h.kubeletRoot(), podUID, pv.Name); err != nil {
-			return nil, fmt.Errorf("%s: %w", field, err)
-		}
-	default:
-		return nil, &permanentError{reason: "VolumeUnsupported", err: fmt.Errorf("%s: PersistentVolume %s is neither hostPath, local nor a CSI filesystem volume", field, pv.Name)}
+	dir, err := h.claimDir(ctx, ns, claim, field, podUID)
+	if err != nil {
+		return nil, err
 	}
 	f, err := diskfile.Open(dir, pvcDiskFile, !readOnly)
 	if errors.Is(err, diskfile.ErrUnsafe) {
@@ -247,4 +220,37 @@ func (h *Handler) openClaimDisk(ctx context.Context, ns, claim, field string, re
 		return nil, fmt.Errorf("%s: PersistentVolumeClaim %s/%s: %w", field, ns, claim, err)
 	}
 	return f, nil
+}
+
+// claimDir is the directory of a claim's bound PersistentVolume on this
+// node: the volume's own for a hostPath or local volume, where the kubelet
+// published it for the Pod podUID for a CSI filesystem volume.
+func (h *Handler) claimDir(ctx context.Context, ns, claim, field string, podUID types.UID) (string, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, pvc); err != nil {
+		return "", fmt.Errorf("%s: PersistentVolumeClaim %s/%s: %w", field, ns, claim, err)
+	}
+	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
+		return "", fmt.Errorf("%s: PersistentVolumeClaim %s/%s is not bound yet", field, ns, claim)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := h.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		return "", fmt.Errorf("%s: PersistentVolume %s: %w", field, pvc.Spec.VolumeName, err)
+	}
+	switch {
+	case pv.Spec.HostPath != nil:
+		return pv.Spec.HostPath.Path, nil
+	case pv.Spec.Local != nil:
+		return pv.Spec.Local.Path, nil
+	case pv.Spec.CSI != nil && (pv.Spec.VolumeMode == nil || *pv.Spec.VolumeMode == corev1.PersistentVolumeFilesystem):
+		if podUID == "" {
+			return "", fmt.Errorf("%s: %w", field, errPodNotHere)
+		}
+		dir, err := launcherpod.CSIVolumeOnNode(h.kubeletRoot(), podUID, pv.Name)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", field, err)
+		}
+		return dir, nil
+	}
+	return "", &permanentError{reason: "VolumeUnsupported", err: fmt.Errorf("%s: PersistentVolume %s is neither hostPath, local nor a CSI filesystem volume", field, pv.Name)}
 }

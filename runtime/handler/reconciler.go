@@ -393,7 +393,7 @@ func (h *Handler) release(ctx context.Context, vmi *v1.VirtualMachineInstance, d
 		}
 	}
 	// The kubelet cannot remove the Pod's volumes while images are mounted there.
-	return d.unmountImages()
+	return d.unmountPodMounts()
 }
 
 // teardown stops the VM within its grace period, removes its files and

@@ -112,7 +112,7 @@ func (d vmDir) stop(ctx context.Context, grace time.Duration) error {
 // remove undoes the image mounts in the launcher Pod and deletes the
 // directory.
 func (d vmDir) remove() error {
-	if err := d.unmountImages(); err != nil {
+	if err := d.unmountPodMounts(); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(d.path); err != nil && !errors.Is(err, os.ErrNotExist) {

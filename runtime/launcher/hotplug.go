@@ -1,171 +1,76 @@
 package launcher
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
+	"github.com/tekvirt/tekvirt/runtime/diskfile"
 	"github.com/tekvirt/tekvirt/runtime/domain"
 )
 
-// HotplugSocketFile is where the launcher takes hotplugged disks: the
-// handler sends an AttachRequest with the disk's open descriptor
-// (SCM_RIGHTS), as nothing of the attachment Pod's volume is visible in
-// the launcher Pod.
-const HotplugSocketFile = "hotplug.sock"
-
-// AttachRequest attaches the disk sent with it to the running domain.
+// AttachRequest attaches a hotplugged volume's disk to the running domain.
 type AttachRequest struct {
 	// Disk is the VMI's disk of the volume (its name is the volume's).
 	Disk v1.Disk `json:"disk"`
-	// Format is the image's format ("raw").
-	Format   string `json:"format"`
+	// Path is the disk image, where the handler mounted the volume in the
+	// Pod (launcherpod.HotplugDir).
+	Path     string `json:"path"`
 	ReadOnly bool   `json:"readOnly,omitempty"`
 }
 
-// AttachReply is the launcher's answer: the disk's target in the domain,
-// or why it was not attached.
+// AttachReply is the disk's target in the domain.
 type AttachReply struct {
-	Target string `json:"target,omitempty"`
-	Error  string `json:"error,omitempty"`
+	Target string `json:"target"`
 }
 
-// maxAttachRequest bounds an attach request.
-const maxAttachRequest = 64 << 10
+// maxRequest bounds a hotplug request.
+const maxRequest = 64 << 10
 
 // hotplugAlias is the libvirt alias of a VMI disk, as ConfigureDisks names it.
 func hotplugAlias(volume string) string { return "ua-" + volume }
 
-// AttachDisk sends req and the open disk f on conn (a connection to the
-// launcher's HotplugSocketFile) and returns the disk's target.
-func AttachDisk(ctx context.Context, conn net.Conn, req AttachRequest, f *os.File) (string, error) {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return "", fmt.Errorf("attaching a disk needs a unix socket, not %T", conn)
-	}
-	if d, ok := ctx.Deadline(); ok {
-		_ = uc.SetDeadline(d)
-	}
-	data, err := json.Marshal(req)
-	if err != nil {
-		return "", err
-	}
-	if _, _, err := uc.WriteMsgUnix(append(data, '\n'), unix.UnixRights(int(f.Fd())), nil); err != nil {
-		return "", fmt.Errorf("sending disk %s to the launcher: %w", req.Disk.Name, err)
-	}
+// AttachDisk asks the launcher to attach a hotplugged volume's disk and
+// returns its target.
+func (c *Client) AttachDisk(ctx context.Context, req AttachRequest) (string, error) {
 	var reply AttachReply
-	if err := json.NewDecoder(uc).Decode(&reply); err != nil {
-		return "", fmt.Errorf("reading the launcher's answer for disk %s: %w", req.Disk.Name, err)
-	}
-	if reply.Error != "" {
-		return "", errors.New(reply.Error)
+	if err := c.do(ctx, http.MethodPost, "/hotplug/attach", req, &reply); err != nil {
+		return "", err
 	}
 	return reply.Target, nil
 }
 
-// serveHotplug takes attach requests on sock until ctx ends.
-func (s *server) serveHotplug(ctx context.Context, sock string) error {
-	_ = os.Remove(sock)
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", sock, err)
+func (s *server) handleAttach(w http.ResponseWriter, r *http.Request) {
+	var req AttachRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequest)).Decode(&req); err != nil || req.Disk.Name == "" || !strings.HasPrefix(req.Path, launcherpod.HotplugDir+"/") {
+		http.Error(w, "an attach request names its disk and the disk's path in "+launcherpod.HotplugDir, http.StatusBadRequest)
+		return
 	}
-	go func() {
-		<-ctx.Done()
-		_ = l.Close()
-	}()
-	for {
-		conn, err := l.AcceptUnix()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		go func() {
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(time.Minute))
-			reply := s.attach(conn)
-			data, _ := json.Marshal(reply)
-			_, _ = conn.Write(append(data, '\n'))
-		}()
-	}
-}
-
-// attach reads one request and its descriptor from conn and attaches it.
-func (s *server) attach(conn *net.UnixConn) AttachReply {
-	req, f, err := readAttachRequest(conn)
-	if err != nil {
-		return AttachReply{Error: err.Error()}
-	}
-	defer f.Close()
-	target, err := s.vm.AttachDisk(req, f)
+	target, err := s.vm.AttachDisk(req)
 	if err != nil {
 		s.log.Error("hotplug attach failed", "disk", req.Disk.Name, "err", err)
-		return AttachReply{Error: err.Error()}
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
 	}
 	s.log.Info("disk hotplugged", "disk", req.Disk.Name, "target", target)
-	return AttachReply{Target: target}
+	writeJSON(w, AttachReply{Target: target})
 }
 
-// readAttachRequest reads a request line and the one descriptor sent
-// with it; any other descriptor is closed.
-func readAttachRequest(conn *net.UnixConn) (AttachRequest, *os.File, error) {
-	var req AttachRequest
-	var files []*os.File
-	closeAll := func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}
-	var data []byte
-	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(4*4))
-	for !bytes.Contains(data, []byte{'\n'}) {
-		n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
-		if oobn > 0 {
-			msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
-			for _, m := range msgs {
-				fds, _ := unix.ParseUnixRights(&m)
-				for _, fd := range fds {
-					files = append(files, os.NewFile(uintptr(fd), "hotplug-disk"))
-				}
-			}
-		}
-		data = append(data, buf[:n]...)
-		if err != nil || n == 0 || len(data) > maxAttachRequest {
-			closeAll()
-			return req, nil, fmt.Errorf("reading an attach request: %v (%d bytes)", err, len(data))
-		}
-	}
-	if len(files) != 1 {
-		closeAll()
-		return req, nil, fmt.Errorf("an attach request carries one disk descriptor, not %d", len(files))
-	}
-	if err := json.Unmarshal(data[:bytes.IndexByte(data, '\n')], &req); err != nil {
-		closeAll()
-		return req, nil, fmt.Errorf("decoding an attach request: %w", err)
-	}
-	return req, files[0], nil
-}
-
-// AttachDisk attaches f, the disk of req, to the running domain with the
-// VMI disk's bus and serial, on the first free target of its bus; a disk
-// attached already answers with its target.
-func (vm *VM) AttachDisk(req AttachRequest, f *os.File) (string, error) {
+// AttachDisk attaches the disk of req to the running domain with the VMI
+// disk's bus and serial, on the first free target of its bus; a disk
+// attached already answers with its target. The image must be a regular
+// file or a block device reached without a link, as a boot disk.
+func (vm *VM) AttachDisk(req AttachRequest) (string, error) {
 	disks, err := vm.liveDisks()
 	if err != nil {
 		return "", err
@@ -175,28 +80,18 @@ func (vm *VM) AttachDisk(req AttachRequest, f *os.File) (string, error) {
 			return d.Target.Dev, nil
 		}
 	}
-	group := "hotplug-" + req.Disk.Name
-	dd, err := domain.HotplugDisk(req.Disk, domain.Volume{Path: "/var/run/kubevirt/hotplug-disks/" + req.Disk.Name, Format: req.Format, ReadOnly: req.ReadOnly, FDGroup: group}, disks)
+	f, err := diskfile.Open(filepath.Dir(req.Path), filepath.Base(req.Path), !req.ReadOnly)
+	if err != nil {
+		return "", fmt.Errorf("disk %s: %w", req.Disk.Name, err)
+	}
+	f.Close()
+	dd, err := domain.HotplugDisk(req.Disk, domain.Volume{Path: req.Path, Format: "raw", ReadOnly: req.ReadOnly}, disks)
 	if err != nil {
 		return "", err
 	}
 	xml, err := dd.Marshal()
 	if err != nil {
 		return "", err
-	}
-	// QEMU opens a disk read-only first and reopens it read-write when it
-	// writes (auto-read-only): a descriptor set needs one of each mode.
-	files := []os.File{*f}
-	if !req.ReadOnly {
-		ro, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_RDONLY, 0)
-		if err != nil {
-			return "", fmt.Errorf("disk %s read-only: %w", req.Disk.Name, err)
-		}
-		defer ro.Close()
-		files = append(files, *ro)
-	}
-	if err := vm.dom.FDAssociate(group, files, 0); err != nil {
-		return "", fmt.Errorf("passing disk %s to libvirt: %w", req.Disk.Name, err)
 	}
 	if err := vm.dom.AttachDeviceFlags(xml, libvirt.DOMAIN_DEVICE_MODIFY_LIVE); err != nil {
 		return "", fmt.Errorf("attaching disk %s: %w", req.Disk.Name, err)
@@ -281,7 +176,7 @@ const detachWait = 10 * time.Second
 
 func (s *server) handleDetach(w http.ResponseWriter, r *http.Request) {
 	var req DetachRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAttachRequest)).Decode(&req); err != nil || req.Volume == "" {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequest)).Decode(&req); err != nil || req.Volume == "" {
 		http.Error(w, "a detach request names its volume", http.StatusBadRequest)
 		return
 	}

@@ -71,11 +71,6 @@ func Main(ctx context.Context, dir string, pod *Pod, log *slog.Logger) error {
 	}()
 	go srv.pollGuest(serveCtx)
 	go func() {
-		if err := srv.serveHotplug(serveCtx, filepath.Join(dir, HotplugSocketFile)); err != nil {
-			log.Error("serving hotplug", "err", err)
-		}
-	}()
-	go func() {
 		<-ctx.Done()
 		srv.stop(grace(spec))
 	}()

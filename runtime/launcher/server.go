@@ -62,6 +62,7 @@ func (s *server) serve(ctx context.Context, sock string) error {
 	mux.HandleFunc("POST /migrate", s.handleMigrate)
 	mux.HandleFunc("POST /migrate/abort", s.handleAbortMigration)
 	mux.HandleFunc("GET /migrate/wait", s.handleMigrationWait)
+	mux.HandleFunc("POST /hotplug/attach", s.handleAttach)
 	mux.HandleFunc("POST /hotplug/detach", s.handleDetach)
 	s.routeGuest(mux)
 	mux.HandleFunc("GET "+PortForwardPath+"{protocol}/{port}", s.handlePortForward)
