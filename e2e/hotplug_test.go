@@ -61,8 +61,9 @@ func target(vmi *v1.VirtualMachineInstance, volume string) string {
 }
 
 // guestDisks lists the guest's disks as "<dev>:<serial>" (SCSI serials
-// from the disk's VPD page, virtio ones from sysfs).
-const guestDisks = `for d in /sys/block/sd* /sys/block/vd*; do [ -e $d ] || continue; s=$(cat $d/serial 2>/dev/null || tr -dc '[:graph:]' < $d/device/vpd_pg80 2>/dev/null); echo "$(basename $d):$s"; done`
+// from the disk's VPD page after its 4-byte header, virtio ones from
+// sysfs).
+const guestDisks = `for d in /sys/block/sd* /sys/block/vd*; do [ -e $d ] || continue; s=$(cat $d/serial 2>/dev/null || tail -c +5 $d/device/vpd_pg80 2>/dev/null); echo "$(basename $d):$s"; done`
 
 // attachmentPods are the attachment Pods of vmi.
 func attachmentPods(t *testing.T, c client.Client, vmi *v1.VirtualMachineInstance) []corev1.Pod {

@@ -22,7 +22,7 @@ import (
 // hotplugDisk finds the guest's disk with serial, or "".
 func hotplugDisk(t *testing.T, vmi *v1.VirtualMachineInstance, serial string) string {
 	t.Helper()
-	out := inGuest(t, vmi, `for d in /sys/block/sd* /sys/block/vd*; do [ -e $d ] || continue; s=$(cat $d/serial 2>/dev/null || tr -dc '[:graph:]' < $d/device/vpd_pg80 2>/dev/null); echo "$(basename $d):$s"; done`)
+	out := inGuest(t, vmi, `for d in /sys/block/sd* /sys/block/vd*; do [ -e $d ] || continue; s=$(cat $d/serial 2>/dev/null || tail -c +5 $d/device/vpd_pg80 2>/dev/null); echo "$(basename $d):$s"; done`)
 	for _, line := range strings.Fields(out) {
 		if dev, s, ok := strings.Cut(line, ":"); ok && s == serial {
 			return dev
