@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -22,6 +23,10 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 )
+
+// raceRetry is how soon a status write that lost a race to the handler is
+// made again.
+const raceRetry = 100 * time.Millisecond
 
 // Reconciler gives each hotplugged volume of a running VMI its attachment
 // Pod on the VMI's node, deletes the Pods of volumes taken out, and
@@ -48,11 +53,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if vmi.DeletionTimestamp != nil || vmi.Status.Phase != v1.Running {
-		return ctrl.Result{}, nil // the Pods go with the launcher Pod they belong to
-	}
-	if ms := vmi.Status.MigrationState; ms != nil && !ms.Completed && !ms.Failed && ms.StartTimestamp != nil {
-		return ctrl.Result{}, nil // a VM with hotplugged volumes does not migrate; others wait
+	if !settled(vmi) {
+		return ctrl.Result{}, nil
 	}
 	launcher, err := r.launcherPod(ctx, vmi)
 	if err != nil || launcher == nil {
@@ -67,24 +69,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	status := VolumeStatus(vmi, pods, sources)
-	plan := PlanPods(vmi, status, pods, sources)
-	failed := map[string]error{}
-	for _, vol := range plan.Create {
-		pod := AttachmentPod(vmi, vol, launcher, r.Image)
-		if err := r.Client.Create(ctx, pod); err != nil {
-			failed[vol.Name] = err
-			continue
-		}
-		ctrl.LoggerFrom(ctx).Info("attachment Pod created", "vmi", klog.KObj(vmi), "volume", vol.Name, "pod", pod.Name)
-		pods[vol.Name] = pod
-	}
-	for _, pod := range append(plan.Delete, extra...) {
-		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("deleting attachment Pod %s of %s: %w", pod.Name, klog.KObj(vmi), err)
-		}
-		ctrl.LoggerFrom(ctx).Info("attachment Pod deleted", "vmi", klog.KObj(vmi), "volume", podVolume(pod), "pod", pod.Name)
-		now := metav1.Now()
-		pod.DeletionTimestamp = &now
+	failed, err := r.carryOut(ctx, vmi, launcher, PlanPods(vmi, status, pods, sources), pods, extra)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	status = VolumeStatus(vmi, pods, sources)
 	for i, vs := range status {
@@ -98,6 +85,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		err = errors.Join(err, fmt.Errorf("creating the attachment Pod of volume %s of %s: %w", name, klog.KObj(vmi), ferr))
 	}
 	return res, err
+}
+
+// carryOut creates and deletes the attachment Pods of plan (and extra),
+// noting them in pods; it returns the creations that failed, by volume.
+func (r *Reconciler) carryOut(ctx context.Context, vmi *v1.VirtualMachineInstance, launcher *corev1.Pod, plan Plan, pods map[string]*corev1.Pod, extra []*corev1.Pod) (map[string]error, error) {
+	failed := map[string]error{}
+	for _, vol := range plan.Create {
+		pod := AttachmentPod(vmi, vol, launcher, r.Image)
+		if err := r.Client.Create(ctx, pod); err != nil {
+			failed[vol.Name] = err
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("attachment Pod created", "vmi", klog.KObj(vmi), "volume", vol.Name, "pod", pod.Name)
+		pods[vol.Name] = pod
+	}
+	for _, pod := range append(plan.Delete, extra...) {
+		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("deleting attachment Pod %s of %s: %w", pod.Name, klog.KObj(vmi), err)
+		}
+		ctrl.LoggerFrom(ctx).Info("attachment Pod deleted", "vmi", klog.KObj(vmi), "volume", podVolume(pod), "pod", pod.Name)
+		now := metav1.Now()
+		pod.DeletionTimestamp = &now
+	}
+	return failed, nil
+}
+
+// settled reports whether vmi runs where it is, neither being deleted
+// (its attachment Pods go with the launcher Pod they belong to) nor
+// migrating (a VM with hotplugged volumes does not migrate; others wait).
+func settled(vmi *v1.VirtualMachineInstance) bool {
+	if vmi.DeletionTimestamp != nil || vmi.Status.Phase != v1.Running {
+		return false
+	}
+	ms := vmi.Status.MigrationState
+	return ms == nil || ms.Completed || ms.Failed || ms.StartTimestamp == nil
 }
 
 // report writes status into vmi, only if its volume status is still the
@@ -114,7 +136,7 @@ func (r *Reconciler) report(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	vmi.Status.VolumeStatus = status
 	err := r.Client.Status().Patch(ctx, vmi, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: raceRetry}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reporting the hotplug volumes of %s: %w", klog.KObj(vmi), err)

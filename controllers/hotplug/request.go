@@ -64,10 +64,10 @@ func Check(spec *v1.VirtualMachineInstanceSpec, req v1.VirtualMachineVolumeReque
 		src := sourceName(add.VolumeSource)
 		for _, vol := range spec.Volumes {
 			if vol.Name == add.Name {
-				return fmt.Errorf("Unable to add volume [%s] because volume with that name already exists", add.Name)
+				return fmt.Errorf("Unable to add volume [%s] because volume with that name already exists", add.Name) //nolint:staticcheck // KubeVirt's message
 			}
 			if src != "" && Claim(vol) == src {
-				return fmt.Errorf("Unable to add volume source [%s] because it already exists", src)
+				return fmt.Errorf("Unable to add volume source [%s] because it already exists", src) //nolint:staticcheck // KubeVirt's message
 			}
 		}
 		return nil
@@ -78,11 +78,11 @@ func Check(spec *v1.VirtualMachineInstanceSpec, req v1.VirtualMachineVolumeReque
 				continue
 			}
 			if !IsHotplug(vol) {
-				return fmt.Errorf("Unable to remove volume [%s] because it is not hotpluggable", vol.Name)
+				return fmt.Errorf("Unable to remove volume [%s] because it is not hotpluggable", vol.Name) //nolint:staticcheck // KubeVirt's message
 			}
 			return nil
 		}
-		return fmt.Errorf("Unable to remove volume [%s] because it does not exist", rm.Name)
+		return fmt.Errorf("Unable to remove volume [%s] because it does not exist", rm.Name) //nolint:staticcheck // KubeVirt's message
 	}
 	return fmt.Errorf("the volume request neither adds nor removes a volume")
 }

@@ -49,7 +49,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(vm.Status.VolumeRequests) > 0 && vm.DeletionTimestamp == nil {
+	if len(vm.Status.VolumeRequests) > 0 {
 		// Before anything starts a VMI from the template: a new VMI has the
 		// volumes the requests asked for.
 		return ctrl.Result{}, r.applyVolumeRequests(ctx, vm, vmi)
@@ -59,9 +59,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	var volumes v1.VirtualMachinePrintableStatus
 	defer func() {
 		setStatus(vm, rs, vmi, failure, metav1.Now())
-		if vmi == nil && volumes != "" {
-			vm.Status.PrintableStatus = volumes
-		}
+		withVolumesStatus(vm, vmi, volumes)
 		reterr = errors.Join(reterr, r.patchStatus(ctx, base, vm, vmi))
 	}()
 	if failure != nil || vm.DeletionTimestamp != nil {
@@ -90,16 +88,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		failure = r.delete(ctx, vm, vmi)
 	case actHalt:
-		halted := v1.RunStrategyHalted
-		patch := client.MergeFrom(vm.DeepCopy())
-		vm.Spec.RunStrategy = &halted
-		if failure = r.Client.Patch(ctx, vm, patch); failure == nil {
-			rs = halted
-			base = vm.DeepCopy()
+		if failure = r.halt(ctx, vm); failure == nil {
+			rs, base = v1.RunStrategyHalted, vm.DeepCopy()
 			failure = r.delete(ctx, vm, vmi)
 		}
 	}
 	return ctrl.Result{}, failure
+}
+
+// withVolumesStatus shows what the VM's DataVolumes hold its start for
+// (Provisioning, DataVolumeError) while it has no VMI.
+func withVolumesStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, volumes v1.VirtualMachinePrintableStatus) {
+	if vmi == nil && volumes != "" {
+		vm.Status.PrintableStatus = volumes
+	}
+}
+
+// halt sets the VM's run strategy to Halted (a Once VM whose run ended).
+func (r *Reconciler) halt(ctx context.Context, vm *v1.VirtualMachine) error {
+	halted := v1.RunStrategyHalted
+	patch := client.MergeFrom(vm.DeepCopy())
+	vm.Spec.RunStrategy = &halted
+	return r.Client.Patch(ctx, vm, patch)
 }
 
 // patchStatus writes vm's status, dropping the requests vmi shows done.

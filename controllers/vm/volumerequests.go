@@ -23,25 +23,16 @@ import (
 // dropped with a warning event naming it.
 func (r *Reconciler) applyVolumeRequests(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) error {
 	reqs := vm.Status.VolumeRequests
-	if len(reqs) == 0 || vm.Spec.Template == nil {
+	if len(reqs) == 0 || vm.Spec.Template == nil || vm.DeletionTimestamp != nil {
 		return nil
 	}
-	template := vm.Spec.Template.Spec.DeepCopy()
 	var live *v1.VirtualMachineInstanceSpec
 	if vmi != nil && vmi.Status.Phase == v1.Running && vmi.DeletionTimestamp == nil {
-		live = vmi.Spec.DeepCopy()
+		live = &vmi.Spec
 	}
-	for _, req := range reqs {
-		var err error
-		if template, err = applyOnce(template, req); err != nil {
-			r.event(vm, corev1.EventTypeWarning, "FailedVolumeRequest", "volume request not applied: %v", err)
-			continue
-		}
-		if live != nil {
-			if live, err = applyOnce(live, req); err != nil {
-				r.event(vm, corev1.EventTypeWarning, "FailedVolumeRequest", "volume request not applied to the running VMI: %v", err)
-			}
-		}
+	template, live, refused := applyRequests(&vm.Spec.Template.Spec, live, reqs)
+	for _, err := range refused {
+		r.event(vm, corev1.EventTypeWarning, "FailedVolumeRequest", "volume request not applied: %v", err)
 	}
 	locked := client.MergeFromWithOptimisticLock{}
 	if live != nil && !equality.Semantic.DeepEqual(*live, vmi.Spec) {
@@ -65,6 +56,30 @@ func (r *Reconciler) applyVolumeRequests(ctx context.Context, vm *v1.VirtualMach
 	}
 	ctrl.LoggerFrom(ctx).Info("volume requests applied", "vm", klog.KObj(vm), "requests", len(reqs), "vmi", live != nil)
 	return nil
+}
+
+// applyRequests applies reqs to copies of a VM's template spec and of its
+// running VMI's (nil: none), and says which could not apply.
+func applyRequests(template, live *v1.VirtualMachineInstanceSpec, reqs []v1.VirtualMachineVolumeRequest) (*v1.VirtualMachineInstanceSpec, *v1.VirtualMachineInstanceSpec, []error) {
+	template = template.DeepCopy()
+	if live != nil {
+		live = live.DeepCopy()
+	}
+	var refused []error
+	for _, req := range reqs {
+		var err error
+		if template, err = applyOnce(template, req); err != nil {
+			refused = append(refused, err)
+			continue
+		}
+		if live == nil {
+			continue
+		}
+		if live, err = applyOnce(live, req); err != nil {
+			refused = append(refused, fmt.Errorf("on the running VMI: %w", err))
+		}
+	}
+	return template, live, refused
 }
 
 // applyOnce applies req to spec unless spec shows it applied already: an

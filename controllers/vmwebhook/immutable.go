@@ -65,30 +65,7 @@ func specUnchanged(req admission.Request) error {
 // withoutHotplug takes the hotpluggable volumes, and the disks of those,
 // out of both VMI specs (JSON), so that only the rest is compared.
 func withoutHotplug(specs ...map[string]any) {
-	// A name counts only where it is hotpluggable in every spec that has
-	// it: a boot volume turned into a hotplugged one is still a change.
-	hot := map[string]bool{}
-	for _, spec := range specs {
-		vols, _ := spec["volumes"].([]any)
-		for _, v := range vols {
-			vol, _ := v.(map[string]any)
-			name, _ := vol["name"].(string)
-			isHot := false
-			for _, src := range []string{"dataVolume", "persistentVolumeClaim"} {
-				if s, ok := vol[src].(map[string]any); ok && s["hotpluggable"] == true {
-					isHot = true
-				}
-			}
-			if was, seen := hot[name]; !seen || was {
-				hot[name] = isHot
-			}
-		}
-	}
-	for name, isHot := range hot {
-		if !isHot {
-			delete(hot, name)
-		}
-	}
+	hot := hotplugged(specs)
 	if len(hot) == 0 {
 		return
 	}
@@ -116,4 +93,35 @@ func withoutHotplug(specs ...map[string]any) {
 			devices["disks"] = drop(devices["disks"])
 		}
 	}
+}
+
+// hotplugged names the volumes hotpluggable in every spec that has them:
+// a boot volume turned into a hotplugged one is still a change.
+func hotplugged(specs []map[string]any) map[string]bool {
+	hot := map[string]bool{}
+	for _, spec := range specs {
+		vols, _ := spec["volumes"].([]any)
+		for _, v := range vols {
+			vol, _ := v.(map[string]any)
+			name, _ := vol["name"].(string)
+			if was, seen := hot[name]; !seen || was {
+				hot[name] = isHotplug(vol)
+			}
+		}
+	}
+	for name, isHot := range hot {
+		if !isHot {
+			delete(hot, name)
+		}
+	}
+	return hot
+}
+
+func isHotplug(vol map[string]any) bool {
+	for _, src := range []string{"dataVolume", "persistentVolumeClaim"} {
+		if s, ok := vol[src].(map[string]any); ok && s["hotpluggable"] == true {
+			return true
+		}
+	}
+	return false
 }
