@@ -253,7 +253,8 @@ func TestHotplugVolume(t *testing.T) {
 	}
 }
 
-// writeClaimOn is writeClaim in a Pod on node.
+// writeClaimOn runs script in a Pod on node (any, if "") with the claim at
+// /data and waits for it to succeed.
 func writeClaimOn(t *testing.T, f *framework.Framework, c client.Client, ns, claim, node, script string) {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d", claim, time.Now().UnixNano()%100000)
@@ -261,7 +262,6 @@ func writeClaimOn(t *testing.T, f *framework.Framework, c client.Client, ns, cla
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{
 			RestartPolicy:   corev1.RestartPolicyNever,
-			NodeSelector:    map[string]string{corev1.LabelHostname: node},
 			SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr(int64(65532))},
 			Containers: []corev1.Container{{
 				Name: "sh", Image: registryImage(t, f, "tekvirt/busybox"), Command: []string{"sh", "-c", script},
@@ -270,6 +270,9 @@ func writeClaimOn(t *testing.T, f *framework.Framework, c client.Client, ns, cla
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
 		},
+	}
+	if node != "" {
+		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 	}
 	if err := c.Create(context.Background(), pod); err != nil {
 		t.Fatal(err)

@@ -156,27 +156,7 @@ func claimLike(t *testing.T, c client.Client, ns, name string, spec *corev1.Pers
 // it to succeed.
 func writeClaim(t *testing.T, f *framework.Framework, c client.Client, ns, claim, script string) {
 	t.Helper()
-	name := fmt.Sprintf("%s-%d", claim, time.Now().UnixNano()%100000)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{
-			RestartPolicy:   corev1.RestartPolicyNever,
-			SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr(int64(65532))},
-			Containers: []corev1.Container{{
-				Name: "sh", Image: registryImage(t, f, "tekvirt/busybox"), Command: []string{"sh", "-c", script},
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-			}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
-		},
-	}
-	if err := c.Create(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
-	f.WaitPodSucceeded(t, ns, name, 2*time.Minute)
-	if err := c.Delete(context.Background(), pod); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
+	writeClaimOn(t, f, c, ns, claim, "", script)
 }
 
 // volumeSnapshot is a VolumeSnapshot of the default class from source.
