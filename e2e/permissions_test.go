@@ -28,6 +28,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+	"github.com/tekvirt/tekvirt/controllers/hotplug"
 	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
@@ -301,10 +302,27 @@ func TestAttackControllerRights(t *testing.T) {
 	if err := ctrl.Create(ctx, launcherPod(func(*corev1.Pod) {}), dry); err != nil {
 		t.Errorf("a launcher Pod (what the controller creates): %v", err)
 	}
-	refused(t, "a Pod that is no launcher", ctrl.Create(ctx, launcherPod(func(p *corev1.Pod) { p.Labels = nil }), dry), "only launcher Pods")
+	refused(t, "a Pod that is no launcher", ctrl.Create(ctx, launcherPod(func(p *corev1.Pod) { p.Labels = nil }), dry), "only launcher and hotplug attachment Pods")
 	refused(t, "a launcher Pod on the host network", ctrl.Create(ctx, launcherPod(func(p *corev1.Pod) {
 		p.Spec.HostNetwork, p.Spec.SecurityContext.Sysctls = true, nil // the API server refuses the sysctl there itself
-	}), dry), "only launcher Pods")
+	}), dry), "only launcher and hotplug attachment Pods")
+	// A hotplugged volume's attachment Pod, under the same rules.
+	launcher := launcherPod(func(p *corev1.Pod) {
+		p.Name, p.UID, p.Spec.NodeName = "virt-launcher-vm1-x", "0b5c1b7e-0000-4000-8000-000000000002", "node"
+	})
+	attachment := func(change func(*corev1.Pod)) *corev1.Pod {
+		pod := hotplug.AttachmentPod(vmi, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: "data", Hotpluggable: true}}}, launcher, framework.GuestImage)
+		pod.OwnerReferences = nil
+		change(pod)
+		return pod
+	}
+	if err := ctrl.Create(ctx, attachment(func(*corev1.Pod) {}), dry); err != nil {
+		t.Errorf("an attachment Pod (what the controller creates): %v", err)
+	}
+	refused(t, "an attachment Pod on the host network", ctrl.Create(ctx, attachment(func(p *corev1.Pod) { p.Spec.HostNetwork = true }), dry), "only launcher and hotplug attachment Pods")
+	refused(t, "an attachment Pod mounting the node's /", ctrl.Create(ctx, attachment(func(p *corev1.Pod) {
+		p.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}
+	}), dry), "mounts nothing of the node")
 	hostPath := func(path string) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
 			p.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}
@@ -336,20 +354,27 @@ func TestAttackControllerRights(t *testing.T) {
 		t.Errorf("a launcher Pod in a namespace enforcing Pod Security restricted: %v", err)
 	}
 
-	// It deletes only the target Pods of migrations.
+	// It deletes only the target Pods of migrations and attachment Pods.
 	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-pod"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: framework.GuestImage, SecurityContext: restricted()}},
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(1000))}}}
 	if err := f.VMClient(t).Create(ctx, plain); err != nil {
 		t.Fatal(err)
 	}
-	refused(t, "deleting a Pod that is no migration's target", ctrl.Delete(ctx, plain.DeepCopy(), dry), "only the target launcher Pods of migrations")
+	refused(t, "deleting a Pod that is no migration's target", ctrl.Delete(ctx, plain.DeepCopy(), dry), "only the target launcher Pods of migrations and hotplug attachment Pods")
 	target := launcherPod(func(p *corev1.Pod) { p.Name, p.GenerateName, p.Labels[v1.MigrationJobLabel] = "target", "", "mig-1" })
 	if err := f.VMClient(t).Create(ctx, target); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctrl.Delete(ctx, target.DeepCopy(), dry); err != nil {
 		t.Errorf("deleting a migration's target launcher Pod (what the controller deletes): %v", err)
+	}
+	held := attachment(func(p *corev1.Pod) { p.Name, p.GenerateName = "hp-volume-held", "" })
+	if err := f.VMClient(t).Create(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctrl.Delete(ctx, held.DeepCopy(), dry); err != nil {
+		t.Errorf("deleting an attachment Pod (what the controller deletes): %v", err)
 	}
 
 	// Nothing above was stored (dry runs), so nothing can have leaked.
