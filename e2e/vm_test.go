@@ -203,10 +203,10 @@ func TestUnsupportedVMFieldRejected(t *testing.T) {
 			t.Errorf("create with unsupported fields: err = %v; want it to name %q", err, want)
 		}
 	}
-	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scsi"}, Spec: framework.GuestVMI(framework.GuestImage, "scsi")}
-	vmi.Spec.Domain.Devices.Disks[0].Disk.Bus = "scsi"
-	if err := c.Create(ctx, vmi); err == nil || !strings.Contains(err.Error(), `spec.domain.devices.disks[0].disk.bus: "scsi"`) {
-		t.Errorf("VMI with a scsi disk: err = %v", err)
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "usb"}, Spec: framework.GuestVMI(framework.GuestImage, "usb")}
+	vmi.Spec.Domain.Devices.Disks[0].Disk.Bus = "usb"
+	if err := c.Create(ctx, vmi); err == nil || !strings.Contains(err.Error(), `spec.domain.devices.disks[0].disk.bus: "usb"`) {
+		t.Errorf("VMI with a usb disk: err = %v", err)
 	}
 	ok := framework.GuestVM(ns, "supported", framework.GuestImage, v1.RunStrategyHalted)
 	if err := c.Create(ctx, ok, client.DryRunAll); err != nil {
