@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
 	"github.com/tekvirt/tekvirt/contracts/hoststorage"
 	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/e2e/framework"
@@ -50,6 +52,23 @@ func TestVolumeSnapshotRestore(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(framework.VolumeHostDir(src), "file")); err != nil || string(b) != "after\n" {
 		t.Errorf("the source after the restore: %q, %v", b, err)
+	}
+
+	// CDI's way: a DataVolume of the snapshot; another namespace's editor
+	// cannot name it.
+	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-snap"},
+		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Snapshot: &cdiv1.DataVolumeSourceSnapshot{Namespace: ns, Name: "snap"}},
+			Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}}}}}
+	stolen := dv.DeepCopy()
+	if err := c.Create(ctx, dv); err != nil {
+		t.Fatal(err)
+	}
+	waitDVPhase(t, c, dv, cdiv1.Succeeded)
+	writeClaim(t, f, c, ns, dv.Name, `test "$(cat /data/file)" = before`)
+	stolen.Namespace = other
+	err := userClient(t, f, other, "e2e-dv-snapshot-thief").Create(ctx, stolen)
+	if err == nil || !strings.Contains(err.Error(), "a DataVolume restores a VolumeSnapshot of its own namespace") {
+		t.Errorf("a DataVolume of another namespace's snapshot: %v", err)
 	}
 
 	content := snapshotContent(t, admin, snap)

@@ -12,7 +12,8 @@ import (
 type event struct{ kind, reason, message string }
 
 // operation names what fills a DataVolume, as its event reasons do
-// ("Import", "Clone", "Upload"), and where a clone comes from.
+// ("Import", "Clone", "Upload"), and where a clone comes from (a claim, or
+// a VolumeSnapshot restored).
 func operation(dv *cdiv1.DataVolume) (op, src string) {
 	s := dv.Spec.Source
 	switch {
@@ -22,6 +23,8 @@ func operation(dv *cdiv1.DataVolume) (op, src string) {
 			ns = dv.Namespace
 		}
 		return "Clone", ns + "/" + s.PVC.Name
+	case s != nil && s.Snapshot != nil:
+		return "Clone", dv.Namespace + "/" + s.Snapshot.Name
 	case s != nil && s.Upload != nil:
 		return "Upload", ""
 	}

@@ -107,7 +107,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if pvc == nil { // a clone whose source has no volume yet
 		return ctrl.Result{RequeueAfter: progressEvery}, nil
 	}
-	obs.pvc, obs.clone, obs.upload = pvc, dv.Spec.Source.PVC != nil, dv.Spec.Source.Upload != nil
+	obs.pvc, obs.clone, obs.upload = pvc, dv.Spec.Source.PVC != nil || dv.Spec.Source.Snapshot != nil, dv.Spec.Source.Upload != nil
+	if dv.Spec.Source.Snapshot != nil {
+		// The CSI driver restores the claim from the snapshot; bound, it is done.
+		obs.restored = pvc.Status.Phase == corev1.ClaimBound
+		return ctrl.Result{}, nil
+	}
 	if pvc.Status.Phase != corev1.ClaimBound {
 		if wait, err := r.waitsForConsumer(ctx, pvc); err != nil || !wait {
 			return ctrl.Result{}, err

@@ -46,8 +46,14 @@ func Supported(dv *cdiv1.DataVolume) error {
 	if err := sourceSupported(set[0], src); err != nil {
 		return err
 	}
+	if snap := src.Snapshot; snap != nil && snap.Namespace != "" && snap.Namespace != dv.Namespace {
+		return fmt.Errorf("spec.source.snapshot.namespace %q: a DataVolume restores a VolumeSnapshot of its own namespace (%s); restore it there and clone that DataVolume (spec.source.pvc) across namespaces", snap.Namespace, dv.Namespace)
+	}
 	return contentType(dv)
 }
+
+// SnapshotGroup is the API group of VolumeSnapshots.
+const SnapshotGroup = "snapshot.storage.k8s.io"
 
 func contentType(dv *cdiv1.DataVolume) error {
 	if dv.Spec.ContentType != "" && dv.Spec.ContentType != cdiv1.DataVolumeKubeVirt {
@@ -80,9 +86,21 @@ func sourceSupported(name string, src *cdiv1.DataVolumeSource) error {
 		if src.PVC.Name == "" {
 			return fmt.Errorf("spec.source.pvc.name is required")
 		}
+	case "snapshot":
+		return snapshotSupported(src.Snapshot)
 	case "blank", "upload":
 	default:
-		return fmt.Errorf("spec.source.%s is not supported (supported: http, registry, upload, blank, pvc)", name)
+		return fmt.Errorf("spec.source.%s is not supported (supported: http, registry, upload, blank, pvc, snapshot)", name)
+	}
+	return nil
+}
+
+// snapshotSupported admits a VolumeSnapshot of the DataVolume's own
+// namespace (namespace empty: the DataVolume's; checked by Supported's
+// caller, which knows it).
+func snapshotSupported(src *cdiv1.DataVolumeSourceSnapshot) error {
+	if src.Name == "" {
+		return fmt.Errorf("spec.source.snapshot.name is required")
 	}
 	return nil
 }
@@ -135,6 +153,10 @@ func claimFor(dv *cdiv1.DataVolume, class *storagev1.StorageClass) (*corev1.Pers
 	}
 	if len(pvc.Spec.AccessModes) == 0 {
 		pvc.Spec.AccessModes = hostpath.AccessModes(class)
+	}
+	if src := dv.Spec.Source; src != nil && src.Snapshot != nil {
+		// The CSI driver restores it: the claim is the snapshot's copy.
+		pvc.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(SnapshotGroup), Kind: "VolumeSnapshot", Name: src.Snapshot.Name}
 	}
 	if _, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; !ok {
 		return nil, fmt.Errorf("spec.storage.resources.requests.storage is required")

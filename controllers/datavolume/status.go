@@ -39,6 +39,9 @@ type observed struct {
 	// sourcePending says why a clone has not started: its source claim is
 	// still being populated (by its own DataVolume).
 	sourcePending string
+	// restored is set for a snapshot source whose claim the CSI driver
+	// has restored (it is bound): there is no run.
+	restored bool
 }
 
 // CloneSourceNotPopulatedReason is why a clone waits: as CDI's, until its
@@ -149,6 +152,10 @@ func runStatus(st *cdiv1.DataVolumeStatus, dv *cdiv1.DataVolume, obs observed, n
 		st.Phase = cdiv1.Failed
 		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", obs.failed, now)
 		setCond(st, cdiv1.DataVolumeReady, corev1.ConditionFalse, "Error", obs.failed, now)
+	case obs.restored:
+		st.Phase, st.Progress = cdiv1.Succeeded, "100.0%"
+		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Completed", "Clone Complete", now)
+		setCond(st, cdiv1.DataVolumeReady, corev1.ConditionTrue, "", "", now)
 	case done && ok:
 		st.Phase, st.Progress = cdiv1.Succeeded, "100.0%"
 		setCond(st, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Completed", "Import Complete", now)

@@ -77,6 +77,8 @@ func TestNextStatus(t *testing.T) {
 		{"uploading", observed{pvc: bound, upload: true, run: run(corev1.ConditionUnknown, true), progress: "12.50%"}, cdiv1.UploadReady, "12.50%", "", corev1.ConditionTrue},
 		{"upload done", observed{pvc: bound, upload: true, run: run(corev1.ConditionTrue, true)}, cdiv1.Succeeded, "100.0%", corev1.ConditionTrue, corev1.ConditionFalse},
 		{"clone running", observed{pvc: bound, clone: true, run: run(corev1.ConditionUnknown, true)}, cdiv1.CloneInProgress, "N/A", "", corev1.ConditionTrue},
+		{"snapshot being restored", observed{pvc: pending, clone: true}, cdiv1.Pending, "", corev1.ConditionFalse, ""},
+		{"snapshot restored", observed{pvc: bound, clone: true, restored: true}, cdiv1.Succeeded, "100.0%", corev1.ConditionTrue, corev1.ConditionFalse},
 		{"clone waiting for its source", observed{pvc: bound, clone: true, sourcePending: "waiting for the source PersistentVolumeClaim ns/src: its DataVolume is ImportInProgress"},
 			cdiv1.CloneScheduled, "", corev1.ConditionFalse, corev1.ConditionFalse},
 		{"clone waiting for its source's volume", observed{clone: true, sourcePending: "waiting for the source PersistentVolumeClaim ns/src to get its volume"},
@@ -121,21 +123,25 @@ func TestSupportedAndClaim(t *testing.T) {
 		src  *cdiv1.DataVolumeSource
 		want string
 	}{
-		"http":     {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://x"}}, ""},
-		"registry": {&cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &url}}, ""},
-		"blank":    {&cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}, ""},
-		"upload":   {&cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}, ""},
-		"gcs":      {&cdiv1.DataVolumeSource{GCS: &cdiv1.DataVolumeSourceGCS{URL: "gs://x"}}, "spec.source.gcs is not supported"},
-		"s3":       {&cdiv1.DataVolumeSource{S3: &cdiv1.DataVolumeSourceS3{URL: "s3://x"}}, "spec.source.s3 is not supported"},
-		"none":     {nil, "spec.source or spec.sourceRef is required"},
-		"two":      {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "x"}, Blank: &cdiv1.DataVolumeBlankImage{}}, "exactly one source"},
-		"headers":  {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "x", ExtraHeaders: []string{"a: b"}}}, "extraHeaders"},
-		"no url":   {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{}}, "spec.source.http.url is required"},
-		"no image": {&cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: new(string)}}, "spec.source.registry.url is required"},
-		"no claim": {&cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "ns"}}, "spec.source.pvc.name is required"},
-		"pvc":      {&cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Name: "src"}}, ""},
+		"http":                    {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://x"}}, ""},
+		"registry":                {&cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &url}}, ""},
+		"blank":                   {&cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}, ""},
+		"upload":                  {&cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}, ""},
+		"gcs":                     {&cdiv1.DataVolumeSource{GCS: &cdiv1.DataVolumeSourceGCS{URL: "gs://x"}}, "spec.source.gcs is not supported"},
+		"s3":                      {&cdiv1.DataVolumeSource{S3: &cdiv1.DataVolumeSourceS3{URL: "s3://x"}}, "spec.source.s3 is not supported"},
+		"none":                    {nil, "spec.source or spec.sourceRef is required"},
+		"two":                     {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "x"}, Blank: &cdiv1.DataVolumeBlankImage{}}, "exactly one source"},
+		"headers":                 {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "x", ExtraHeaders: []string{"a: b"}}}, "extraHeaders"},
+		"no url":                  {&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{}}, "spec.source.http.url is required"},
+		"no image":                {&cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: new(string)}}, "spec.source.registry.url is required"},
+		"no claim":                {&cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "ns"}}, "spec.source.pvc.name is required"},
+		"pvc":                     {&cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Name: "src"}}, ""},
+		"snapshot":                {&cdiv1.DataVolumeSource{Snapshot: &cdiv1.DataVolumeSourceSnapshot{Name: "snap", Namespace: "ns"}}, ""},
+		"snapshot without a name": {&cdiv1.DataVolumeSource{Snapshot: &cdiv1.DataVolumeSourceSnapshot{}}, "spec.source.snapshot.name is required"},
+		"another namespace's snapshot": {&cdiv1.DataVolumeSource{Snapshot: &cdiv1.DataVolumeSourceSnapshot{Name: "snap", Namespace: "other"}},
+			`spec.source.snapshot.namespace "other": a DataVolume restores a VolumeSnapshot of its own namespace (ns)`},
 	} {
-		dv := &cdiv1.DataVolume{Spec: cdiv1.DataVolumeSpec{Source: tc.src}}
+		dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: cdiv1.DataVolumeSpec{Source: tc.src}}
 		checkErr(t, name, Supported(dv), tc.want)
 	}
 	for name, tc := range map[string]struct {
@@ -154,6 +160,12 @@ func TestSupportedAndClaim(t *testing.T) {
 	pvc, err := claimFor(dv, nil)
 	if err != nil || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce || pvc.Name != "dv" || len(pvc.Annotations) != 0 {
 		t.Fatalf("claim = %+v, %v", pvc, err)
+	}
+	restore := dv.DeepCopy()
+	restore.Spec.Source = &cdiv1.DataVolumeSource{Snapshot: &cdiv1.DataVolumeSourceSnapshot{Name: "snap"}}
+	if pvc, err := claimFor(restore, nil); err != nil || pvc.Spec.DataSource == nil || pvc.Spec.DataSource.Kind != "VolumeSnapshot" ||
+		pvc.Spec.DataSource.Name != "snap" || *pvc.Spec.DataSource.APIGroup != SnapshotGroup {
+		t.Errorf("a snapshot's claim: dataSource %+v, %v", pvc.Spec.DataSource, err)
 	}
 	shared := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "tekvirt-shared"}, Provisioner: hostpath.Provisioner,
 		Parameters: map[string]string{hostpath.ParamShared: "true"}}
