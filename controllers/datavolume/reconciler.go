@@ -107,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if pvc == nil { // a clone whose source has no volume yet
 		return ctrl.Result{RequeueAfter: progressEvery}, nil
 	}
-	obs.pvc, obs.clone, obs.upload = pvc, dv.Spec.Source.PVC != nil || dv.Spec.Source.Snapshot != nil, dv.Spec.Source.Upload != nil
+	obs.pvc, obs.clone, obs.upload = pvc, copiesAClaim(dv.Spec.Source), dv.Spec.Source.Upload != nil
 	if dv.Spec.Source.Snapshot != nil {
 		// The CSI driver restores the claim from the snapshot; bound, it is done.
 		obs.restored = pvc.Status.Phase == corev1.ClaimBound
@@ -121,6 +121,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// on the node the scheduler picks for it.
 	}
 	return r.sync(ctx, dv, pvc, &obs)
+}
+
+// copiesAClaim reports whether src is another claim's content (a claim's,
+// a VolumeSnapshot's): the DataVolume goes through the Clone phases.
+func copiesAClaim(src *cdiv1.DataVolumeSource) bool {
+	return src.PVC != nil || src.Snapshot != nil
 }
 
 // resolve replaces a DataSource reference by the source it names, in
