@@ -215,8 +215,11 @@ func (h *Handler) hotplugEvents(vmi *v1.VirtualMachineInstance, old, now []v1.Vo
 }
 
 // hotplugPending reports whether a hotplugged volume waits for the
-// handler (to attach or detach): the VMI is looked at again soon, not at
-// the running VM's slow pace.
+// handler: one whose attachment Pod holds its claim and is not in the
+// domain yet, or one out of the spec still in it. The VMI is then looked
+// at again soon (an attach that failed is tried again), not at the
+// running VM's slow pace; a volume still waiting for its Pod is the
+// controller's, whose status change brings the VMI back here.
 func hotplugPending(vmi *v1.VirtualMachineInstance) bool {
 	inSpec := map[string]bool{}
 	for _, vol := range vmi.Spec.Volumes {
@@ -225,7 +228,12 @@ func hotplugPending(vmi *v1.VirtualMachineInstance) bool {
 		}
 	}
 	for _, vs := range vmi.Status.VolumeStatus {
-		if vs.HotplugVolume != nil && (inSpec[vs.Name] != (vs.Phase == v1.VolumeReady) || !inSpec[vs.Name] && vs.Phase == v1.HotplugVolumeMounted) {
+		if vs.HotplugVolume == nil {
+			continue
+		}
+		attaching := inSpec[vs.Name] && vs.HotplugVolume.AttachPodUID != "" && vs.Phase != v1.VolumeReady
+		detaching := !inSpec[vs.Name] && (vs.Phase == v1.VolumeReady || vs.Phase == v1.HotplugVolumeMounted)
+		if attaching || detaching {
 			return true
 		}
 	}

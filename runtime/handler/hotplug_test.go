@@ -51,6 +51,12 @@ func TestPlanHotplug(t *testing.T) {
 	if !hotplugPending(vmi) {
 		t.Error("volumes wait for the handler, yet nothing is pending")
 	}
+	waiting := &v1.VirtualMachineInstance{}
+	inSpec(waiting, "far")
+	hotplugged(waiting, "far", v1.VolumePending, "")
+	if hotplugPending(waiting) {
+		t.Error("a volume waiting for its attachment Pod keeps the handler polling")
+	}
 }
 
 func typesUID(s string) types.UID { return types.UID(s) }
