@@ -174,15 +174,15 @@ func (h *Handler) attachDisk(ctx context.Context, vmi *v1.VirtualMachineInstance
 	}
 	field := "hotplugged volume " + vol.Name
 	claim := vmisubset.Claim(*vol)
-	f, err := h.openClaimDisk(ctx, vmi.Namespace, claim, field, readOnly, vs.HotplugVolume.AttachPodUID)
-	if err != nil {
-		return "", err
-	}
-	f.Close()
 	dir, err := h.claimDir(ctx, vmi.Namespace, claim, field, vs.HotplugVolume.AttachPodUID)
 	if err != nil {
 		return "", err
 	}
+	f, err := openDisk(dir, vmi.Namespace, claim, field, readOnly)
+	if err != nil {
+		return "", err
+	}
+	f.Close()
 	name := launcherpod.HotplugName(vol.Name)
 	if err := d.pod.hotplug.Mount(dir, name, readOnly); err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)

@@ -205,6 +205,12 @@ func (h *Handler) openClaimDisk(ctx context.Context, ns, claim, field string, re
 	if err != nil {
 		return nil, err
 	}
+	return openDisk(dir, ns, claim, field, readOnly)
+}
+
+// openDisk opens disk.img in dir, the directory of claim ns/claim, as
+// openClaimDisk does.
+func openDisk(dir, ns, claim, field string, readOnly bool) (*os.File, error) {
 	f, err := diskfile.Open(dir, pvcDiskFile, !readOnly)
 	if errors.Is(err, diskfile.ErrUnsafe) {
 		return nil, &permanentError{reason: "VolumeInvalid", err: fmt.Errorf("%s: PersistentVolumeClaim %s/%s: %w", field, ns, claim, err)}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"libvirt.org/go/libvirt"
@@ -71,6 +73,7 @@ func (s *server) handleAttach(w http.ResponseWriter, r *http.Request) {
 // attached already answers with its target. The image must be a regular
 // file or a block device reached without a link, as a boot disk.
 func (vm *VM) AttachDisk(req AttachRequest) (string, error) {
+	defer vm.disks.forget()
 	disks, err := vm.liveDisks()
 	if err != nil {
 		return "", err
@@ -103,6 +106,7 @@ func (vm *VM) AttachDisk(req AttachRequest) (string, error) {
 // domain and waits, up to wait, for the guest to let it go; a disk that
 // is not there is detached.
 func (vm *VM) DetachDisk(volume string, wait time.Duration) error {
+	defer vm.disks.forget()
 	present := func() (bool, error) {
 		disks, err := vm.liveDisks()
 		if err != nil {
@@ -136,7 +140,13 @@ func (vm *VM) DetachDisk(volume string, wait time.Duration) error {
 }
 
 // Disks are the targets of the domain's disks by VMI volume name.
+// They are read from the domain once, and again after an attach or detach.
 func (vm *VM) Disks() (map[string]string, error) {
+	vm.disks.mu.Lock()
+	defer vm.disks.mu.Unlock()
+	if vm.disks.byVolume != nil {
+		return maps.Clone(vm.disks.byVolume), nil
+	}
 	disks, err := vm.liveDisks()
 	if err != nil {
 		return nil, err
@@ -147,7 +157,21 @@ func (vm *VM) Disks() (map[string]string, error) {
 			out[strings.TrimPrefix(d.Alias.Name, "ua-")] = d.Target.Dev
 		}
 	}
-	return out, nil
+	vm.disks.byVolume = out
+	return maps.Clone(out), nil
+}
+
+// diskCache is what Disks read last (nil: read again).
+type diskCache struct {
+	mu       sync.Mutex
+	byVolume map[string]string
+}
+
+// forget has Disks read the domain again.
+func (c *diskCache) forget() {
+	c.mu.Lock()
+	c.byVolume = nil
+	c.mu.Unlock()
 }
 
 func (vm *VM) liveDisks() ([]libvirtxml.DomainDisk, error) {

@@ -60,6 +60,9 @@ type VM struct {
 	vmi *v1.VirtualMachineInstance
 	// out is the migration of the domain to another launcher.
 	out outgoing
+	// disks caches Disks: only AttachDisk and DetachDisk change the
+	// domain's disks, and the status the handler polls reports them.
+	disks diskCache
 }
 
 // Start starts vmi as a transient domain on the libvirt at uri.
