@@ -23,6 +23,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 	migrationsv1alpha1 "kubevirt.io/api/migrations/v1alpha1"
+	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
@@ -126,7 +127,7 @@ func boundClient(t *testing.T, f *framework.Framework, ns, user string, role rba
 		return nil
 	})
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, cdiv1.AddToScheme, v1.AddToScheme, migrationsv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, cdiv1.AddToScheme, v1.AddToScheme, migrationsv1alpha1.AddToScheme, snapshotv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}

@@ -20,12 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	vsv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	templatev1 "github.com/openshift/api/template/v1"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	migrationsv1alpha1 "kubevirt.io/api/migrations/v1alpha1"
+	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
@@ -51,6 +53,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/vm"
 	"github.com/tekvirt/tekvirt/controllers/vmdefaults"
 	"github.com/tekvirt/tekvirt/controllers/vmi"
+	"github.com/tekvirt/tekvirt/controllers/vmsnapshot"
 	"github.com/tekvirt/tekvirt/controllers/vmwebhook"
 	"github.com/tekvirt/tekvirt/controllers/workloadupdate"
 )
@@ -90,7 +93,7 @@ func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	stepImage := img.step
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
-		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, nacv1.AddToScheme, kubevirtv1.AddToScheme, migrationsv1alpha1.AddToScheme, instancetypev1beta1.AddToScheme, templatev1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme, hyperv1.AddToScheme},
+		AddToScheme:    []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, nacv1.AddToScheme, kubevirtv1.AddToScheme, migrationsv1alpha1.AddToScheme, instancetypev1beta1.AddToScheme, templatev1.AddToScheme, cdiv1.AddToScheme, pipelinev1.AddToScheme, hyperv1.AddToScheme, snapshotv1beta1.AddToScheme, vsv1.AddToScheme},
 		WebhookCertDir: certDir, WebhookPort: port.webhook,
 	})
 	if err != nil {
@@ -149,6 +152,13 @@ func setupVMs(mgr ctrl.Manager, img images) error {
 	}
 	if err := (&migration.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up live migration: %w", err)
+	}
+	guest := &subresources.Handlers{TokenFile: handlerTokenFile, CAFile: caBundleFile}
+	if err := (&vmsnapshot.SnapshotReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), Guest: guest}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up VM snapshots: %w", err)
+	}
+	if err := (&vmsnapshot.RestoreReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up VM restores: %w", err)
 	}
 	return nil
 }

@@ -7,7 +7,7 @@
 // RBAC, default StorageClass, shared one and VolumeSnapshotClass, and the
 // snapshot controller (hostpath/; the snapshot CRDs are the
 // external-snapshotter's own, in crd/), the
-// VM handler's DaemonSet and RBAC (handler/), the KubeVirt (instancetypes and migrations included), CDI, HyperShift and OpenShift Template CRDs generated from their Go API modules (crd/; the Template CRD only where the API is not served), the
+// VM handler's DaemonSet and RBAC (handler/), the KubeVirt (instancetypes, migrations and VM snapshots included), CDI, HyperShift and OpenShift Template CRDs generated from their Go API modules (crd/; the Template CRD only where the API is not served), the
 // validating webhook and the mutating one that records requesters and writes VM defaults (webhook/; their
 // serving certificate Secret and caBundle come from the operator), the upload API's APIService and
 // Services (upload/), the subresources.kubevirt.io APIService (subresources/), the user roles aggregated into admin, edit and view
@@ -36,6 +36,9 @@ var Files = []string{
 	"crd/kubevirt.io_virtualmachineinstances.yaml",
 	"crd/kubevirt.io_virtualmachineinstancemigrations.yaml",
 	"crd/migrations.kubevirt.io_migrationpolicies.yaml",
+	"crd/snapshot.kubevirt.io_virtualmachinesnapshots.yaml",
+	"crd/snapshot.kubevirt.io_virtualmachinesnapshotcontents.yaml",
+	"crd/snapshot.kubevirt.io_virtualmachinerestores.yaml",
 	"crd/cdi.kubevirt.io_datavolumes.yaml",
 	"crd/cdi.kubevirt.io_datasources.yaml",
 	"crd/cdi.kubevirt.io_dataimportcrons.yaml",

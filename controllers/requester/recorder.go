@@ -11,8 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// Recorder is the mutating webhook that writes Annotation on DataVolumes
-// and VirtualMachines.
+// Recorder is the mutating webhook that writes Annotation on DataVolumes,
+// VirtualMachines and VirtualMachineRestores (whose new VM and disks the
+// controller makes as the restore's requester).
 type Recorder struct {
 	// Controller is the user name the controller runs as: the only one
 	// whose record on a new object is kept, as it hands a VM's requester
@@ -25,14 +26,17 @@ type object struct {
 	Metadata struct {
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
-	Spec struct {
-		DataVolumeTemplates any `json:"dataVolumeTemplates"`
-	} `json:"spec"`
+	// Spec is the whole spec: a VM's dataVolumeTemplates, or all of a
+	// restore's.
+	Spec map[string]any `json:"spec"`
 }
+
+// recorded are the kinds the Recorder writes Annotation on.
+var recorded = map[string]bool{"VirtualMachine": true, "DataVolume": true, "VirtualMachineRestore": true}
 
 // Handle implements admission.Handler.
 func (r Recorder) Handle(_ context.Context, req admission.Request) admission.Response {
-	if req.Kind.Kind != "VirtualMachine" && req.Kind.Kind != "DataVolume" ||
+	if !recorded[req.Kind.Kind] ||
 		req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
@@ -82,7 +86,8 @@ func (r Recorder) Handle(_ context.Context, req admission.Request) admission.Res
 //   - A DataVolume keeps its creator: its spec never changes.
 //   - A VirtualMachine records who last changed its dataVolumeTemplates
 //     (the validating webhook checks that user's right to clone every one
-//     of them); other updates, and all of the controller's, keep the record.
+//     of them), a VirtualMachineRestore who last changed its spec; other
+//     updates, and all of the controller's, keep the record.
 func (r Recorder) record(req admission.Request, obj, old *object) (string, bool) {
 	if req.Operation == admissionv1.Create {
 		if v, ok := obj.Metadata.Annotations[Annotation]; ok && req.UserInfo.Username == r.Controller {
@@ -91,9 +96,18 @@ func (r Recorder) record(req admission.Request, obj, old *object) (string, bool)
 		return Encode(req.UserInfo), true
 	}
 	prev, had := old.Metadata.Annotations[Annotation]
-	if req.Kind.Kind == "VirtualMachine" && req.UserInfo.Username != r.Controller &&
-		!reflect.DeepEqual(obj.Spec.DataVolumeTemplates, old.Spec.DataVolumeTemplates) {
-		return Encode(req.UserInfo), true
+	if req.UserInfo.Username == r.Controller {
+		return prev, had
+	}
+	switch req.Kind.Kind {
+	case "VirtualMachine":
+		if !reflect.DeepEqual(obj.Spec["dataVolumeTemplates"], old.Spec["dataVolumeTemplates"]) {
+			return Encode(req.UserInfo), true
+		}
+	case "VirtualMachineRestore":
+		if !reflect.DeepEqual(obj.Spec, old.Spec) {
+			return Encode(req.UserInfo), true
+		}
 	}
 	return prev, had
 }

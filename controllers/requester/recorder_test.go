@@ -94,6 +94,10 @@ func TestRecorder(t *testing.T) {
 		{name: "a VM whose templates change records the updater", kind: "VirtualMachine", op: admissionv1.Update, user: alice, obj: raw(Encode(admin), "new"), old: raw(Encode(admin), "old"), want: alice},
 		{name: "other VM updates keep the record", kind: "VirtualMachine", op: admissionv1.Update, user: alice, obj: raw(forged, "same"), old: raw(Encode(alice), "same"), want: alice},
 		{name: "the controller's VM updates keep the record", kind: "VirtualMachine", op: admissionv1.Update, user: ctrlr, obj: raw("", "new"), old: raw(Encode(alice), "old"), want: alice},
+		{name: "a restore records its creator", kind: "VirtualMachineRestore", op: admissionv1.Create, user: alice, obj: raw(forged, ""), want: alice},
+		{name: "a restore whose spec changes records the updater", kind: "VirtualMachineRestore", op: admissionv1.Update, user: admin, obj: raw(Encode(alice), "new"), old: raw(Encode(alice), "old"), want: admin},
+		{name: "the controller's restore updates keep the record", kind: "VirtualMachineRestore", op: admissionv1.Update, user: ctrlr, obj: raw(Encode(admin), "new"), old: raw(Encode(alice), "old"), want: alice},
+		{name: "a restore's metadata update keeps the record", kind: "VirtualMachineRestore", op: admissionv1.Update, user: admin, obj: raw(Encode(admin), "same"), old: raw(Encode(alice), "same"), want: alice},
 		// The same webhook call writes a VMI's defaults: no record on it.
 		{name: "a VMI gets no record", kind: "VirtualMachineInstance", op: admissionv1.Create, user: alice, obj: raw("", ""), none: true},
 	} {

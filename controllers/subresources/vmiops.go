@@ -212,3 +212,30 @@ func (a *API) vmiOp(op, verb string) http.HandlerFunc {
 		}
 	}
 }
+
+// Freeze freezes vmi's file systems through its node's handler, as the
+// freeze subresource does; they thaw by themselves after unfreezeAfter.
+func (h *Handlers) Freeze(ctx context.Context, vmi *v1.VirtualMachineInstance, unfreezeAfter time.Duration) error {
+	query := url.Values{}
+	if unfreezeAfter > 0 {
+		query.Set("unfreezeTimeout", unfreezeAfter.String())
+	}
+	return h.change(ctx, vmi, "freeze", query)
+}
+
+// Unfreeze thaws vmi's file systems through its node's handler.
+func (h *Handlers) Unfreeze(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+	return h.change(ctx, vmi, "unfreeze", nil)
+}
+
+// change runs the VMI operation op (a change) on vmi's node.
+func (h *Handlers) change(ctx context.Context, vmi *v1.VirtualMachineInstance, op string, query url.Values) error {
+	code, body, err := h.call(ctx, vmi, http.MethodPut, op, query)
+	if err != nil {
+		return err
+	}
+	if code/100 != 2 {
+		return fmt.Errorf("%s of VirtualMachineInstance %s/%s: %s", op, vmi.Namespace, vmi.Name, strings.TrimSpace(string(body)))
+	}
+	return nil
+}

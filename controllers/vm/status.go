@@ -36,7 +36,12 @@ func decide(vm *v1.VirtualMachine, rs v1.VirtualMachineRunStrategy, vmi *v1.Virt
 	if !ok {
 		return actNone, fmt.Errorf("spec.runStrategy %q is not one of Always, RerunOnFailure, Once, Manual, Halted", rs)
 	}
-	return strategy(vm, vmi), nil
+	act := strategy(vm, vmi)
+	if act == actCreate && vm.Status.RestoreInProgress != nil {
+		// A restore writes the VM's spec and disks: nothing starts meanwhile.
+		return actNone, nil
+	}
+	return act, nil
 }
 
 // strategies decide, per run strategy, for a VMI not being deleted.

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	v1 "kubevirt.io/api/core/v1"
 )
@@ -71,6 +72,13 @@ func TestDecide(t *testing.T) {
 			}
 			t.Errorf("decide(%s after %q, requests %v, VMI %s) = %v, %v; want %v", tt.rs, tt.lastRS, tt.reqs, phase, got, err, tt.want)
 		}
+	}
+	restoring := &v1.VirtualMachine{Status: v1.VirtualMachineStatus{RestoreInProgress: ptr.To("r1")}}
+	if got, _ := decide(restoring, v1.RunStrategyAlways, nil); got != actNone {
+		t.Errorf("decide(Always, restore in progress, no VMI) = %v; want none: a VM being restored does not start", got)
+	}
+	if got, _ := decide(restoring, v1.RunStrategyHalted, vmiIn(v1.Running)); got != actDelete {
+		t.Errorf("decide(Halted, restore in progress, VMI running) = %v; want delete (StopTarget stops it)", got)
 	}
 	if _, err := decide(&v1.VirtualMachine{}, "Sometimes", nil); err == nil {
 		t.Error("unknown run strategy accepted")

@@ -23,6 +23,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 	migrationsv1alpha1 "kubevirt.io/api/migrations/v1alpha1"
+	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 
 	templatev1 "github.com/openshift/api/template/v1"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
@@ -65,7 +66,7 @@ func (f *Framework) VMClient(t testing.TB) client.WithWatch {
 	if err := templatev1.Install(s); err != nil {
 		t.Fatal(err)
 	}
-	for _, add := range []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, nacv1.AddToScheme, migrationsv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{hcov1beta1.AddToScheme, nacv1.AddToScheme, migrationsv1alpha1.AddToScheme, snapshotv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}

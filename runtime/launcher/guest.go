@@ -105,7 +105,10 @@ func (s *server) do(ctx context.Context, op string, r *http.Request) (any, error
 			return nil, s.freeze(ctx, a, unfreeze)
 		},
 		OpUnfreeze: func() (any, error) {
-			_, err := a.Thaw(ctx)
+			n, err := a.Thaw(ctx)
+			if err == nil {
+				s.log.Info("guest file systems thawed", "count", n)
+			}
 			return nil, err
 		},
 	}[op]
@@ -215,9 +218,11 @@ func (s *server) softReboot(ctx context.Context, a *agent.Client) error {
 // unless an unfreeze comes first, so that a client that never calls it
 // does not leave the guest frozen.
 func (s *server) freeze(ctx context.Context, a *agent.Client, unfreeze time.Duration) error {
-	if _, err := a.Freeze(ctx); err != nil {
+	n, err := a.Freeze(ctx)
+	if err != nil {
 		return err
 	}
+	s.log.Info("guest file systems frozen", "count", n, "unfreezeAfter", unfreeze.String())
 	if unfreeze > 0 {
 		time.AfterFunc(unfreeze, func() {
 			tctx, cancel := context.WithTimeout(context.Background(), agentTimeout)

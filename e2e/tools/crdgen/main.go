@@ -28,6 +28,7 @@ import (
 	_ "kubevirt.io/api/core/v1"
 	_ "kubevirt.io/api/instancetype/v1beta1"
 	_ "kubevirt.io/api/migrations/v1alpha1"
+	_ "kubevirt.io/api/snapshot/v1beta1"
 	_ "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	_ "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -79,6 +80,7 @@ const (
 	cdiPkg          = "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	hypershiftPkg   = "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	migrationsPkg   = "kubevirt.io/api/migrations/v1alpha1"
+	snapshotPkg     = "kubevirt.io/api/snapshot/v1beta1"
 	nadPkg          = "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 )
 
@@ -138,6 +140,38 @@ var kinds = []kind{
 		},
 	},
 	{pkg: migrationsPkg, gk: schema.GroupKind{Group: "migrations.kubevirt.io", Kind: "MigrationPolicy"}, cluster: true, status: true},
+	{
+		pkg: snapshotPkg, gk: schema.GroupKind{Group: "snapshot.kubevirt.io", Kind: "VirtualMachineSnapshot"},
+		shortNames: []string{"vmsnapshot", "vmsnapshots"}, status: true,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "SourceKind", Type: "string", JSONPath: ".spec.source.kind"},
+			{Name: "SourceName", Type: "string", JSONPath: ".spec.source.name"},
+			{Name: "Phase", Type: "string", JSONPath: ".status.phase"},
+			{Name: "ReadyToUse", Type: "boolean", JSONPath: ".status.readyToUse"},
+			{Name: "CreationTime", Type: "date", JSONPath: ".status.creationTime"},
+			{Name: "Error", Type: "string", JSONPath: ".status.error.message"},
+		},
+	},
+	{
+		pkg: snapshotPkg, gk: schema.GroupKind{Group: "snapshot.kubevirt.io", Kind: "VirtualMachineSnapshotContent"},
+		shortNames: []string{"vmsnapshotcontent", "vmsnapshotcontents"}, status: true,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "ReadyToUse", Type: "boolean", JSONPath: ".status.readyToUse"},
+			{Name: "CreationTime", Type: "date", JSONPath: ".status.creationTime"},
+			{Name: "Error", Type: "string", JSONPath: ".status.error.message"},
+		},
+	},
+	{
+		pkg: snapshotPkg, gk: schema.GroupKind{Group: "snapshot.kubevirt.io", Kind: "VirtualMachineRestore"},
+		shortNames: []string{"vmrestore", "vmrestores"}, status: true,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "TargetKind", Type: "string", JSONPath: ".spec.target.kind"},
+			{Name: "TargetName", Type: "string", JSONPath: ".spec.target.name"},
+			{Name: "Complete", Type: "boolean", JSONPath: ".status.complete"},
+			{Name: "RestoreTime", Type: "date", JSONPath: ".status.restoreTime"},
+			{Name: "Error", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].message`},
+		},
+	},
 	{
 		pkg: cdiPkg, gk: schema.GroupKind{Group: "cdi.kubevirt.io", Kind: "DataVolume"},
 		shortNames: []string{"dv", "dvs"}, status: true,
@@ -251,7 +285,7 @@ func run(out string) error {
 		c.Spec.Names.ShortNames = k.shortNames
 		c.Spec.Names.Categories = []string{"all", "kubevirt"}
 		switch k.gk.Group {
-		case "cdi.kubevirt.io", "migrations.kubevirt.io":
+		case "cdi.kubevirt.io", "migrations.kubevirt.io", "snapshot.kubevirt.io":
 			c.Spec.Names.Categories = []string{"all"}
 		case "template.openshift.io", "instancetype.kubevirt.io", "k8s.cni.cncf.io":
 			c.Spec.Names.Categories = nil
