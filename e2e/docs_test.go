@@ -87,13 +87,14 @@ func deleteDefault(t *testing.T, f *framework.Framework, objects ...string) {
 // scenario runs: the first VM, a VM from `virtctl create vm` operated on
 // with tekvirt and virtctl, its metrics scraped and its troubleshooting
 // commands, a VM sized by an instancetype, the common templates, a
-// DataVolume import cloned into a booting VM, and an upload.
+// DataVolume import cloned into a booting VM, an upload, and a VM
+// snapshot restored into a new VM that boots.
 func TestDocsExamples(t *testing.T) {
 	t.Parallel() // mostly waiting on guests: see "Parallel" in doc.go
 	f := framework.New(t)
 	dir := t.TempDir()
 	deleteDefault(t, f, "vm/demo", "vm/vvm", "vm/sized", "vm/from-clone", "service/vvm-ssh", "dv/imported", "dv/my-disk",
-		"serviceaccount/scraper")
+		"serviceaccount/scraper", "vmrestore/snapped-copy", "vmsnapshot/snapped-1", "vm/snapped", "vm/snapped-copy")
 	deleteCluster := func() {
 		_, _ = exec.Command(f.Bin("kubectl"), "--kubeconfig", f.Kubeconfig, "delete", "--ignore-not-found", "clusterrolebinding", "scraper-metrics").CombinedOutput()
 	}
@@ -124,6 +125,7 @@ func TestDocsExamples(t *testing.T) {
 	t.Run("disks", func(t *testing.T) {
 		run(docexample.Find(t, "disks-import-clone-boot"), "Succeeded", "condition met", `"from-clone" deleted`)
 		run(docexample.Find(t, "disks-upload"), "UploadReady", `"my-disk" deleted`)
+		run(docexample.Find(t, "disks-vm-snapshot"), "Succeeded", "Online", "was scheduled to start", `"snapped-copy" deleted`)
 	})
 	// The examples' deletes leave nothing of theirs running: every VMI is
 	// gone or going (a guest that ignores the ACPI button takes its grace

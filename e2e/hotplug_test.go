@@ -80,9 +80,12 @@ func attachmentPods(t *testing.T, c client.Client, vmi *v1.VirtualMachineInstanc
 // attachment Pod on the VM's node; the guest writes it; `removevolume`
 // takes it out and the Pod goes. With --persist the volume (a claim, on
 // the virtio bus) goes into the VM's template and is there again after a
-// restart, with what the guest wrote. A claim that cannot be on the VM's
-// node, and a missing one, say why in the volume's status; an editor of
-// another namespace cannot add a volume to this VM.
+// restart, with what the guest wrote, and after its launcher Pod is
+// deleted (a volume hotplugged without --persist is not). A claim that
+// cannot be on the VM's node says why in the volume's status; a missing
+// claim (another namespace's of that name too) and a single-node claim
+// another VMI uses are refused; an editor of another namespace cannot add
+// a volume to this VM.
 func TestHotplugVolume(t *testing.T) {
 	t.Parallel() // mostly waiting on its own VM: see "Parallel" in doc.go
 	f := framework.New(t)
@@ -147,20 +150,40 @@ func TestHotplugVolume(t *testing.T) {
 		t.Errorf("the guest rebooted: boot_id %s, was %s", got, boot)
 	}
 
-	// A volume whose claim does not exist waits, saying so.
-	missing := `{"name":"missing","disk":{"name":"missing","disk":{"bus":"scsi"}},"volumeSource":{"persistentVolumeClaim":{"claimName":"missing","hotpluggable":true}}}`
-	if _, err := vmiSubresource(t, f, "", "PUT", ns, vm.Name, "addvolume", missing); err != nil {
+	// A claim that does not exist here (another namespace's of that name
+	// included), and a single-node claim another VMI uses, are refused,
+	// naming the cause; nothing is attached.
+	claim(t, c, other, "theirs", nil)
+	claim(t, c, ns, "held", nil)
+	holder := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder"}, Spec: framework.GuestVMI(framework.GuestImage, "holder")}
+	holder.Spec.NodeSelector = map[string]string{corev1.LabelHostname: "no-such-node"} // pending: it holds the claim all the same
+	holder.Spec.Domain.Devices.Disks = append(holder.Spec.Domain.Devices.Disks, v1.Disk{Name: "held", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}})
+	holder.Spec.Volumes = append(holder.Spec.Volumes, v1.Volume{Name: "held", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "held"}}}})
+	if err := c.Create(ctx, holder); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitVMI(t, c, ns, vm.Name, time.Minute, "the missing claim named", func(got *v1.VirtualMachineInstance) error {
-		for _, vs := range got.Status.VolumeStatus {
-			if vs.Name == "missing" && vs.Phase == v1.VolumePending && vs.Reason == hotplug.ReasonPVCNotFound && strings.Contains(vs.Message, "PVC missing not found") {
-				return nil
-			}
+	for _, tc := range []struct{ claim, want, virtctlWant string }{
+		// virtctl looks the claim up itself first and says so.
+		{"missing", "Unable to add volume [missing]: PersistentVolumeClaim missing does not exist in namespace " + ns, "Volume missing is not a DataVolume or PersistentVolumeClaim"},
+		{"theirs", "Unable to add volume [theirs]: PersistentVolumeClaim theirs does not exist in namespace " + ns, "Volume theirs is not a DataVolume or PersistentVolumeClaim"},
+		{"held", "Unable to add volume [held]: claim held is not ReadWriteMany and VirtualMachineInstance holder uses it", ""},
+	} {
+		body := fmt.Sprintf(`{"name":%q,"disk":{"name":%q,"disk":{"bus":"scsi"}},"volumeSource":{"persistentVolumeClaim":{"claimName":%q,"hotpluggable":true}}}`, tc.claim, tc.claim, tc.claim)
+		if _, err := vmiSubresource(t, f, "", "PUT", ns, vm.Name, "addvolume", body); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("addvolume of claim %s: %v, want %q", tc.claim, err, tc.want)
 		}
-		return fmt.Errorf("volume status %+v", got.Status.VolumeStatus)
-	})
-	if _, err := vmiSubresource(t, f, "", "PUT", ns, vm.Name, "removevolume", `{"name":"missing"}`); err != nil {
+		if tc.virtctlWant == "" {
+			tc.virtctlWant = tc.want
+		}
+		if out, err := virtctlOut(t, "addvolume", vm.Name, "--volume-name="+tc.claim, "-n", ns); err == nil || !strings.Contains(out, tc.virtctlWant) {
+			t.Errorf("virtctl addvolume of claim %s: %v, said %q, want %q", tc.claim, err, out, tc.virtctlWant)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil || len(vmi.Spec.Volumes) != 3 || len(attachmentPods(t, c, vmi)) != 1 {
+		t.Errorf("after the refused volumes: %d volumes (want the two boot ones and data), %d attachment Pods, %v", len(vmi.Spec.Volumes), len(attachmentPods(t, c, vmi)), err)
+	}
+	if err := c.Delete(ctx, holder); err != nil {
 		t.Fatal(err)
 	}
 
@@ -168,10 +191,7 @@ func TestHotplugVolume(t *testing.T) {
 		t.Errorf("virtctl removevolume said %q", out)
 	}
 	vmi = framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "without the volumes", func(got *v1.VirtualMachineInstance) error {
-		if err := volumeGone("data")(got); err != nil {
-			return err
-		}
-		return volumeGone("missing")(got)
+		return volumeGone("data")(got)
 	})
 	framework.Eventually(t, time.Minute, "the attachment Pod gone", func() error {
 		if pods := attachmentPods(t, c, vmi); len(pods) > 0 {
@@ -222,6 +242,28 @@ func TestHotplugVolume(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "the persisted disk's content in the restarted guest", func() error {
 		if out := guestShell(t, f, restarted, "head -c 15 /dev/"+dev+"; echo; "+guestDisks); !strings.Contains(out, "persisted-local") || !strings.Contains(out, dev+":local1") {
 			return fmt.Errorf("guest says %q", out)
+		}
+		return nil
+	})
+
+	// The launcher Pod lost (runStrategy Always): the VM comes back with
+	// the persisted volume and without one hotplugged only into the VMI.
+	virtctl(t, "addvolume", vm.Name, "--volume-name=data", "-n", ns)
+	restarted = framework.WaitVMI(t, c, ns, vm.Name, 2*time.Minute, "with data hotplugged again", volumeReady("data"))
+	if err := c.Delete(ctx, f.LauncherPod(t, restarted)); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitVMI(t, c, ns, vm.Name, 3*time.Minute, "back after its launcher Pod was deleted", func(got *v1.VirtualMachineInstance) error {
+		if got.UID == restarted.UID {
+			return fmt.Errorf("not replaced yet")
+		}
+		if err := volumeReady("local")(got); err != nil {
+			return err
+		}
+		for _, v := range got.Spec.Volumes {
+			if v.Name == "data" {
+				return fmt.Errorf("volume data, hotplugged without --persist, is back")
+			}
 		}
 		return nil
 	})

@@ -43,6 +43,15 @@ func virtctl(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+// virtctlOut runs virtctl args, which may fail, and returns what it said.
+func virtctlOut(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, framework.Virtctl(t), args...).CombinedOutput()
+	return string(out), err
+}
+
 // background starts virtctl args until the test ends.
 func virtctlBackground(t *testing.T, args ...string) {
 	t.Helper()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +25,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 )
 
 // serve sends a request as the kube-apiserver's front proxy would, for
@@ -47,7 +49,7 @@ func serve(t *testing.T, a *API, method, path, user, body string) *httptest.Resp
 func testAPI(t *testing.T) (*API, client.Client) {
 	t.Helper()
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, instancetypev1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, instancetypev1beta1.AddToScheme, cdiv1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +59,9 @@ func testAPI(t *testing.T) (*API, client.Client) {
 	}
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "manual", UID: "vmi-1"}, Status: v1.VirtualMachineInstanceStatus{Phase: v1.Running}}
 	c := fake.NewClientBuilder().WithScheme(s).
-		WithObjects(vm("halted", v1.RunStrategyHalted), vm("manual", v1.RunStrategyManual), vm("always", v1.RunStrategyAlways), vmi,
+		WithObjects(vm("halted", v1.RunStrategyHalted), vm("manual", v1.RunStrategyManual), vm("always", v1.RunStrategyAlways), vmi).
+		WithObjects(claimsOfVolumeTests()...).
+		WithObjects(
 			&instancetypev1beta1.VirtualMachineClusterInstancetype{ObjectMeta: metav1.ObjectMeta{Name: "u1.small"},
 				Spec: instancetypev1beta1.VirtualMachineInstancetypeSpec{CPU: instancetypev1beta1.CPUInstancetype{Guest: 1},
 					Memory: instancetypev1beta1.MemoryInstancetype{Guest: resource.MustParse("2Gi")}}}).
@@ -71,6 +75,26 @@ func testAPI(t *testing.T) (*API, client.Client) {
 			return c.Create(ctx, obj, opts...)
 		}}).Build()
 	return &API{Client: c, Log: logr.Discard()}, c
+}
+
+// claimsOfVolumeTests are the claims TestVolumeChanges hotplugs: the
+// DataVolume data, the single-node claim held and the shared claim common,
+// both of which the pending VMI holder uses.
+func claimsOfVolumeTests() []client.Object {
+	claim := func(name string, mode corev1.PersistentVolumeAccessMode) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}}}
+	}
+	use := func(name string) v1.Volume {
+		return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
+			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}}
+	}
+	return []client.Object{
+		&cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data"}, Spec: cdiv1.DataVolumeSpec{Storage: &cdiv1.StorageSpec{}}},
+		claim("held", corev1.ReadWriteOnce), claim("common", corev1.ReadWriteMany),
+		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "holder"},
+			Spec: v1.VirtualMachineInstanceSpec{Volumes: []v1.Volume{use("held"), use("common")}}, Status: v1.VirtualMachineInstanceStatus{Phase: v1.Pending}},
+	}
 }
 
 func TestDiscoveryAndVersion(t *testing.T) {

@@ -85,6 +85,12 @@ func (a *API) volumeChange(resource, sub string) http.HandlerFunc {
 			frontproxy.WriteStatus(w, apierrors.NewBadRequest(`dryRun may only be ["All"]`))
 			return
 		}
+		if req.AddVolumeOptions != nil {
+			if err := a.checkClaim(ctx, ns, name, req.AddVolumeOptions); err != nil {
+				frontproxy.WriteStatus(w, err)
+				return
+			}
+		}
 		for attempt := 1; ; attempt++ {
 			if resource == "virtualmachineinstances" {
 				err = a.patchVMIVolumes(ctx, ns, name, req, specOpts)

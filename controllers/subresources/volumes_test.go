@@ -48,6 +48,29 @@ func TestVolumeChanges(t *testing.T) {
 	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `disk \"lun\": lun disks cannot be hotplugged`) {
 		t.Errorf("lun addvolume: %d %s", w.Code, w.Body)
 	}
+	// A claim that is not there, or that another VMI holds on its node, is
+	// refused before anything changes; a shared one is not.
+	for _, tc := range []struct {
+		claim string
+		code  int
+		msg   string
+	}{
+		{"missing", http.StatusBadRequest, "Unable to add volume [v]: PersistentVolumeClaim missing does not exist in namespace ns"},
+		{"held", http.StatusConflict, "Unable to add volume [v]: claim held is not ReadWriteMany and VirtualMachineInstance holder uses it"},
+		{"common", http.StatusAccepted, ""},
+	} {
+		body := `{"name":"v","disk":{"name":"v","disk":{"bus":"scsi"}},"volumeSource":{"persistentVolumeClaim":{"claimName":"` + tc.claim + `"}}}`
+		w := serve(t, a, "PUT", path("virtualmachineinstances", "manual", "addvolume"), "alice", body)
+		if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.msg) {
+			t.Errorf("addvolume of claim %s: %d %s, want %d %q", tc.claim, w.Code, w.Body, tc.code, tc.msg)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "manual"}, vmi); err != nil || len(vmi.Spec.Volumes) != 2 {
+		t.Fatalf("VMI volumes after the refused claims: %+v %v", vmi.Spec.Volumes, err)
+	}
+	if w := serve(t, a, "PUT", path("virtualmachineinstances", "manual", "removevolume"), "alice", `{"name":"v"}`); w.Code != http.StatusAccepted {
+		t.Errorf("removevolume v: %d %s", w.Code, w.Body)
+	}
 	if w := serve(t, a, "PUT", path("virtualmachineinstances", "manual", "removevolume"), "alice", `{"name":"data"}`); w.Code != http.StatusAccepted {
 		t.Errorf("removevolume: %d %s", w.Code, w.Body)
 	}

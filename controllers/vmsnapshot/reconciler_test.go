@@ -174,7 +174,7 @@ func TestSnapshotAndRestoreOnAPIServer(t *testing.T) {
 	}
 	restored := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: claimName}}
 	get(restored)
-	if ds := restored.Spec.DataSource; ds == nil || ds.Name != vs.Name || len(restored.OwnerReferences) != 1 || restored.OwnerReferences[0].UID != copyVM.UID {
+	if ds := restored.Spec.DataSource; ds == nil || ds.Name != vs.Name || !metav1.IsControlledBy(restored, copyVM) {
 		t.Fatalf("restored claim %+v", restored)
 	}
 

@@ -356,7 +356,10 @@ func (r *RestoreReconciler) makeVolumes(ctx context.Context, res *snapshotv1.Vir
 	}
 	for _, o := range objs {
 		if owned {
-			if err := controllerutil.SetOwnerReference(vm, o, r.Client.Scheme()); err != nil {
+			// The VM's controller reference, as on the DataVolumes of its
+			// templates: the VM controller follows the DataVolumes it
+			// controls to start the VM once they are populated.
+			if err := controllerutil.SetControllerReference(vm, o, r.Client.Scheme()); err != nil {
 				return err
 			}
 		}
