@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +29,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	ctrlconfig "github.com/tekvirt/tekvirt/controllers/config"
+	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/controllers/hotplug"
 	vmipod "github.com/tekvirt/tekvirt/controllers/vmi"
 	"github.com/tekvirt/tekvirt/e2e/framework"
@@ -375,6 +377,21 @@ func TestAttackControllerRights(t *testing.T) {
 	}
 	if err := ctrl.Delete(ctx, held.DeepCopy(), dry); err != nil {
 		t.Errorf("deleting an attachment Pod (what the controller deletes): %v", err)
+	}
+
+	// It deletes only the transfer claims of snapshot clones.
+	tenantClaim := func(name string, labels map[string]string) *corev1.PersistentVolumeClaim {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}}
+		if err := f.VMClient(t).Create(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
+		return pvc
+	}
+	refused(t, "deleting a tenant's claim", ctrl.Delete(ctx, tenantClaim("tenant-disk", nil), dry), "only the transfer claims of DataVolumes cloning another namespace's VolumeSnapshot")
+	if err := ctrl.Delete(ctx, tenantClaim("transfer", map[string]string{datavolume.TransferLabel: "dv-1"}), dry); err != nil {
+		t.Errorf("deleting a transfer claim (what the controller deletes): %v", err)
 	}
 
 	// Nothing above was stored (dry runs), so nothing can have leaked.

@@ -19,6 +19,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/tekvirt/tekvirt/contracts/hoststorage"
+	"github.com/tekvirt/tekvirt/controllers/datavolume"
 	"github.com/tekvirt/tekvirt/controllers/hostpath"
 	"github.com/tekvirt/tekvirt/e2e/framework"
 )
@@ -27,16 +28,19 @@ import (
 // class is written, snapshotted (the hostpath storage's VolumeSnapshotClass,
 // the default), written again; a claim restored from the snapshot holds
 // the first write, on the source's node, sharing its blocks on the
-// testbed's XFS. The snapshot's copy goes with the snapshot. An editor of
-// another namespace who binds a snapshot of their own to the first one's
-// content gets nothing: the content is not theirs.
+// testbed's XFS. The snapshot's copy goes with the snapshot. A DataVolume
+// of the snapshot in another namespace is a clone: refused to a stranger,
+// made for a user who may clone from the snapshot's namespace. An editor
+// of another namespace who binds a snapshot of their own to the first
+// one's content gets nothing: the content is not theirs.
 func TestVolumeSnapshotRestore(t *testing.T) {
 	f := framework.New(t)
 	ns, other := f.Namespace(t), f.Namespace(t)
 	c, admin := userClient(t, f, ns, "e2e-snapshotter"), f.VMClient(t)
 	ctx := context.Background()
 	claim(t, c, ns, "data", nil)
-	writeClaim(t, f, c, ns, "data", "echo before > /data/file")
+	// A file, and a disk image (what a clone of the snapshot copies).
+	writeClaim(t, f, c, ns, "data", "echo before > /data/file && truncate -s 1M /data/disk.img && printf disk-before | dd of=/data/disk.img conv=notrunc 2>/dev/null")
 	snap := volumeSnapshot(ns, "snap", map[string]any{"persistentVolumeClaimName": "data"})
 	if err := c.Create(ctx, snap); err != nil {
 		t.Fatal(err)
@@ -65,11 +69,32 @@ func TestVolumeSnapshotRestore(t *testing.T) {
 	}
 	waitDVPhase(t, c, dv, cdiv1.Succeeded)
 	writeClaim(t, f, c, ns, dv.Name, `test "$(cat /data/file)" = before`)
+	// Across namespaces, as a clone: refused to an editor of the other
+	// namespace alone; made for one who may clone here (a transfer claim
+	// restored here, cloned there, then dropped).
 	stolen.Namespace = other
 	err := userClient(t, f, other, "e2e-dv-snapshot-thief").Create(ctx, stolen)
-	if err == nil || !strings.Contains(err.Error(), "a DataVolume restores a VolumeSnapshot of its own namespace") {
-		t.Errorf("a DataVolume of another namespace's snapshot: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "e2e-dv-snapshot-thief may not clone VolumeSnapshot "+ns+"/snap") {
+		t.Errorf("a DataVolume of another namespace's snapshot, by a stranger to it: %v", err)
 	}
+	userClient(t, f, ns, "e2e-dv-snapshot-cloner")
+	across := stolen.DeepCopy()
+	across.Name = "across"
+	if err := userClient(t, f, other, "e2e-dv-snapshot-cloner").Create(ctx, across); err != nil {
+		t.Fatal(err)
+	}
+	waitDVPhase(t, admin, across, cdiv1.Succeeded)
+	writeClaim(t, f, admin, other, across.Name, `test "$(head -c 11 /data/disk.img)" = disk-before`)
+	framework.Eventually(t, time.Minute, "the transfer claim gone", func() error {
+		claims := &corev1.PersistentVolumeClaimList{}
+		if err := admin.List(ctx, claims, client.InNamespace(ns), client.HasLabels{datavolume.TransferLabel}); err != nil {
+			return err
+		}
+		if len(claims.Items) > 0 {
+			return fmt.Errorf("transfer claim %s left", claims.Items[0].Name)
+		}
+		return nil
+	})
 
 	content := snapshotContent(t, admin, snap)
 	handle, _, _ := unstructured.NestedString(content.Object, "status", "snapshotHandle")

@@ -48,9 +48,11 @@ func crossNamespace(dv *cdiv1.DataVolume) bool {
 	return src != nil && src.PVC != nil && src.PVC.Namespace != "" && src.PVC.Namespace != dv.Namespace
 }
 
-// Receives reports whether dv's run receives its disk as an upload.
+// Receives reports whether dv's run receives its disk as an upload: an
+// upload, a clone from another namespace's claim or VolumeSnapshot (the
+// stored DataVolume, which the upload proxy reads, names the snapshot).
 func Receives(dv *cdiv1.DataVolume) bool {
-	return dv.Spec.Source.Upload != nil || crossNamespace(dv)
+	return dv.Spec.Source.Upload != nil || crossNamespace(dv) || crossNamespaceSnapshot(dv) != nil
 }
 
 // sendRunName names an attempt's sending run in the source namespace; the
@@ -257,5 +259,5 @@ func (r *Reconciler) deleteSenders(ctx context.Context, namespace, name string, 
 		}
 		ctrl.LoggerFrom(ctx).Info("clone sender deleted", "dataVolume", klog.KRef(namespace, name), "taskRun", klog.KObj(run))
 	}
-	return nil
+	return r.deleteTransfers(ctx, namespace, name, keep)
 }

@@ -94,9 +94,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		var err error
 		obs.pvc, err = r.ensureClaim(ctx, dv, &obs)
 		obs.invalid = err
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.deleteTransfers(ctx, dv.Namespace, dv.Name, "")
 	}
-	if res, done, err := r.resolve(ctx, dv, &obs); done {
+	if res, done, err := r.source(ctx, dv, &obs); done {
 		return res, err
 	}
 	pvc, err := r.ensureClaim(ctx, dv, &obs)
@@ -127,6 +127,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // a VolumeSnapshot's): the DataVolume goes through the Clone phases.
 func copiesAClaim(src *cdiv1.DataVolumeSource) bool {
 	return src.PVC != nil || src.Snapshot != nil
+}
+
+// source replaces dv's source (in memory) by what it reads from: the
+// source a DataSource reference names, the transfer claim of another
+// namespace's VolumeSnapshot; done is set when dv must wait or cannot.
+func (r *Reconciler) source(ctx context.Context, dv *cdiv1.DataVolume, obs *observed) (ctrl.Result, bool, error) {
+	if res, done, err := r.resolve(ctx, dv, obs); done {
+		return res, done, err
+	}
+	return r.transfer(ctx, dv, obs)
 }
 
 // resolve replaces a DataSource reference by the source it names, in

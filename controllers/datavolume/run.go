@@ -46,9 +46,6 @@ func Supported(dv *cdiv1.DataVolume) error {
 	if err := sourceSupported(set[0], src); err != nil {
 		return err
 	}
-	if snap := src.Snapshot; snap != nil && snap.Namespace != "" && snap.Namespace != dv.Namespace {
-		return fmt.Errorf("spec.source.snapshot.namespace %q: a DataVolume restores a VolumeSnapshot of its own namespace (%s); restore it there and clone that DataVolume (spec.source.pvc) across namespaces", snap.Namespace, dv.Namespace)
-	}
 	return contentType(dv)
 }
 
@@ -95,9 +92,9 @@ func sourceSupported(name string, src *cdiv1.DataVolumeSource) error {
 	return nil
 }
 
-// snapshotSupported admits a VolumeSnapshot of the DataVolume's own
-// namespace (namespace empty: the DataVolume's; checked by Supported's
-// caller, which knows it).
+// snapshotSupported admits a VolumeSnapshot (of the DataVolume's own
+// namespace when namespace is empty; another's is cloned from, see
+// snapshottransfer.go).
 func snapshotSupported(src *cdiv1.DataVolumeSourceSnapshot) error {
 	if src.Name == "" {
 		return fmt.Errorf("spec.source.snapshot.name is required")

@@ -49,6 +49,13 @@ func CloneSources(dv *cdiv1.DataVolume, ds *types.NamespacedName) []requester.So
 		}
 		sources = append(sources, requester.Source{Kind: "PVC", Namespace: ns, Name: src.PVC.Name})
 	}
+	if src := dv.Spec.Source; src != nil && src.Snapshot != nil {
+		ns := src.Snapshot.Namespace
+		if ns == "" {
+			ns = dv.Namespace
+		}
+		sources = append(sources, requester.Source{Kind: "VolumeSnapshot", Namespace: ns, Name: src.Snapshot.Name})
+	}
 	return sources
 }
 

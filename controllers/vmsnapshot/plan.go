@@ -48,6 +48,19 @@ func Restored(r *snapshotv1.VirtualMachineRestore, vm *v1.VirtualMachine) bool {
 	return vm != nil && vm.Annotations[lastRestoreAnnotation] == lastRestore(r)
 }
 
+// ValidateSnapshot refuses a snapshot of anything but a VM, naming the field.
+func ValidateSnapshot(s *snapshotv1.VirtualMachineSnapshot) error {
+	src := s.Spec.Source
+	if src.Kind != "VirtualMachine" || ptr.Deref(src.APIGroup, "") != v1.SchemeGroupVersion.Group {
+		return fmt.Errorf("spec.source: %s %s of group %q cannot be snapshotted: only VirtualMachines of group %s",
+			src.Kind, src.Name, ptr.Deref(src.APIGroup, ""), v1.SchemeGroupVersion.Group)
+	}
+	if src.Name == "" {
+		return fmt.Errorf("spec.source.name is required: the VirtualMachine to snapshot")
+	}
+	return nil
+}
+
 // Validate refuses what a restore asks for and tekvirt does not do,
 // naming the field.
 func Validate(r *snapshotv1.VirtualMachineRestore) error {
@@ -55,6 +68,9 @@ func Validate(r *snapshotv1.VirtualMachineRestore) error {
 	if t.Kind != "VirtualMachine" || ptr.Deref(t.APIGroup, "") != v1.SchemeGroupVersion.Group {
 		return fmt.Errorf("spec.target: %s %s of group %q cannot be restored: only VirtualMachines of group %s",
 			t.Kind, t.Name, ptr.Deref(t.APIGroup, ""), v1.SchemeGroupVersion.Group)
+	}
+	if t.Name == "" || r.Spec.VirtualMachineSnapshotName == "" {
+		return fmt.Errorf("spec.target.name and spec.virtualMachineSnapshotName are required")
 	}
 	switch p := ptr.Deref(r.Spec.VolumeRestorePolicy, snapshotv1.VolumeRestorePolicyRandomizeNames); p {
 	case snapshotv1.VolumeRestorePolicyRandomizeNames, snapshotv1.VolumeRestorePolicyPrefixTargetName:

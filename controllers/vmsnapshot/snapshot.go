@@ -151,10 +151,9 @@ func (r *SnapshotReconciler) writeStatus(ctx context.Context, s *snapshotv1.Virt
 // snapshots (the guest frozen meanwhile) and keeps the content's status.
 func (r *SnapshotReconciler) take(ctx context.Context, s *snapshotv1.VirtualMachineSnapshot, now metav1.Time) (Observed, error) {
 	var obs Observed
-	src := s.Spec.Source
-	if src.Kind != "VirtualMachine" || ptr.Deref(src.APIGroup, "") != v1.SchemeGroupVersion.Group {
-		obs.Invalid = fmt.Sprintf("spec.source: %s %s of group %q cannot be snapshotted: only VirtualMachines of group %s",
-			src.Kind, src.Name, ptr.Deref(src.APIGroup, ""), v1.SchemeGroupVersion.Group)
+	if err := ValidateSnapshot(s); err != nil {
+		// Admitted before the webhook knew the kind, or with it down.
+		obs.Invalid = err.Error()
 		return obs, nil
 	}
 	var err error

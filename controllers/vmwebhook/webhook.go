@@ -55,6 +55,8 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 		"NodePool":               nodePool,
 
 		"VirtualMachineInstanceMigration": v.virtualMachineInstanceMigration,
+		"VirtualMachineSnapshot":          virtualMachineSnapshot,
+		"VirtualMachineRestore":           virtualMachineRestore,
 	}[req.Kind.Kind]
 	if !ok {
 		return admission.Allowed("")
