@@ -13,6 +13,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	snapshotv1 "kubevirt.io/api/snapshot/v1beta1"
 
+	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 	"github.com/tekvirt/tekvirt/controllers/requester"
 )
 
@@ -36,15 +37,7 @@ func volumeSnapshotName(s *snapshotv1.VirtualMachineSnapshot, volume string) str
 
 // claimName is the claim a VM volume keeps its data in ("" for volumes
 // that have none: containerDisks, cloud-init, emptyDisks, ...).
-func claimName(vol v1.Volume) string {
-	switch {
-	case vol.PersistentVolumeClaim != nil:
-		return vol.PersistentVolumeClaim.ClaimName
-	case vol.DataVolume != nil:
-		return vol.DataVolume.Name
-	}
-	return ""
-}
+var claimName = vmisubset.Claim
 
 // VolumeClaim is one of a VM's volumes with a claim, as a snapshot finds it.
 type VolumeClaim struct {

@@ -214,7 +214,8 @@ func TestPlanRestore(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	ok := snapshotv1.VirtualMachineRestoreSpec{Target: corev1.TypedLocalObjectReference{APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine", Name: "vm"}}
+	ok := snapshotv1.VirtualMachineRestoreSpec{VirtualMachineSnapshotName: "snap",
+		Target: corev1.TypedLocalObjectReference{APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine", Name: "vm"}}
 	for _, tc := range []struct {
 		name  string
 		mod   func(*snapshotv1.VirtualMachineRestoreSpec)
@@ -228,6 +229,7 @@ func TestValidate(t *testing.T) {
 		{"unknown ownership", func(s *snapshotv1.VirtualMachineRestoreSpec) {
 			s.VolumeOwnershipPolicy = ptr.To(snapshotv1.VolumeOwnershipPolicy("Mine"))
 		}, "spec.volumeOwnershipPolicy"},
+		{"no snapshot", func(s *snapshotv1.VirtualMachineRestoreSpec) { s.VirtualMachineSnapshotName = "" }, "spec.target.name and spec.virtualMachineSnapshotName are required"},
 	} {
 		r := &snapshotv1.VirtualMachineRestore{Spec: *ok.DeepCopy()}
 		tc.mod(&r.Spec)

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
 
@@ -67,24 +68,7 @@ func TestHotplugVolume(t *testing.T) {
 	ns := f.Namespace(t)
 	ctx := context.Background()
 	node := f.Nodes(t)[0]
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench-disk", Annotations: map[string]string{"kubevirt.io/provisionOnNode": node}},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("128Mi")}}}}
-	if err := c.Create(ctx, pvc); err != nil {
-		t.Fatal(err)
-	}
-	mk := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "make-disk"},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, NodeSelector: map[string]string{corev1.LabelHostname: node},
-			Containers: []corev1.Container{{Name: "c", Image: shellImage(t, f), Command: []string{"sh", "-c", "truncate -s 96M /data/disk.img"},
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}}}}
-	if err := c.Create(ctx, mk); err != nil {
-		t.Fatal(err)
-	}
-	f.WaitPodSucceeded(t, ns, mk.Name, 2*time.Minute)
-	if err := c.Delete(ctx, mk); err != nil {
-		t.Fatal(err)
-	}
+	pvc := diskClaim(t, f, c, ns, "bench-disk", node, "128Mi", "96M")
 
 	vm := framework.GuestVM(ns, "hotplug-bench", framework.GuestImage, v1.RunStrategyAlways)
 	vm.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
@@ -141,6 +125,32 @@ func TestHotplugVolume(t *testing.T) {
 	t.Logf("virtctl addvolume -> disk in the guest: median %s of %v", median(latencies), latencies)
 	t.Logf("sequential write MiB/s: hotplugged %.1f, boot-time %.1f: %.2f", hotW, bootW, hotW/bootW)
 	t.Logf("sequential read MiB/s: hotplugged %.1f, boot-time %.1f: %.2f", hotR, bootR, hotR/bootR)
+}
+
+// diskClaim makes claim name of size on node holding a sparse disk.img of
+// image size.
+func diskClaim(t *testing.T, f *framework.Framework, c client.Client, ns, name, node, size, image string) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	ctx := context.Background()
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{"kubevirt.io/provisionOnNode": node}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}}}
+	if err := c.Create(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	mk := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "make-" + name},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, NodeSelector: map[string]string{corev1.LabelHostname: node},
+			Containers: []corev1.Container{{Name: "c", Image: shellImage(t, f), Command: []string{"sh", "-c", "truncate -s " + image + " /data/disk.img"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}}}}
+	if err := c.Create(ctx, mk); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitPodSucceeded(t, ns, mk.Name, 2*time.Minute)
+	if err := c.Delete(ctx, mk); err != nil {
+		t.Fatal(err)
+	}
+	return pvc
 }
 
 // virtctlRun runs KubeVirt's virtctl against the bench's cluster.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -132,22 +131,7 @@ func TestVMSnapshot(t *testing.T) {
 	ctx := context.Background()
 	const snapshots = 3
 	for i, node := range f.Nodes(t) {
-		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("disk-%d", i),
-			Annotations: map[string]string{"kubevirt.io/provisionOnNode": node}},
-			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1100Mi")}}}}
-		if err := c.Create(ctx, pvc); err != nil {
-			t.Fatal(err)
-		}
-		mk := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("make-disk-%d", i)},
-			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, NodeSelector: map[string]string{corev1.LabelHostname: node},
-				Containers: []corev1.Container{{Name: "c", Image: shellImage(t, f), Command: []string{"sh", "-c", "truncate -s 1G /data/disk.img"},
-					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
-				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}}}}
-		if err := c.Create(ctx, mk); err != nil {
-			t.Fatal(err)
-		}
-		f.WaitPodSucceeded(t, ns, mk.Name, 2*time.Minute)
+		pvc := diskClaim(t, f, c, ns, fmt.Sprintf("disk-%d", i), node, "1100Mi", "1G")
 
 		vm := framework.GuestVM(ns, fmt.Sprintf("snap-bench-%d", i), framework.GuestImage, v1.RunStrategyAlways)
 		spec := &vm.Spec.Template.Spec
