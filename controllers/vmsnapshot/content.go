@@ -35,10 +35,6 @@ func volumeSnapshotName(s *snapshotv1.VirtualMachineSnapshot, volume string) str
 	return fmt.Sprintf("vmsnapshot-%s-volume-%s", s.UID, volume)
 }
 
-// claimName is the claim a VM volume keeps its data in ("" for volumes
-// that have none: containerDisks, cloud-init, emptyDisks, ...).
-var claimName = vmisubset.Claim
-
 // VolumeClaim is one of a VM's volumes with a claim, as a snapshot finds it.
 type VolumeClaim struct {
 	Volume string
@@ -133,7 +129,7 @@ func VolumeLists(c *snapshotv1.VirtualMachineSnapshotContent) *snapshotv1.Snapsh
 		return l
 	}
 	for _, vol := range vm.Spec.Template.Spec.Volumes {
-		if claimName(vol) == "" {
+		if vmisubset.Claim(vol) == "" {
 			continue
 		}
 		if slices.ContainsFunc(c.Spec.VolumeBackups, func(b snapshotv1.VolumeBackup) bool { return b.VolumeName == vol.Name }) {

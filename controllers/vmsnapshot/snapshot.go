@@ -25,6 +25,8 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	snapshotv1 "kubevirt.io/api/snapshot/v1beta1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/tekvirt/tekvirt/contracts/vmisubset"
 )
 
 const (
@@ -273,7 +275,7 @@ func (r *SnapshotReconciler) claims(ctx context.Context, vm *v1.VirtualMachine) 
 	}
 	var out []VolumeClaim
 	for _, vol := range vm.Spec.Template.Spec.Volumes {
-		name := claimName(vol)
+		name := vmisubset.Claim(vol)
 		if name == "" {
 			continue
 		}
@@ -298,15 +300,9 @@ func (r *SnapshotReconciler) claims(ctx context.Context, vm *v1.VirtualMachine) 
 			return nil, fmt.Sprintf("volume %s: PersistentVolumeClaim %s is not bound", vol.Name, name), nil
 		}
 		vc := VolumeClaim{Volume: vol.Name, Claim: pvc}
-		if sc := ptr.Deref(pvc.Spec.StorageClassName, ""); sc != "" {
-			class := &storagev1.StorageClass{}
-			switch err := r.Client.Get(ctx, client.ObjectKey{Name: sc}, class); {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return nil, "", err
-			default:
-				vc.SnapshotClass = snapshotClassFor(classes.Items, class.Provisioner)
-			}
+		var err error
+		if vc.SnapshotClass, err = r.snapshotClassOf(ctx, classes.Items, pvc); err != nil {
+			return nil, "", err
 		}
 		out = append(out, vc)
 	}
@@ -366,52 +362,64 @@ func (r *SnapshotReconciler) volumeSnapshots(ctx context.Context, s *snapshotv1.
 
 // createMissing creates the VolumeSnapshots of c that snaps lacks (adding
 // them), freezing vmi's guest first when it can be; freezeErr is why it
-// could not be (nothing is created then).
+// could not be (nothing is created then). Their classes are looked up
+// before the freeze, which lasts only while they are created.
 func (r *SnapshotReconciler) createMissing(ctx context.Context, s *snapshotv1.VirtualMachineSnapshot, c *snapshotv1.VirtualMachineSnapshotContent, vmi *v1.VirtualMachineInstance, snaps map[string]*vsv1.VolumeSnapshot) (freezeErr, err error) {
-	froze := !canFreeze(vmi)
+	var missing []*vsv1.VolumeSnapshot
+	classes := &vsv1.VolumeSnapshotClassList{}
 	for _, b := range c.Spec.VolumeBackups {
-		name := ptr.Deref(b.VolumeSnapshotName, "")
-		if snaps[name] != nil {
+		if snaps[ptr.Deref(b.VolumeSnapshotName, "")] != nil {
 			continue
 		}
-		if !froze {
-			if err := r.Guest.Freeze(ctx, vmi, deadline(s)); err != nil {
-				return err, nil
+		if len(missing) == 0 {
+			if err := r.Client.List(ctx, classes); err != nil {
+				return nil, fmt.Errorf("listing VolumeSnapshotClasses: %w", err)
 			}
-			froze = true
 		}
-		class, err := r.snapshotClass(ctx, b)
+		claim := &corev1.PersistentVolumeClaim{Spec: b.PersistentVolumeClaim.Spec}
+		class, err := r.snapshotClassOf(ctx, classes.Items, claim)
 		if err != nil {
 			return nil, err
+		}
+		if class == "" {
+			return nil, fmt.Errorf("no VolumeSnapshotClass for the storage class of claim %s", b.PersistentVolumeClaim.Name)
 		}
 		vs := VolumeSnapshotFor(c, b, class)
 		if err := controllerutil.SetControllerReference(c, vs, r.Client.Scheme()); err != nil {
 			return nil, err
 		}
+		missing = append(missing, vs)
+	}
+	if len(missing) > 0 && canFreeze(vmi) {
+		if err := r.Guest.Freeze(ctx, vmi, deadline(s)); err != nil {
+			return err, nil
+		}
+	}
+	for _, vs := range missing {
 		if err := r.Client.Create(ctx, vs); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating %s: %w", klog.KObj(vs), err)
 		}
 		r.event(s, corev1.EventTypeNormal, "SuccessfulVolumeSnapshotCreate", "Successfully created VolumeSnapshot %s", vs.Name)
-		snaps[name] = vs
+		snaps[vs.Name] = vs
 	}
 	return nil, nil
 }
 
-// snapshotClass is the VolumeSnapshotClass for backup b's claim now.
-func (r *SnapshotReconciler) snapshotClass(ctx context.Context, b snapshotv1.VolumeBackup) (string, error) {
-	classes := &vsv1.VolumeSnapshotClassList{}
-	if err := r.Client.List(ctx, classes); err != nil {
-		return "", fmt.Errorf("listing VolumeSnapshotClasses: %w", err)
+// snapshotClassOf is, of classes, the VolumeSnapshotClass of the driver of
+// claim's storage class ("" when there is none).
+func (r *SnapshotReconciler) snapshotClassOf(ctx context.Context, classes []vsv1.VolumeSnapshotClass, claim *corev1.PersistentVolumeClaim) (string, error) {
+	name := ptr.Deref(claim.Spec.StorageClassName, "")
+	if name == "" {
+		return "", nil
 	}
 	sc := &storagev1.StorageClass{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: ptr.Deref(b.PersistentVolumeClaim.Spec.StorageClassName, "")}, sc); err != nil {
-		return "", fmt.Errorf("reading the storage class of claim %s: %w", b.PersistentVolumeClaim.Name, err)
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: name}, sc); {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("reading StorageClass %s: %w", name, err)
 	}
-	class := snapshotClassFor(classes.Items, sc.Provisioner)
-	if class == "" {
-		return "", fmt.Errorf("no VolumeSnapshotClass for driver %s of claim %s", sc.Provisioner, b.PersistentVolumeClaim.Name)
-	}
-	return class, nil
+	return snapshotClassFor(classes, sc.Provisioner), nil
 }
 
 // thaw thaws vmi's file systems, logging a failure (the freeze ends by
