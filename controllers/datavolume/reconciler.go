@@ -92,7 +92,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if dv.Status.Phase == cdiv1.Succeeded {
 		// Done for good, whatever became of the source since.
 		var err error
-		obs.pvc, err = r.ensureClaim(ctx, dv, &obs)
+		if obs.pvc, err = r.ensureClaim(ctx, dv, &obs); transient(err) {
+			return ctrl.Result{}, err
+		}
 		obs.invalid = err
 		return ctrl.Result{}, r.deleteTransfers(ctx, dv.Namespace, dv.Name, "")
 	}
@@ -100,6 +102,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return res, err
 	}
 	pvc, err := r.ensureClaim(ctx, dv, &obs)
+	if transient(err) {
+		return ctrl.Result{}, err
+	}
 	if err != nil {
 		obs.invalid = err
 		return ctrl.Result{}, nil
@@ -303,10 +308,37 @@ func (r *Reconciler) ensureClaim(ctx context.Context, dv *cdiv1.DataVolume, obs 
 	if err := controllerutil.SetControllerReference(dv, pvc, r.Client.Scheme()); err != nil {
 		return nil, err
 	}
-	if err := r.Client.Create(ctx, pvc); err != nil {
+	err = r.Client.Create(ctx, pvc)
+	if apierrors.IsAlreadyExists(err) && r.Reader != nil {
+		// Created by an earlier pass the cache has not seen yet.
+		if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(dv), pvc); err != nil {
+			return nil, fmt.Errorf("reading PVC %s: %w", klog.KObj(pvc), err)
+		}
+		if !metav1.IsControlledBy(pvc, dv) {
+			return nil, fmt.Errorf("PVC %s exists and does not belong to this DataVolume", dv.Name)
+		}
+		return pvc, nil
+	}
+	if err != nil {
 		return nil, fmt.Errorf("creating PVC %s: %w", klog.KObj(pvc), err)
 	}
 	return pvc, nil
+}
+
+// transient reports whether err is the API server's passing trouble (or a
+// claim the cache has not caught up with), retried rather than shown as the
+// DataVolume's failure.
+func transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	return apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err)
 }
 
 // storageClass is the class dv's claim will have (hostpath.ClaimClass);
