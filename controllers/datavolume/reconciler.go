@@ -75,42 +75,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	base := dv.DeepCopy()
 	var obs observed
-	defer func() {
-		dv.Status = nextStatus(dv, obs, metav1.Now())
-		if err := r.Client.Status().Patch(ctx, dv, client.MergeFrom(base)); err != nil {
-			if !apierrors.IsNotFound(err) {
-				reterr = errors.Join(reterr, fmt.Errorf("patching status of %s: %w", klog.KObj(dv), err))
-			}
-			return
-		}
-		r.statusEvents(dv, base.Status)
-		reterr = errors.Join(reterr, r.annotateClaim(ctx, obs.pvc, dv.Status))
-	}()
+	defer func() { reterr = r.report(ctx, dv, base, &obs, reterr) }()
 	if obs.invalid = Supported(dv); obs.invalid != nil {
 		return ctrl.Result{}, nil
 	}
 	if dv.Status.Phase == cdiv1.Succeeded {
 		// Done for good, whatever became of the source since.
 		var err error
-		if obs.pvc, err = r.ensureClaim(ctx, dv, &obs); transient(err) {
+		if obs.pvc, err = r.claim(ctx, dv, &obs); err != nil {
 			return ctrl.Result{}, err
 		}
-		obs.invalid = err
 		return ctrl.Result{}, r.deleteTransfers(ctx, dv.Namespace, dv.Name, "")
 	}
 	if res, done, err := r.source(ctx, dv, &obs); done {
 		return res, err
 	}
-	pvc, err := r.ensureClaim(ctx, dv, &obs)
-	if transient(err) {
-		return ctrl.Result{}, err
-	}
-	if err != nil {
-		obs.invalid = err
-		return ctrl.Result{}, nil
-	}
-	if pvc == nil { // a clone whose source has no volume yet
-		return ctrl.Result{RequeueAfter: progressEvery}, nil
+	pvc, err := r.claim(ctx, dv, &obs)
+	if pvc == nil {
+		return withoutClaim(&obs, err)
 	}
 	obs.pvc, obs.clone, obs.upload = pvc, copiesAClaim(dv.Spec.Source), dv.Spec.Source.Upload != nil
 	if dv.Spec.Source.Snapshot != nil {
@@ -278,6 +260,43 @@ func (r *Reconciler) progress(ctx context.Context, run *pipelinev1.TaskRun) stri
 		return ""
 	}
 	return rep.Progress
+}
+
+// report patches dv's status from what the pass observed, unless it ended
+// in the API server's passing trouble (retried with the status as it was).
+func (r *Reconciler) report(ctx context.Context, dv, base *cdiv1.DataVolume, obs *observed, reterr error) error {
+	if transient(reterr) {
+		return reterr
+	}
+	dv.Status = nextStatus(dv, *obs, metav1.Now())
+	if err := r.Client.Status().Patch(ctx, dv, client.MergeFrom(base)); err != nil {
+		if !apierrors.IsNotFound(err) {
+			reterr = errors.Join(reterr, fmt.Errorf("patching status of %s: %w", klog.KObj(dv), err))
+		}
+		return reterr
+	}
+	r.statusEvents(dv, base.Status)
+	return errors.Join(reterr, r.annotateClaim(ctx, obs.pvc, dv.Status))
+}
+
+// withoutClaim ends a pass that has no claim: refused (obs.invalid),
+// passing trouble (err), or a clone whose source has no volume yet.
+func withoutClaim(obs *observed, err error) (ctrl.Result, error) {
+	if err != nil || obs.invalid != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: progressEvery}, nil
+}
+
+// claim is ensureClaim with its lasting refusals recorded in obs.invalid
+// (the DataVolume Failed, saying why); only passing trouble is returned.
+func (r *Reconciler) claim(ctx context.Context, dv *cdiv1.DataVolume, obs *observed) (*corev1.PersistentVolumeClaim, error) {
+	pvc, err := r.ensureClaim(ctx, dv, obs)
+	if transient(err) {
+		return nil, err
+	}
+	obs.invalid = err
+	return pvc, nil
 }
 
 // ensureClaim returns the DataVolume's claim, created if need be; nil
