@@ -112,6 +112,11 @@ func planBinding(vmi *v1.VirtualMachineInstance, i int, nic domain.NIC) (binding
 			explicitMAC: explicit, secondary: true,
 		}, nil
 	case nic.Bridge != nil:
+		if m := guestMAC(vmi, nic.Name); !explicit && m != nil {
+			// The guest has taken a MAC already, on the Pod it migrates
+			// from: it keeps it in this one.
+			mac, explicit = m, true
+		}
 		return binding{
 			bridge:      &podnet.Bridge{Tap: podnetwork.TapName(i), Owner: launcherpod.User, Group: launcherpod.Group, MAC: mac},
 			explicitMAC: explicit,
@@ -119,6 +124,20 @@ func planBinding(vmi *v1.VirtualMachineInstance, i int, nic domain.NIC) (binding
 	}
 	m, err := masquerade(vmi, i, nic.Interface, mac)
 	return binding{masquerade: &m}, err
+}
+
+// guestMAC is the MAC the domain gave vmi's interface name, as its status
+// records it, or nil before it ran.
+func guestMAC(vmi *v1.VirtualMachineInstance, name string) net.HardwareAddr {
+	for _, ni := range vmi.Status.Interfaces {
+		if ni.Name != name || ni.MAC == "" {
+			continue
+		}
+		if hw, err := net.ParseMAC(ni.MAC); err == nil && len(hw) == 6 {
+			return hw
+		}
+	}
+	return nil
 }
 
 // setup builds the binding in ns, for the VMI's interface i.

@@ -33,8 +33,13 @@ func TestPlanBinding(t *testing.T) {
 		mac, addr string
 		ports     []podnet.Port
 		bridge    bool // and the MAC is the interface's (else the Pod's)
+		statusMAC string
 		err       string
 	}{
+		{name: "bridge on a migration's target: the MAC the guest took", iface: v1.Interface{Name: "default", InterfaceBindingMethod: bridge},
+			statusMAC: "0a:58:0a:f4:01:07", bridge: true, mac: "0a:58:0a:f4:01:07"},
+		{name: "bridge with its MAC, whatever the status says", iface: v1.Interface{Name: "default", InterfaceBindingMethod: bridge, MacAddress: "02:00:00:00:00:0b"},
+			statusMAC: "0a:58:0a:f4:01:07", bridge: true, mac: "02:00:00:00:00:0b"},
 		{name: "bridge: the Pod's MAC", iface: v1.Interface{Name: "default", InterfaceBindingMethod: bridge}, bridge: true},
 		{name: "bridge with its MAC", iface: v1.Interface{Name: "default", InterfaceBindingMethod: bridge, MacAddress: "02:00:00:00:00:0b"}, bridge: true, mac: "02:00:00:00:00:0b"},
 		{name: "bridge, bad MAC", iface: v1.Interface{Name: "default", InterfaceBindingMethod: bridge, MacAddress: "x"},
@@ -54,6 +59,9 @@ func TestPlanBinding(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := vmi(tc.iface, tc.cidr)
+			if tc.statusMAC != "" {
+				v.Status.Interfaces = []v1.VirtualMachineInstanceNetworkInterface{{Name: "other", MAC: "02:00:00:00:00:ff"}, {Name: "default", MAC: tc.statusMAC}}
+			}
 			nics, err := domain.NICs(v)
 			if err != nil {
 				t.Fatal(err)

@@ -334,6 +334,10 @@ func receive(ctx context.Context, dir string, spec *Spec, pod *Pod, log *slog.Lo
 		return nil, err
 	}
 	go logCompletedJob(vm.dom, log)
+	if err := refreshLinks(vm.dom, linksToRefresh(spec.VMI), log); err != nil {
+		// The guest keeps the old Pod's address until it asks DHCP again.
+		log.Error("refreshing the guest's links after the migration", "err", err)
+	}
 	return vm, nil
 }
 
