@@ -21,6 +21,7 @@ type binaries struct {
 	multus  string // dir with multus, thin_entrypoint and the bridge CNI plugin
 	netpol  string // the NetworkPolicy agent, kube-network-policies
 	csi     string // dir with csi-provisioner, csi-snapshotter and snapshot-controller
+	flannel string // flanneld, the hosted workers' pod network
 	tekvirt string // dir with tekvirt, tekvirt-testbed, tekvirt-controller, tekvirt-step
 }
 
@@ -133,6 +134,14 @@ var toolBuilds = []toolBuild{
 		},
 		ldflags:  func(string) string { return "-s -w" },
 		coldHint: "~4 min on 2 cores the first time",
+	},
+	{
+		name:     "flannel",
+		module:   "github.com/flannel-io/flannel",
+		pkgs:     []string{"flannel"},
+		paths:    map[string]string{"flannel": "github.com/tekvirt/tekvirt/e2e/tools/flannel"},
+		ldflags:  func(string) string { return "-s -w" },
+		coldHint: "~3 min on 2 cores the first time",
 	},
 }
 
@@ -300,6 +309,7 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 	b.multus = dirs[5]
 	b.netpol = filepath.Join(dirs[6], "cmd")
 	b.csi = dirs[7]
+	b.flannel = filepath.Join(dirs[8], "flannel")
 	b.tekvirt = c.path("cache", "tekvirt")
 	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath", "./cmd/tekvirt-downloads", "./e2e/cmd/tekvirt-netpol-queue"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
@@ -344,6 +354,7 @@ func (c *Cluster) knownBinaries() binaries {
 	b.multus = dirs[5]
 	b.netpol = filepath.Join(dirs[6], "cmd")
 	b.csi = dirs[7]
+	b.flannel = filepath.Join(dirs[8], "flannel")
 	return b
 }
 

@@ -36,15 +36,15 @@ func hostedReleaseImage(b binaries) ocibuild.Spec {
 // the test guest's. NodePools boot it unless they name another image.
 const HostedWorkerKey = "tekvirt.io/hosted-worker"
 
-// pushWorker builds the worker guest (cached by its inputs: the kubelet
-// binary and pause image among them) and pushes it as a containerDisk to
+// pushWorker builds the worker guest (cached by its inputs: the kubelet,
+// kube-proxy and flanneld binaries and the pause image among them) and pushes it as a containerDisk to
 // registry; it returns the pushed reference (by digest).
 func (c *Cluster) pushWorker(ctx context.Context, b binaries, registry string) (string, error) {
 	pause := c.path("cache", "images", "pause.tar")
 	if err := writePauseTarball(filepath.Join(b.tekvirt, "tekvirt-pause"), pause); err != nil {
 		return "", err
 	}
-	g, err := guest.Worker(b.k("kubelet"), pause).Build(ctx, c.path("cache"))
+	g, err := guest.Worker(guest.Node{Kubelet: b.k("kubelet"), KubeProxy: b.k("kube-proxy"), Flanneld: b.flannel, PauseTar: pause}).Build(ctx, c.path("cache"))
 	if err != nil {
 		return "", fmt.Errorf("building the worker guest: %w", err)
 	}

@@ -30,6 +30,7 @@ ip link set lo up
 if [ -e /sys/class/net/eth0 ]; then
   udhcpc -i eth0 -t 10 -T 1 -q -n -s /etc/udhcpc.script >/dev/null 2>&1
 fi
+grep '^nameserver' /etc/resolv.conf > /run/kubelet-resolv.conf 2>/dev/null || : > /run/kubelet-resolv.conf
 for p in /sys/class/virtio-ports/*; do
   [ "$(cat "$p/name" 2>/dev/null)" = org.qemu.guest_agent.0 ] && agent="/dev/${p##*/}"
 done
@@ -38,9 +39,46 @@ done
 i=0; while [ ! -S /run/containerd/containerd.sock ] && [ $i -lt 60 ]; do sleep 1; i=$((i+1)); done
 /usr/bin/ctr -n k8s.io images import --snapshotter native /opt/images/pause.tar >/var/log/pause-import.log 2>&1
 [ -x /run/user-data ] && /run/user-data >/var/log/user-data.log 2>&1
+# Pods' MTU: the node's less VXLAN's 50 bytes.
+mtu=$(($(cat /sys/class/net/eth0/mtu 2>/dev/null || echo 1500) - 50))
+sed -i "s/\"mtu\": [0-9]*/\"mtu\": $mtu/" /etc/containerd/cni.conflist.tmpl
+# respawn NAME CMD...: runs CMD again whenever it ends, logging to
+# /var/log/NAME.log.
+respawn() {
+  name=$1; shift
+  (while :; do "$@" >>"/var/log/$name.log" 2>&1; sleep 2; done) &
+}
+# The node's network services, once the kubelet holds its credentials:
+# flannel's VXLAN between the workers (when the user-data configured it)
+# and kube-proxy, both as the node.
+node_network() {
+  i=0; while [ ! -s /var/lib/kubelet/kubeconfig ] && [ $i -lt 900 ]; do sleep 1; i=$((i+1)); done
+  if [ -s /etc/kube-flannel/net-conf.json ]; then
+    NODE_NAME=$(hostname) && export NODE_NAME
+    respawn flanneld /usr/bin/flanneld --kubeconfig-file=/var/lib/kubelet/kubeconfig --iface=eth0
+  fi
+  respawn kube-proxy /usr/bin/kube-proxy --config=/etc/kubernetes/kube-proxy.yaml --hostname-override="$(hostname)"
+}
+# A migration moves the worker to another launcher Pod, another address:
+# the launcher sets the link down and up, and the worker asks DHCP again
+# (flanneld announces the new address when it starts again).
+watch_link() {
+  last=$(cat /sys/class/net/eth0/carrier_changes 2>/dev/null)
+  while sleep 1; do
+    now=$(cat /sys/class/net/eth0/carrier_changes 2>/dev/null)
+    [ "$now" = "$last" ] && continue
+    last=$now
+    [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" = 1 ] || continue
+    udhcpc -i eth0 -t 10 -T 1 -q -n -s /etc/udhcpc.script >/dev/null 2>&1 && killall flanneld 2>/dev/null
+    grep '^nameserver' /etc/resolv.conf > /run/kubelet-resolv.conf 2>/dev/null
+    echo "tekvirt-worker: link refreshed, address $(ip -4 -o addr show dev eth0 | awk '{print $4}')" > /dev/console
+  done
+}
 if [ -s /etc/kubernetes/bootstrap-kubelet.conf ]; then
   /usr/bin/kubelet --config=/etc/kubernetes/kubelet.yaml --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf \
     --kubeconfig=/var/lib/kubelet/kubeconfig --hostname-override="$(hostname)" >/var/log/kubelet.log 2>&1 &
+  node_network &
 fi
+[ -e /sys/class/net/eth0 ] && watch_link &
 echo "tekvirt-worker: ready (agent ${agent:-none}, kubelet $([ -s /etc/kubernetes/bootstrap-kubelet.conf ] && echo started || echo 'not configured'))" > /dev/console
 exec /bin/init

@@ -18,9 +18,12 @@ const PauseImage = "tekvirt.io/pause:latest"
 const cniTemplatePath = "etc/containerd/cni.conflist.tmpl"
 
 // cniTemplate is read with containerd's cniConfigTemplate: PodCIDRRanges
-// are the node's ranges, Routes their default routes.
+// are the node's ranges, Routes their default routes. Pods of different
+// workers reach each other through flannel's VXLAN (routes to each other
+// node's range over flannel.1); init sets the MTU to the overlay's (the
+// node's less VXLAN's 50 bytes) before the kubelet starts.
 const cniTemplate = `{"cniVersion": "0.4.0", "name": "pods", "plugins": [
-  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
+  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "mtu": 1450,
    "ipam": {"type": "host-local",
     "ranges": [{{range $i, $r := .PodCIDRRanges}}{{if $i}}, {{end}}[{"subnet": "{{$r}}"}]{{end}}],
     "routes": [{{range $i, $r := .Routes}}{{if $i}}, {{end}}{"dst": "{{$r}}"}{{end}}]}},
@@ -31,7 +34,9 @@ const cniTemplate = `{"cniVersion": "0.4.0", "name": "pods", "plugins": [
 // initramfs's tmpfs, the CNI bridge), the CNI bridge (pods of one node
 // reach each other and, through the guest, the outside) and the kubelet
 // (cgroupfs on cgroup v2, client certificates rotated, webhook
-// authentication and authorization).
+// authentication and authorization; its resolver, for Pods of dnsPolicy
+// Default and the cluster DNS's upstream, the nameservers of the worker's
+// DHCP lease without its search domains, which are the infrastructure's).
 var workerFiles = map[string][]byte{
 	"etc/passwd":   []byte("root:x:0:0:root:/root:/bin/sh\n"),
 	"etc/group":    []byte("root:x:0:\n"),
@@ -51,6 +56,9 @@ var workerFiles = map[string][]byte{
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         NoPivotRoot = true
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    # The user-data writes the hosts of plain-HTTP registries here.
+    config_path = "/etc/containerd/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "/etc/cni/net.d"
@@ -70,29 +78,51 @@ authentication:
 authorization: {mode: Webhook}
 evictionHard: {memory.available: 20Mi, nodefs.available: 1%, imagefs.available: 1%}
 imageGCHighThresholdPercent: 100
-resolvConf: ""
+resolvConf: /run/kubelet-resolv.conf
+`),
+	// kube-proxy runs as the node (the kubelet's rotated credentials), its
+	// rules in nftables; traffic from the node's own pod range is local.
+	"etc/kubernetes/kube-proxy.yaml": []byte(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: /var/lib/kubelet/kubeconfig}
+mode: nftables
+detectLocalMode: NodeCIDR
 `),
 }
 
+// Node are the node programs a worker runs besides containerd: the
+// kubelet and kube-proxy (the testbed's Kubernetes build), flanneld, and
+// the pause image (an image tarball).
+type Node struct {
+	Kubelet, KubeProxy, Flanneld, PauseTar string
+}
+
+// nftModules are what kube-proxy's and flannel's nftables rules use.
+var nftModules = []string{
+	"nf_tables", "nft_ct", "nft_nat", "nft_chain_nat", "nft_masq", "nft_numgen", "nft_reject_inet",
+	"nft_fib_inet", "nft_limit", "nft_redir", "nf_nat", "nf_conntrack_netlink",
+}
+
 // Worker is a hosted-cluster worker: the test guest's agent and dropbear,
-// plus containerd, runc, the CNI plugins, the kubelet binary given (the
-// testbed's build) and the pause image (an image tarball).
-func Worker(kubelet, pauseTar string) Flavor {
+// plus containerd, runc, the CNI plugins, nft, and n's programs.
+func Worker(n Node) Flavor {
 	return Flavor{
 		Name: "worker",
 		Packages: append(append([]string{}, Test.Packages...),
-			"containerd", "runc", "libseccomp2", "containernetworking-plugins"),
-		Modules: append(append([]string{}, Test.Modules...),
-			"overlay", "bridge", "veth", "br_netfilter", "nf_conntrack"),
+			"containerd", "runc", "libseccomp2", "containernetworking-plugins", "nftables", "libnftables1"),
+		Modules: append(append(append([]string{}, Test.Modules...),
+			"overlay", "bridge", "veth", "br_netfilter", "nf_conntrack", "vxlan"), nftModules...),
 		Files:   workerFiles,
 		Init:    workerInit,
 		Inittab: inittab,
 		Programs: append(append([]string{}, Test.Programs...),
 			"usr/bin/containerd", "usr/bin/containerd-shim-runc-v2", "usr/bin/ctr", "usr/sbin/runc",
-			"usr/lib/cni/bridge", "usr/lib/cni/host-local", "usr/lib/cni/loopback", "usr/lib/cni/portmap"),
+			"usr/lib/cni/bridge", "usr/lib/cni/host-local", "usr/lib/cni/loopback", "usr/lib/cni/portmap", "usr/sbin/nft"),
 		Static: map[string]StaticFile{
-			"usr/bin/kubelet":      {Source: kubelet, Mode: 0o755},
-			"opt/images/pause.tar": {Source: pauseTar, Mode: 0o644},
+			"usr/bin/kubelet":      {Source: n.Kubelet, Mode: 0o755},
+			"usr/bin/kube-proxy":   {Source: n.KubeProxy, Mode: 0o755},
+			"usr/bin/flanneld":     {Source: n.Flanneld, Mode: 0o755},
+			"opt/images/pause.tar": {Source: n.PauseTar, Mode: 0o644},
 		},
 	}
 }

@@ -15,18 +15,19 @@ import (
 func TestWorkerFlavor(t *testing.T) {
 	dir := t.TempDir()
 	kubelet, pause := filepath.Join(dir, "kubelet"), filepath.Join(dir, "pause.tar")
-	for _, f := range []string{kubelet, pause} {
+	proxy, flanneld := filepath.Join(dir, "kube-proxy"), filepath.Join(dir, "flanneld")
+	for _, f := range []string{kubelet, pause, proxy, flanneld} {
 		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w := Worker(kubelet, pause)
-	for _, p := range []string{"containerd", "runc", "containernetworking-plugins", "qemu-guest-agent"} {
+	w := Worker(Node{Kubelet: kubelet, KubeProxy: proxy, Flanneld: flanneld, PauseTar: pause})
+	for _, p := range []string{"containerd", "runc", "containernetworking-plugins", "qemu-guest-agent", "nftables"} {
 		if !slices.Contains(w.Packages, p) {
 			t.Errorf("worker lacks package %s", p)
 		}
 	}
-	for _, m := range []string{"bridge", "veth", "virtio_net"} {
+	for _, m := range []string{"bridge", "veth", "virtio_net", "vxlan", "nf_tables", "nft_numgen"} {
 		if !slices.Contains(w.Modules, m) {
 			t.Errorf("worker lacks module %s", m)
 		}
@@ -36,6 +37,13 @@ func TestWorkerFlavor(t *testing.T) {
 	}
 	if w.Static["usr/bin/kubelet"].Source != kubelet || !bytes.Contains(w.Init, []byte("--bootstrap-kubeconfig")) {
 		t.Error("the worker does not start the kubelet given")
+	}
+	if w.Static["usr/bin/kube-proxy"].Source != proxy || w.Static["usr/bin/flanneld"].Source != flanneld ||
+		!bytes.Contains(w.Init, []byte("/usr/bin/kube-proxy --config=/etc/kubernetes/kube-proxy.yaml")) || !bytes.Contains(w.Init, []byte("/usr/bin/flanneld --kubeconfig-file")) {
+		t.Error("the worker does not run the kube-proxy and flanneld given")
+	}
+	if !bytes.Contains(w.Init, []byte("/etc/"+cniTemplatePath[len("etc/"):])) {
+		t.Error("init does not set the pods' MTU in the CNI template")
 	}
 	a, err := w.key("linux-image-6.1.0-1-amd64")
 	if err != nil {
