@@ -25,8 +25,20 @@ const (
 	ClusterNamespaceLabel = "tekvirt.io/hosted-cluster-namespace"
 )
 
-// Params are the pipeline's params for cluster, in a stable order.
-func Params(cluster *hyperv1.HostedCluster) pipelinev1.Params {
+// Env is what a provisioning run takes from the infrastructure besides
+// the HostedCluster.
+type Env struct {
+	// StepImage runs the catalog tasks' steps.
+	StepImage string
+	// LocalRegistry is the infrastructure's local registry (LocalRegistry),
+	// which the workers pull from over plain HTTP; "" when none.
+	LocalRegistry string
+	// CoreDNSImage is the hosted cluster DNS's image.
+	CoreDNSImage string
+}
+
+// Params are the pipeline's params for cluster in env, in a stable order.
+func Params(cluster *hyperv1.HostedCluster, env Env) pipelinev1.Params {
 	s := cluster.Spec
 	replicas := 1
 	if s.ControllerAvailabilityPolicy == hyperv1.HighlyAvailable {
@@ -64,6 +76,8 @@ func Params(cluster *hyperv1.HostedCluster) pipelinev1.Params {
 		str("serviceCIDR", serviceCIDR),
 		str("clusterCIDR", clusterCIDR),
 		str("apiServerServiceType", string(APIServerServiceType(cluster))),
+		str("localRegistry", env.LocalRegistry),
+		str("corednsImage", env.CoreDNSImage),
 	}
 }
 
@@ -95,11 +109,11 @@ func RunName(params pipelinev1.Params) string {
 	return PipelineName + "-" + hex.EncodeToString(h.Sum(nil))[:10]
 }
 
-// PipelineRun is the provisioning run of cluster, with the catalog pipeline
-// inlined (its tasks' step image stepImage), run by the pipeline's
-// ServiceAccount in the control-plane namespace.
-func PipelineRun(cluster *hyperv1.HostedCluster, stepImage string) (*pipelinev1.PipelineRun, error) {
-	spec, err := catalog.InlinePipeline(PipelineName, stepImage)
+// PipelineRun is the provisioning run of cluster in env, with the catalog
+// pipeline inlined (its tasks' step image env.StepImage), run by the
+// pipeline's ServiceAccount in the control-plane namespace.
+func PipelineRun(cluster *hyperv1.HostedCluster, env Env) (*pipelinev1.PipelineRun, error) {
+	spec, err := catalog.InlinePipeline(PipelineName, env.StepImage)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +121,7 @@ func PipelineRun(cluster *hyperv1.HostedCluster, stepImage string) (*pipelinev1.
 	if err != nil {
 		return nil, err
 	}
-	params := Params(cluster)
+	params := Params(cluster, env)
 	return &pipelinev1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: hc.ControlPlaneNamespace(cluster.Namespace, cluster.Name), Name: RunName(params),

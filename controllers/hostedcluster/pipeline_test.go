@@ -36,7 +36,7 @@ func cluster() *hyperv1.HostedCluster {
 
 func TestParams(t *testing.T) {
 	got := map[string]string{}
-	for _, p := range Params(cluster()) {
+	for _, p := range Params(cluster(), Env{LocalRegistry: "10.96.0.11:5000", CoreDNSImage: "reg/coredns@sha256:2"}) {
 		got[p.Name] = p.Value.StringVal
 	}
 	want := map[string]string{
@@ -44,7 +44,7 @@ func TestParams(t *testing.T) {
 		"pullSecretName": "demo-pull-secret",
 		"releaseImage":   "reg/tekvirt/hosted-release@sha256:1", "replicas": "1",
 		"etcdStorageClassName": "fast", "etcdStorageSize": "4Gi",
-		"serviceCIDR": "172.30.0.0/16", "clusterCIDR": "10.128.0.0/14", "apiServerServiceType": "LoadBalancer",
+		"serviceCIDR": "172.30.0.0/16", "clusterCIDR": "10.128.0.0/14", "apiServerServiceType": "LoadBalancer", "localRegistry": "10.96.0.11:5000", "corednsImage": "reg/coredns@sha256:2",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -58,7 +58,7 @@ func TestParams(t *testing.T) {
 	ha.Spec.ControllerAvailabilityPolicy = hyperv1.HighlyAvailable
 	ha.Spec.Etcd.Managed = nil
 	ha.Spec.Services = nil
-	for _, p := range Params(ha) {
+	for _, p := range Params(ha, Env{}) {
 		switch p.Name {
 		case "replicas":
 			if p.Value.StringVal != "3" {
@@ -77,8 +77,8 @@ func TestParams(t *testing.T) {
 }
 
 func TestRunNameFollowsTheSpec(t *testing.T) {
-	a := RunName(Params(cluster()))
-	if a != RunName(Params(cluster())) {
+	a := RunName(Params(cluster(), Env{}))
+	if a != RunName(Params(cluster(), Env{})) {
 		t.Error("the same spec named two runs")
 	}
 	if !strings.HasPrefix(a, PipelineName+"-") || len(a) > 63 {
@@ -86,13 +86,13 @@ func TestRunNameFollowsTheSpec(t *testing.T) {
 	}
 	other := cluster()
 	other.Spec.Release.Image = "reg/tekvirt/hosted-release@sha256:2"
-	if RunName(Params(other)) == a {
+	if RunName(Params(other, Env{})) == a {
 		t.Error("a new release image kept the old run")
 	}
 }
 
 func TestPipelineRun(t *testing.T) {
-	pr, err := PipelineRun(cluster(), "reg/step@sha256:1")
+	pr, err := PipelineRun(cluster(), Env{StepImage: "reg/step@sha256:1", LocalRegistry: "10.96.0.11:5000"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,5 +104,39 @@ func TestPipelineRun(t *testing.T) {
 	}
 	if pr.Spec.PipelineSpec == nil || len(pr.Spec.PipelineSpec.Tasks) != 6 {
 		t.Fatalf("pipeline spec %+v", pr.Spec.PipelineSpec)
+	}
+}
+
+// TestLocalRegistry: KEP-1755's ConfigMap names the registry the cluster
+// network reaches (hostFromClusterNetwork, else host); none without it.
+func TestLocalRegistry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data map[string]string
+		want string
+		err  bool
+	}{
+		{"kind's", map[string]string{"localRegistryHosting.v1": "host: \"localhost:5001\"\nhostFromClusterNetwork: \"kind-registry:5000\"\n"}, "kind-registry:5000", false},
+		{"host only", map[string]string{"localRegistryHosting.v1": "host: \"10.96.0.11:5000\"\n"}, "10.96.0.11:5000", false},
+		{"none", map[string]string{}, "", false},
+		{"malformed", map[string]string{"localRegistryHosting.v1": "host: [\n"}, "", true},
+	} {
+		got, err := LocalRegistry(tc.data)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("%s: %q, %v; want %q, error %v", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+	pr, err := PipelineRun(cluster(), Env{StepImage: "reg/step@sha256:1", LocalRegistry: "10.96.0.11:5000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ""
+	for _, p := range pr.Spec.Params {
+		if p.Name == "localRegistry" {
+			got = p.Value.StringVal
+		}
+	}
+	if got != "10.96.0.11:5000" {
+		t.Errorf("the run's localRegistry param: %q", got)
 	}
 }

@@ -52,7 +52,9 @@ type Reconciler struct {
 	// Deployments, Services, Secrets of control planes).
 	Reader    client.Reader
 	StepImage string
-	Now       func() time.Time
+	// CoreDNSImage is the hosted clusters' DNS's image.
+	CoreDNSImage string
+	Now          func() time.Time
 }
 
 func (r *Reconciler) now() metav1.Time {
@@ -198,7 +200,11 @@ func OwnerOf(cluster *hyperv1.HostedCluster) metav1.OwnerReference {
 
 // ensureRun creates the PipelineRun for the cluster's spec unless it exists.
 func (r *Reconciler) ensureRun(ctx context.Context, cluster *hyperv1.HostedCluster) (*Run, error) {
-	want, err := PipelineRun(cluster, r.StepImage)
+	registry, err := r.localRegistry(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want, err := PipelineRun(cluster, Env{StepImage: r.StepImage, LocalRegistry: registry, CoreDNSImage: r.CoreDNSImage})
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ var Programs = []string{
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-downloads",
 	HostedReleaseImage,
 	HostedWorkerImage,
+	HostedCoreDNSImage,
 	NetworkAddonsImage,
 	CSISidecarsImage,
 }
@@ -56,10 +57,12 @@ const NetworkAddonsImage = "tekvirt.io/network-addons"
 const CSISidecarsImage = "tekvirt.io/csi-sidecars"
 
 // HostedReleaseImage is the hosted control plane's release image's name,
-// HostedWorkerImage the containerDisk NodePool workers boot by default.
+// HostedWorkerImage the containerDisk NodePool workers boot by default,
+// HostedCoreDNSImage the hosted clusters' DNS (CoreDNS).
 const (
 	HostedReleaseImage = "tekvirt.io/hosted-release"
 	HostedWorkerImage  = "tekvirt.io/hosted-worker"
+	HostedCoreDNSImage = "tekvirt.io/hosted-coredns"
 )
 
 // Images maps each tekvirt program's import path, as the manifests name

@@ -187,7 +187,12 @@ func VirtualMachine(np *hyperv1.NodePool, name string, s Spec) *kubevirtv1.Virtu
 				Spec:       cdiv1.DataVolumeSpec{Source: src, Storage: &st},
 			}},
 			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				// On the pod network by the bridge binding, as HyperShift's
+				// workers: the node's address is its launcher Pod's, which
+				// the hosted cluster's overlay runs between. A migration
+				// gives it the target Pod's (the guest's link is refreshed
+				// and it asks DHCP again), as KubeVirt allows by annotation.
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnotation: ""}},
 				Spec: kubevirtv1.VirtualMachineInstanceSpec{
 					EvictionStrategy:              evictionStrategy(np, s),
 					TerminationGracePeriodSeconds: &grace,
@@ -205,7 +210,7 @@ func VirtualMachine(np *hyperv1.NodePool, name string, s Spec) *kubevirtv1.Virtu
 								{Name: "rootdisk", DiskDevice: virtio},
 								{Name: "cloudinitdisk", DiskDevice: virtio},
 							},
-							Interfaces: []kubevirtv1.Interface{{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}}},
+							Interfaces: []kubevirtv1.Interface{{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}},
 						},
 					},
 					Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},

@@ -45,6 +45,12 @@ func TestVirtualMachine(t *testing.T) {
 	if spec.NodeSelector["zone"] != "a" {
 		t.Errorf("nodeSelector %v", spec.NodeSelector)
 	}
+	if ifs := spec.Domain.Devices.Interfaces; len(ifs) != 1 || ifs[0].Bridge == nil || len(spec.Networks) != 1 || spec.Networks[0].Pod == nil {
+		t.Errorf("interfaces %+v networks %+v, want the bridge binding on the pod network", ifs, spec.Networks)
+	}
+	if _, ok := vm.Spec.Template.ObjectMeta.Annotations[kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnotation]; !ok {
+		t.Errorf("template annotations %v: the bridged worker cannot migrate", vm.Spec.Template.ObjectMeta.Annotations)
+	}
 	if tsc := spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].TopologyKey != corev1.LabelHostname ||
 		tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway || tsc[0].LabelSelector.MatchLabels[PoolLabel] != "workers" {
 		t.Errorf("topology spread %+v", tsc)

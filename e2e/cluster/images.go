@@ -134,6 +134,7 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 		tekvirtModule + "/cmd/tekvirt-step":       nonRoot(goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-step"))),
 		tekvirtModule + "/cmd/tekvirt-downloads":  downloadsImage(b),
 		CoreDNSImageKey:                           nonRoot(goBinaryImage(b.coredns)),
+		hyperconverged.HostedCoreDNSImage:         nonRoot(goBinaryImage(b.coredns)),
 		hyperconverged.NetworkAddonsImage:         networkAddonsImage(bb, b.multus),
 		hyperconverged.CSISidecarsImage:           csiSidecarsImage(b.csi),
 		NetworkPolicyImageKey:                     networkPolicyImage(b),

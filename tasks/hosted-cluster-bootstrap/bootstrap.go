@@ -28,6 +28,14 @@ const WorkerGroup = "system:bootstrappers:tekvirt:worker"
 // Params are the task's params.
 type Params struct {
 	Namespace string // the control-plane namespace
+	// ClusterCIDR and ServiceCIDR are the hosted cluster's networks.
+	ClusterCIDR, ServiceCIDR string
+	// LocalRegistry is the infrastructure's local registry (KEP-1755's
+	// hostFromClusterNetwork), which workers pull from over plain HTTP;
+	// "" when it has none.
+	LocalRegistry string
+	// CoreDNSImage is the cluster DNS's image; none is made when "".
+	CoreDNSImage string
 }
 
 // Result names what the task made.
@@ -44,7 +52,14 @@ var Bindings = map[string]struct{ Role, Group string }{
 	"kubeadm:kubelet-bootstrap":                     {"system:node-bootstrapper", "system:bootstrappers"},
 	"kubeadm:node-autoapprove-bootstrap":            {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:bootstrappers"},
 	"kubeadm:node-autoapprove-certificate-rotation": {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"},
+	// kube-proxy runs on each worker with the node's credentials (as it
+	// did before kubeadm gave it a ServiceAccount), so the nodes get its
+	// role: Services, EndpointSlices and Nodes read.
+	NodeProxierBinding: {"system:node-proxier", "system:nodes"},
 }
+
+// NodeProxierBinding binds kube-proxy's role to the workers.
+const NodeProxierBinding = "tekvirt:node-proxier"
 
 // Run makes the bootstrap token and bindings in the hosted cluster of the
 // control plane in p.Namespace, and the worker bootstrap Secret there.
@@ -63,6 +78,16 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	if err := EnsureBindings(ctx, hosted); err != nil {
 		return Result{}, err
 	}
+	if p.CoreDNSImage != "" {
+		hostedClient, err := client.New(admin, client.Options{Scheme: c.Scheme()})
+		if err != nil {
+			return Result{}, err
+		}
+		if err := EnsureDNS(ctx, hostedClient, p.CoreDNSImage, p.ServiceCIDR); err != nil {
+			return Result{}, err
+		}
+		fmt.Fprintf(out, "cluster DNS %s/%s applied (%s)\n", dnsNamespace, DNSDeployment, p.CoreDNSImage)
+	}
 	old := &corev1.Secret{}
 	err = c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: hc.WorkerBootstrapSecret}, old)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -77,12 +102,21 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	if err != nil && !apierrors.IsNotFound(err) {
 		return Result{}, fmt.Errorf("reading Secret %s/%s: %w", p.Namespace, hc.PullSecret, err)
 	}
+	w := Worker{Server: admin.Host, CA: admin.CAData, Token: token, PullSecret: pull.Data[corev1.DockerConfigJsonKey],
+		ClusterCIDR: p.ClusterCIDR, ServiceCIDR: p.ServiceCIDR}
+	if p.LocalRegistry != "" {
+		w.Registries = []string{p.LocalRegistry}
+	}
+	userData, err := UserData(w)
+	if err != nil {
+		return Result{}, err
+	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: hc.WorkerBootstrapSecret,
 			Labels: map[string]string{hc.ComponentLabel: "worker-bootstrap"}},
 		Data: map[string][]byte{
 			hc.TokenKey:    []byte(token),
-			hc.UserDataKey: []byte(UserData(admin.Host, admin.CAData, token, pull.Data[corev1.DockerConfigJsonKey])),
+			hc.UserDataKey: []byte(userData),
 		},
 	}
 	if err := hostedcp.Apply(ctx, c, FieldOwner, secret); err != nil {
@@ -186,32 +220,4 @@ func randomString(n int) (string, error) {
 		b[i] = tokenAlphabet[k.Int64()]
 	}
 	return string(b), nil
-}
-
-// UserData is the worker's "#!" user-data: it writes the hosted cluster's
-// CA and the kubelet's bootstrap kubeconfig, which the worker image's init
-// hands to kubelet, and the pull secret (a docker config JSON, when given)
-// where kubelet looks for registry credentials (its root directory).
-func UserData(server string, caPEM []byte, token string, pullSecret []byte) string {
-	s := fmt.Sprintf(`#!/bin/sh
-set -e
-mkdir -p /etc/kubernetes/pki
-cat > /etc/kubernetes/pki/ca.crt <<'END'
-%s
-END
-umask 077
-cat > /etc/kubernetes/bootstrap-kubelet.conf <<'END'
-apiVersion: v1
-kind: Config
-clusters: [{name: hosted, cluster: {server: "%s", certificate-authority: /etc/kubernetes/pki/ca.crt}}]
-users: [{name: bootstrap, user: {token: "%s"}}]
-contexts: [{name: hosted, context: {cluster: hosted, user: bootstrap}}]
-current-context: hosted
-END
-`, strings.TrimSpace(string(caPEM)), server, token)
-	if len(pullSecret) > 0 {
-		// A here-document ends at a line "END" alone: JSON has none.
-		s += fmt.Sprintf("mkdir -p /var/lib/kubelet\ncat > /var/lib/kubelet/config.json <<'END'\n%s\nEND\n", strings.TrimSpace(string(pullSecret)))
-	}
-	return s
 }

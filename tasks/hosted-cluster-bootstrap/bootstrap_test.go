@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,7 +80,11 @@ func TestEnsureBindingsRepairs(t *testing.T) {
 }
 
 func TestUserData(t *testing.T) {
-	ud := UserData("https://10.96.0.10:6443", []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), "abcdef.0123456789abcdef", nil)
+	w := Worker{Server: "https://10.96.0.10:6443", CA: []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), Token: "abcdef.0123456789abcdef"}
+	ud, err := UserData(w)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{
 		"#!/bin/sh\n",
 		"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nEND\n",
@@ -91,12 +96,72 @@ func TestUserData(t *testing.T) {
 			t.Errorf("user-data lacks %q:\n%s", want, ud)
 		}
 	}
-	if strings.Contains(ud, "config.json") {
-		t.Error("user-data without a pull secret writes one")
+	for _, not := range []string{"config.json", "net-conf.json", "clusterDNS", "certs.d"} {
+		if strings.Contains(ud, not) {
+			t.Errorf("user-data of a worker given nothing else writes %s", not)
+		}
 	}
 	pull := `{"auths":{"registry.example":{"auth":"dXNlcjpwYXNz"}}}`
-	ud = UserData("https://10.96.0.10:6443", nil, "abcdef.0123456789abcdef", []byte(pull+"\n"))
-	if !strings.Contains(ud, "cat > /var/lib/kubelet/config.json <<'END'\n"+pull+"\nEND\n") {
-		t.Errorf("user-data does not write the pull secret where kubelet reads it:\n%s", ud)
+	w.PullSecret = []byte(pull + "\n")
+	w.ClusterCIDR, w.ServiceCIDR, w.Registries = "10.132.0.0/14", "172.31.0.0/16", []string{"10.96.0.11:5000"}
+	if ud, err = UserData(w); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"cat > /var/lib/kubelet/config.json <<'END'\n" + pull + "\nEND\n",
+		"clusterDNS: [172.31.0.10]\nclusterDomain: cluster.local\n",
+		`{"Network": "10.132.0.0/14", "EnableNFTables": true, "Backend": {"Type": "vxlan", "Port": 9880}}`,
+		"cat > '/etc/containerd/certs.d/10.96.0.11:5000/hosts.toml' <<'END'\nserver = \"http://10.96.0.11:5000\"\n[host.\"http://10.96.0.11:5000\"]\n",
+	} {
+		if !strings.Contains(ud, want) {
+			t.Errorf("user-data lacks %q:\n%s", want, ud)
+		}
+	}
+	for _, bad := range []Worker{
+		{ServiceCIDR: "172.31.0.0/29"}, {ServiceCIDR: "nope"}, {ClusterCIDR: "10.132.0.0"},
+		{Registries: []string{"evil'; rm -rf /"}}, {Registries: []string{"host/path"}},
+	} {
+		if _, err := UserData(bad); err == nil {
+			t.Errorf("UserData(%+v) took it", bad)
+		}
+	}
+}
+
+func TestClusterDNS(t *testing.T) {
+	for cidr, want := range map[string]string{"172.31.0.0/16": "172.31.0.10", "10.96.0.0/12": "10.96.0.10", "10.96.5.7/12": "10.96.0.10"} {
+		if got, err := ClusterDNS(cidr); err != nil || got.String() != want {
+			t.Errorf("ClusterDNS(%s) = %v, %v; want %s", cidr, got, err, want)
+		}
+	}
+}
+
+// TestDNSObjects: kubeadm's CoreDNS, its Service at the address the
+// kubelets name, the image given, forwarding what is not the cluster's to
+// the worker's resolver.
+func TestDNSObjects(t *testing.T) {
+	addr, err := ClusterDNS("172.31.0.0/16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, o := range DNSObjects("reg/coredns@sha256:1", addr) {
+		switch o := o.(type) {
+		case *corev1.Service:
+			kinds["Service"] = o.Name == DNSService && o.Namespace == "kube-system" && o.Spec.ClusterIP == "172.31.0.10"
+		case *appsv1.Deployment:
+			c := o.Spec.Template.Spec.Containers[0]
+			kinds["Deployment"] = c.Image == "reg/coredns@sha256:1" && o.Spec.Template.Spec.DNSPolicy == corev1.DNSDefault &&
+				o.Spec.Template.Spec.ServiceAccountName == "coredns"
+		case *corev1.ConfigMap:
+			kinds["ConfigMap"] = strings.Contains(o.Data["Corefile"], "kubernetes cluster.local in-addr.arpa ip6.arpa") &&
+				strings.Contains(o.Data["Corefile"], "forward . /etc/resolv.conf")
+		case *rbacv1.ClusterRoleBinding:
+			kinds["ClusterRoleBinding"] = o.RoleRef.Name == "system:coredns" && o.Subjects[0].Name == "coredns"
+		}
+	}
+	for _, k := range []string{"Service", "Deployment", "ConfigMap", "ClusterRoleBinding"} {
+		if !kinds[k] {
+			t.Errorf("%s missing or not as wanted", k)
+		}
 	}
 }

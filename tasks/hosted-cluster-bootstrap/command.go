@@ -15,6 +15,11 @@ import (
 func Command() *cobra.Command {
 	var p Params
 	return hostedcp.Command("hosted-cluster-bootstrap", "Make the bootstrap token and user-data a hosted cluster's workers join with", &p.Namespace,
-		func(*pflag.FlagSet) {},
+		func(f *pflag.FlagSet) {
+			f.StringVar(&p.ClusterCIDR, "cluster-cidr", "", "the hosted cluster's pod network")
+			f.StringVar(&p.ServiceCIDR, "service-cidr", "", "the hosted cluster's Service network")
+			f.StringVar(&p.LocalRegistry, "local-registry", "", "the infrastructure's local registry, pulled from over plain HTTP")
+			f.StringVar(&p.CoreDNSImage, "coredns-image", "", "the hosted cluster DNS's image; no cluster DNS when empty")
+		},
 		func(ctx context.Context, c client.Client, out io.Writer) (Result, error) { return Run(ctx, c, p, out) })
 }

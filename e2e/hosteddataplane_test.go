@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/tekvirt/tekvirt/e2e/cluster"
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// TestHostedDataPlane: a hosted cluster made as a user makes one
+// (`tekvirt create cluster kubevirt --node-pool-replicas 2`) runs what users
+// deploy. Each worker's node address is its launcher Pod's (the bridge
+// binding), different for each; a Pod pulls its image from the registry
+// the infrastructure's Pods pull from; a Pod on one worker reaches a Pod
+// on the other by address over TCP and UDP (flannel's VXLAN between the
+// workers); a ClusterIP Service and a NodePort Service lead to it
+// (kube-proxy on each worker), and its name and kubernetes.default resolve
+// (the cluster DNS).
+func TestHostedDataPlane(t *testing.T) {
+	heavy(t, "6 minutes on 2 cores")
+	f := framework.New(t)
+	ns := f.Namespace(t)
+	c := f.VMClient(t)
+	ctx := context.Background()
+	const name = "dp"
+	cpNS := ns + "-" + name
+	start := time.Now()
+	out, err := run(f, f.Bin("tekvirt"), "create", "cluster", "kubevirt", "--name", name, "--namespace", ns,
+		"--pull-secret", pullSecretFile(t), "--node-pool-replicas", "2", "--memory", "1Gi", "--cores", "1",
+		"--root-volume-size", "1", "--root-volume-cache-strategy", "PVC")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("keeping hosted cluster %s/%s of the failed test", ns, name)
+			return
+		}
+		if out, err := run(f, f.Bin("tekvirt"), "destroy", "cluster", "kubevirt", "--name", name, "--namespace", ns); err != nil {
+			t.Logf("cleanup: %v\n%s", err, out)
+		}
+	})
+	if err != nil {
+		t.Fatalf("tekvirt create cluster kubevirt: %v\n%s", err, out)
+	}
+	np := &hyperv1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	waitPool(t, c, np, 2, 12*time.Minute)
+	t.Logf("create -> NodePool Ready with 2 nodes: %s", time.Since(start).Round(time.Second))
+	hosted := hostedClient(t, f, ns, name)
+	workers := poolWorkers(t, c, cpNS, name)
+
+	// Each node's address is its launcher Pod's.
+	seen := map[string]string{}
+	for _, w := range workers {
+		vmi := &v1.VirtualMachineInstance{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: cpNS, Name: w}, vmi); err != nil {
+			t.Fatal(err)
+		}
+		podIP := f.LauncherPod(t, vmi).Status.PodIP
+		framework.Eventually(t, time.Minute, "node "+w+" at its launcher Pod's address", func() error {
+			n, err := hosted.CoreV1().Nodes().Get(ctx, w, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got := nodeAddress(n, corev1.NodeInternalIP); got != podIP {
+				return fmt.Errorf("InternalIP %q, launcher Pod %s", got, podIP)
+			}
+			return nil
+		})
+		if other, dup := seen[podIP]; dup {
+			t.Errorf("workers %s and %s share the address %s", other, w, podIP)
+		}
+		seen[podIP] = w
+	}
+
+	// A server on the first worker, its image pulled from the registry.
+	image := strings.Replace(registryImage(t, f, "tekvirt/busybox"), cluster.RegistryAddr, cluster.RegistryClusterAddr, 1)
+	server := hostedPod(t, hosted, "server", workers[0], image, map[string]string{"app": "web"},
+		"mkdir -p /www && echo from-"+workers[0]+" > /www/index.html && httpd -f -p 8080 -h /www & nc -u -l -p 9000")
+	svc, err := hosted.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := hosted.CoreV1().Nodes().Get(ctx, workers[1], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "from-" + workers[0]
+	// From the second worker: by address (TCP, then UDP), by the
+	// Service's ClusterIP, by the NodePort on the second worker's address.
+	script := fmt.Sprintf(`get() { for i in $(seq 30); do b=$(wget -q -T 2 -O - "$2") && { echo "$1 $b"; return; }; sleep 1; done; echo "$1 unreachable"; }
+get pod http://%[1]s:8080/
+for i in 1 2 3; do echo udp-hello | nc -u -w 1 %[1]s 9000; done
+get clusterip http://%[2]s/
+get nodeport http://%[3]s:%[4]d/
+get dns http://web.default.svc.cluster.local/
+nslookup kubernetes.default | sed 's/^/lookup /'
+`, server.Status.PodIP, svc.Spec.ClusterIP, nodeAddress(other, corev1.NodeInternalIP), svc.Spec.Ports[0].NodePort)
+	framework.Eventually(t, 3*time.Minute, "the hosted cluster DNS available", func() error {
+		d, err := hosted.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Status.AvailableReplicas < 1 {
+			return fmt.Errorf("available %d of %d", d.Status.AvailableReplicas, d.Status.Replicas)
+		}
+		return nil
+	})
+	clientPod := hostedPod(t, hosted, "client", workers[1], image, nil, script)
+	logs := waitHostedPodDone(t, hosted, clientPod.Name, 2*time.Minute)
+	for _, way := range []string{"pod", "clusterip", "nodeport", "dns"} {
+		if !strings.Contains(logs, way+" "+want) {
+			t.Errorf("from worker %s %s: want %q\n%s", workers[1], way, want, logs)
+		}
+	}
+	kube, err := hosted.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs, "lookup Address: "+kube.Spec.ClusterIP) && !strings.Contains(logs, "lookup Address 1: "+kube.Spec.ClusterIP) {
+		t.Errorf("kubernetes.default does not resolve to %s:\n%s", kube.Spec.ClusterIP, logs)
+	}
+	framework.Eventually(t, 30*time.Second, "the UDP datagram at the server", func() error {
+		b, err := hosted.CoreV1().Pods("default").GetLogs(server.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil || !strings.Contains(string(b), "udp-hello") {
+			return fmt.Errorf("server log %q (%v)", b, err)
+		}
+		return nil
+	})
+	t.Logf("create -> Pods of two workers reached each other: %s", time.Since(start).Round(time.Second))
+}
+
+// hostedClient is a client of hosted cluster ns/name as its admin.
+func hostedClient(t *testing.T, f *framework.Framework, ns, name string) kubernetes.Interface {
+	t.Helper()
+	kc, err := f.Kube.CoreV1().Secrets(ns).Get(context.Background(), name+"-admin-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc.Data["kubeconfig"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+func nodeAddress(n *corev1.Node, kind corev1.NodeAddressType) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == kind {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+// hostedPod runs script in image in default/name pinned to node, and
+// waits for it to run; it returns the Pod as it runs.
+func hostedPod(t *testing.T, hosted kubernetes.Interface, name, node, image string, labels map[string]string, script string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "c", Image: image, Command: []string{"sh", "-c", script}}}},
+	}
+	if _, err := hosted.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var p *corev1.Pod
+	framework.Eventually(t, 3*time.Minute, "hosted Pod "+name+" running on "+node, func() error {
+		var err error
+		if p, err = hosted.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if p.Status.Phase == corev1.PodPending || p.Status.PodIP == "" {
+			return fmt.Errorf("phase %s: %v", p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		return nil
+	})
+	return p
+}
+
+// waitHostedPodDone waits for default/name to end and returns its log.
+func waitHostedPodDone(t *testing.T, hosted kubernetes.Interface, name string, timeout time.Duration) string {
+	t.Helper()
+	ctx := context.Background()
+	framework.Eventually(t, timeout, "hosted Pod "+name+" done", func() error {
+		p, err := hosted.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !slices.Contains([]corev1.PodPhase{corev1.PodSucceeded, corev1.PodFailed}, p.Status.Phase) {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+	b, err := hosted.CoreV1().Pods("default").GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
