@@ -216,4 +216,3 @@ func waitHostedPodDone(t *testing.T, hosted kubernetes.Interface, name string, t
 	}
 	return string(b)
 }
-
