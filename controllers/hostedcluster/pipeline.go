@@ -32,7 +32,8 @@ type Env struct {
 	StepImage string
 	// LocalRegistry is the infrastructure's local registry (LocalRegistry),
 	// which the workers pull from over plain HTTP; "" when none.
-	LocalRegistry string
+	// LocalRegistryHost is the name its images carry from the host.
+	LocalRegistry, LocalRegistryHost string
 	// CoreDNSImage is the hosted cluster DNS's image.
 	CoreDNSImage string
 }
@@ -77,6 +78,7 @@ func Params(cluster *hyperv1.HostedCluster, env Env) pipelinev1.Params {
 		str("clusterCIDR", clusterCIDR),
 		str("apiServerServiceType", string(APIServerServiceType(cluster))),
 		str("localRegistry", env.LocalRegistry),
+		str("localRegistryHost", env.LocalRegistryHost),
 		str("corednsImage", env.CoreDNSImage),
 	}
 }

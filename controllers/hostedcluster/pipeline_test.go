@@ -36,7 +36,7 @@ func cluster() *hyperv1.HostedCluster {
 
 func TestParams(t *testing.T) {
 	got := map[string]string{}
-	for _, p := range Params(cluster(), Env{LocalRegistry: "10.96.0.11:5000", CoreDNSImage: "reg/coredns@sha256:2"}) {
+	for _, p := range Params(cluster(), Env{LocalRegistry: "10.96.0.11:5000", LocalRegistryHost: "127.0.0.1:5000", CoreDNSImage: "reg/coredns@sha256:2"}) {
 		got[p.Name] = p.Value.StringVal
 	}
 	want := map[string]string{
@@ -44,7 +44,7 @@ func TestParams(t *testing.T) {
 		"pullSecretName": "demo-pull-secret",
 		"releaseImage":   "reg/tekvirt/hosted-release@sha256:1", "replicas": "1",
 		"etcdStorageClassName": "fast", "etcdStorageSize": "4Gi",
-		"serviceCIDR": "172.30.0.0/16", "clusterCIDR": "10.128.0.0/14", "apiServerServiceType": "LoadBalancer", "localRegistry": "10.96.0.11:5000", "corednsImage": "reg/coredns@sha256:2",
+		"serviceCIDR": "172.30.0.0/16", "clusterCIDR": "10.128.0.0/14", "apiServerServiceType": "LoadBalancer", "localRegistry": "10.96.0.11:5000", "localRegistryHost": "127.0.0.1:5000", "corednsImage": "reg/coredns@sha256:2",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -111,19 +111,19 @@ func TestPipelineRun(t *testing.T) {
 // network reaches (hostFromClusterNetwork, else host); none without it.
 func TestLocalRegistry(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		data map[string]string
-		want string
-		err  bool
+		name       string
+		data       map[string]string
+		addr, host string
+		err        bool
 	}{
-		{"kind's", map[string]string{"localRegistryHosting.v1": "host: \"localhost:5001\"\nhostFromClusterNetwork: \"kind-registry:5000\"\n"}, "kind-registry:5000", false},
-		{"host only", map[string]string{"localRegistryHosting.v1": "host: \"10.96.0.11:5000\"\n"}, "10.96.0.11:5000", false},
-		{"none", map[string]string{}, "", false},
-		{"malformed", map[string]string{"localRegistryHosting.v1": "host: [\n"}, "", true},
+		{"kind's", map[string]string{"localRegistryHosting.v1": "host: \"localhost:5001\"\nhostFromClusterNetwork: \"kind-registry:5000\"\n"}, "kind-registry:5000", "localhost:5001", false},
+		{"host only", map[string]string{"localRegistryHosting.v1": "host: \"10.96.0.11:5000\"\n"}, "10.96.0.11:5000", "10.96.0.11:5000", false},
+		{"none", map[string]string{}, "", "", false},
+		{"malformed", map[string]string{"localRegistryHosting.v1": "host: [\n"}, "", "", true},
 	} {
-		got, err := LocalRegistry(tc.data)
-		if got != tc.want || (err != nil) != tc.err {
-			t.Errorf("%s: %q, %v; want %q, error %v", tc.name, got, err, tc.want, tc.err)
+		addr, host, err := LocalRegistry(tc.data)
+		if addr != tc.addr || host != tc.host || (err != nil) != tc.err {
+			t.Errorf("%s: %q %q, %v; want %q %q, error %v", tc.name, addr, host, err, tc.addr, tc.host, tc.err)
 		}
 	}
 	pr, err := PipelineRun(cluster(), Env{StepImage: "reg/step@sha256:1", LocalRegistry: "10.96.0.11:5000"})

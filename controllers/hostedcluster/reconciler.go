@@ -200,11 +200,11 @@ func OwnerOf(cluster *hyperv1.HostedCluster) metav1.OwnerReference {
 
 // ensureRun creates the PipelineRun for the cluster's spec unless it exists.
 func (r *Reconciler) ensureRun(ctx context.Context, cluster *hyperv1.HostedCluster) (*Run, error) {
-	registry, err := r.localRegistry(ctx)
+	registry, registryHost, err := r.localRegistry(ctx)
 	if err != nil {
 		return nil, err
 	}
-	want, err := PipelineRun(cluster, Env{StepImage: r.StepImage, LocalRegistry: registry, CoreDNSImage: r.CoreDNSImage})
+	want, err := PipelineRun(cluster, Env{StepImage: r.StepImage, LocalRegistry: registry, LocalRegistryHost: registryHost, CoreDNSImage: r.CoreDNSImage})
 	if err != nil {
 		return nil, err
 	}

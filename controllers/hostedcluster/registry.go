@@ -26,34 +26,35 @@ type localRegistryHosting struct {
 	HostFromClusterNetwork string `json:"hostFromClusterNetwork"`
 }
 
-// LocalRegistry is the address the cluster network reaches the local
-// registry at, from KEP-1755's ConfigMap (data as it holds it): its
-// hostFromClusterNetwork, else its host; "" when it names none.
-func LocalRegistry(data map[string]string) (string, error) {
+// LocalRegistry is the local registry a cluster announces in KEP-1755's
+// ConfigMap (data as it holds it): where the cluster network reaches it
+// (hostFromClusterNetwork, else host), and the name images of it carry
+// from the host machine (host); "" when it names none.
+func LocalRegistry(data map[string]string) (clusterAddr, host string, err error) {
 	raw, ok := data[localRegistryKey]
 	if !ok {
-		return "", nil
+		return "", "", nil
 	}
 	var h localRegistryHosting
 	if err := yaml.Unmarshal([]byte(raw), &h); err != nil {
-		return "", fmt.Errorf("%s/%s %s: %w", LocalRegistryNamespace, LocalRegistryConfigMap, localRegistryKey, err)
+		return "", "", fmt.Errorf("%s/%s %s: %w", LocalRegistryNamespace, LocalRegistryConfigMap, localRegistryKey, err)
 	}
 	if h.HostFromClusterNetwork != "" {
-		return h.HostFromClusterNetwork, nil
+		return h.HostFromClusterNetwork, h.Host, nil
 	}
-	return h.Host, nil
+	return h.Host, h.Host, nil
 }
 
-// localRegistry reads the infrastructure's local registry, the one hosted
-// workers pull over plain HTTP; "" when the cluster announces none.
-func (r *Reconciler) localRegistry(ctx context.Context) (string, error) {
+// localRegistry reads the infrastructure's local registry (LocalRegistry),
+// the one hosted workers pull over plain HTTP; "" when it announces none.
+func (r *Reconciler) localRegistry(ctx context.Context) (clusterAddr, host string, err error) {
 	cm := &corev1.ConfigMap{}
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: LocalRegistryNamespace, Name: LocalRegistryConfigMap}, cm)
+	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: LocalRegistryNamespace, Name: LocalRegistryConfigMap}, cm)
 	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		return "", nil
+		return "", "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading %s/%s: %w", LocalRegistryNamespace, LocalRegistryConfigMap, err)
+		return "", "", fmt.Errorf("reading %s/%s: %w", LocalRegistryNamespace, LocalRegistryConfigMap, err)
 	}
 	return LocalRegistry(cm.Data)
 }

@@ -27,7 +27,10 @@ func (c *Cluster) registryNodeAddr() string {
 }
 
 // registryManifest is the registry's Service and endpoint, and the
-// ConfigMap that tells tools where it is (KEP-1755's, as kind writes it).
+// ConfigMap that tells tools where it is (KEP-1755's, as kind writes it):
+// host is the name images pushed from this machine carry (the release's,
+// which the nodes pull through their loopback), hostFromClusterNetwork
+// where Pods and guests reach it.
 func (c *Cluster) registryManifest() string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Service
@@ -60,9 +63,9 @@ data:
   localRegistryHosting.v1: |
     host: %[4]q
     hostFromClusterNetwork: %[5]q
-    hostFromContainerRuntime: %[5]q
-    help: "push from this machine; Pods and guests pull from %[5]s"
-`, RegistryClusterIP, c.NodeIP.String(), registryPort, RegistryClusterAddr, RegistryClusterAddr)
+    hostFromContainerRuntime: %[4]q
+    help: "push from this machine; Pods and guests pull from %[5]s, the nodes from both"
+`, RegistryClusterIP, c.NodeIP.String(), registryPort, RegistryAddr, RegistryClusterAddr)
 }
 
 // installRegistryService makes the registry reachable at

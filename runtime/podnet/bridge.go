@@ -176,7 +176,8 @@ func (b Bridge) serveGuest(br netlink.Link) error {
 }
 
 // enslave takes the Pod's interface's addresses (its routes go with them),
-// gives it another MAC if the guest takes its own, and puts it on br.
+// gives it another MAC if the guest takes its own, and puts it on br as a
+// port that does not learn.
 func (b Bridge) enslave(pod, br netlink.Link) error {
 	if err := netlink.LinkSetDown(pod); err != nil {
 		return fmt.Errorf("setting %s down: %w", b.Interface(), err)
@@ -201,6 +202,14 @@ func (b Bridge) enslave(pod, br netlink.Link) error {
 	}
 	if err := netlink.LinkSetMaster(pod, br); err != nil {
 		return fmt.Errorf("putting %s on %s: %w", b.Interface(), b.name(), err)
+	}
+	// A node bridge in hairpin mode (the CNI bridge plugin's hairpinMode,
+	// kubenet's) sends the guest's broadcasts back in through the Pod's
+	// interface: learning there, the bridge would take the guest's MAC to
+	// be outside, and the answers to its ARP would never reach it. As
+	// KubeVirt does, the Pod's port does not learn.
+	if err := netlink.LinkSetLearning(pod, false); err != nil {
+		return fmt.Errorf("turning learning off on %s: %w", b.Interface(), err)
 	}
 	if err := netlink.LinkSetUp(pod); err != nil {
 		return fmt.Errorf("setting %s up: %w", b.Interface(), err)

@@ -85,6 +85,9 @@ func TestBridgeSetup(t *testing.T) {
 		if eth0.Attrs().HardwareAddr.String() == pl.MAC {
 			t.Error("eth0 kept the MAC the guest took")
 		}
+		if pi, err := netlink.LinkGetProtinfo(eth0); err != nil || pi.Learning {
+			t.Errorf("eth0's port learns (%v): a hairpinning node bridge would lead the guest's own MAC out of it", err)
+		}
 		if addrs, _ := netlink.AddrList(eth0, netlink.FAMILY_V4); len(addrs) != 0 {
 			t.Errorf("eth0 kept %v", addrs)
 		}

@@ -32,8 +32,9 @@ type Params struct {
 	ClusterCIDR, ServiceCIDR string
 	// LocalRegistry is the infrastructure's local registry (KEP-1755's
 	// hostFromClusterNetwork), which workers pull from over plain HTTP;
-	// "" when it has none.
-	LocalRegistry string
+	// "" when it has none. LocalRegistryHost is the name images of it may
+	// carry besides (KEP-1755's host), pulled from LocalRegistry.
+	LocalRegistry, LocalRegistryHost string
 	// CoreDNSImage is the cluster DNS's image; none is made when "".
 	CoreDNSImage string
 }
@@ -105,7 +106,10 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	w := Worker{Server: admin.Host, CA: admin.CAData, Token: token, PullSecret: pull.Data[corev1.DockerConfigJsonKey],
 		ClusterCIDR: p.ClusterCIDR, ServiceCIDR: p.ServiceCIDR}
 	if p.LocalRegistry != "" {
-		w.Registries = []string{p.LocalRegistry}
+		w.Registries = []Registry{{Name: p.LocalRegistry}}
+		if p.LocalRegistryHost != "" && p.LocalRegistryHost != p.LocalRegistry {
+			w.Registries = append(w.Registries, Registry{Name: p.LocalRegistryHost, Endpoint: p.LocalRegistry})
+		}
 	}
 	userData, err := UserData(w)
 	if err != nil {

@@ -103,7 +103,8 @@ func TestUserData(t *testing.T) {
 	}
 	pull := `{"auths":{"registry.example":{"auth":"dXNlcjpwYXNz"}}}`
 	w.PullSecret = []byte(pull + "\n")
-	w.ClusterCIDR, w.ServiceCIDR, w.Registries = "10.132.0.0/14", "172.31.0.0/16", []string{"10.96.0.11:5000"}
+	w.ClusterCIDR, w.ServiceCIDR = "10.132.0.0/14", "172.31.0.0/16"
+	w.Registries = []Registry{{Name: "10.96.0.11:5000"}, {Name: "127.0.0.1:5000", Endpoint: "10.96.0.11:5000"}}
 	if ud, err = UserData(w); err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +113,7 @@ func TestUserData(t *testing.T) {
 		"clusterDNS: [172.31.0.10]\nclusterDomain: cluster.local\n",
 		`{"Network": "10.132.0.0/14", "EnableNFTables": true, "Backend": {"Type": "vxlan", "Port": 9880}}`,
 		"cat > '/etc/containerd/certs.d/10.96.0.11:5000/hosts.toml' <<'END'\nserver = \"http://10.96.0.11:5000\"\n[host.\"http://10.96.0.11:5000\"]\n",
+		"cat > '/etc/containerd/certs.d/127.0.0.1:5000/hosts.toml' <<'END'\nserver = \"http://10.96.0.11:5000\"\n[host.\"http://10.96.0.11:5000\"]\n",
 	} {
 		if !strings.Contains(ud, want) {
 			t.Errorf("user-data lacks %q:\n%s", want, ud)
@@ -119,7 +121,8 @@ func TestUserData(t *testing.T) {
 	}
 	for _, bad := range []Worker{
 		{ServiceCIDR: "172.31.0.0/29"}, {ServiceCIDR: "nope"}, {ClusterCIDR: "10.132.0.0"},
-		{Registries: []string{"evil'; rm -rf /"}}, {Registries: []string{"host/path"}},
+		{Registries: []Registry{{Name: "evil'; rm -rf /"}}}, {Registries: []Registry{{Name: "host/path"}}},
+		{Registries: []Registry{{Name: "ok:5000", Endpoint: "$(reboot)"}}},
 	} {
 		if _, err := UserData(bad); err == nil {
 			t.Errorf("UserData(%+v) took it", bad)

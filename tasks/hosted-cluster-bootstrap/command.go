@@ -19,6 +19,7 @@ func Command() *cobra.Command {
 			f.StringVar(&p.ClusterCIDR, "cluster-cidr", "", "the hosted cluster's pod network")
 			f.StringVar(&p.ServiceCIDR, "service-cidr", "", "the hosted cluster's Service network")
 			f.StringVar(&p.LocalRegistry, "local-registry", "", "the infrastructure's local registry, pulled from over plain HTTP")
+			f.StringVar(&p.LocalRegistryHost, "local-registry-host", "", "the name images of the local registry may carry besides, pulled from --local-registry")
 			f.StringVar(&p.CoreDNSImage, "coredns-image", "", "the hosted cluster DNS's image; no cluster DNS when empty")
 		},
 		func(ctx context.Context, c client.Client, out io.Writer) (Result, error) { return Run(ctx, c, p, out) })

@@ -22,9 +22,17 @@ type Worker struct {
 	// Services' (the cluster DNS has its tenth address, as kubeadm's).
 	ClusterCIDR, ServiceCIDR string
 	// Registries are served over plain HTTP: the infrastructure's local
-	// registry (KEP-1755's hostFromClusterNetwork), whose images the
-	// release names.
-	Registries []string
+	// registry (KEP-1755's), by the names images carry.
+	Registries []Registry
+}
+
+// Registry is a plain-HTTP registry a worker pulls images named Name from,
+// at Endpoint (host[:port]; Name's when empty).
+type Registry struct{ Name, Endpoint string }
+
+// hostPort reports whether s is a registry's host[:port] and nothing else.
+func hostPort(s string) bool {
+	return s != "" && !strings.ContainsAny(s, " /'\"\n\\$`")
 }
 
 // ClusterDNS is the cluster DNS Service's address in serviceCIDR: its
@@ -88,11 +96,15 @@ umask 022
 			`{"Network": %q, "EnableNFTables": true, "Backend": {"Type": "vxlan", "Port": %d}}`+"\nEND\n", w.ClusterCIDR, VXLANPort)
 	}
 	for _, r := range w.Registries {
-		if strings.ContainsAny(r, " /'\"\n") || r == "" {
-			return "", fmt.Errorf("registry %q is not a host[:port]", r)
+		endpoint := r.Endpoint
+		if endpoint == "" {
+			endpoint = r.Name
+		}
+		if !hostPort(r.Name) || !hostPort(endpoint) {
+			return "", fmt.Errorf("registry %q at %q is not a host[:port]", r.Name, r.Endpoint)
 		}
 		fmt.Fprintf(&b, "mkdir -p '/etc/containerd/certs.d/%[1]s'\ncat > '/etc/containerd/certs.d/%[1]s/hosts.toml' <<'END'\n"+
-			"server = \"http://%[1]s\"\n[host.\"http://%[1]s\"]\n  capabilities = [\"pull\", \"resolve\"]\nEND\n", r)
+			"server = \"http://%[2]s\"\n[host.\"http://%[2]s\"]\n  capabilities = [\"pull\", \"resolve\"]\nEND\n", r.Name, endpoint)
 	}
 	return b.String(), nil
 }
