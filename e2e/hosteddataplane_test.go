@@ -28,7 +28,7 @@ import (
 // binding), different for each; a Pod pulls its image from the registry
 // the infrastructure's Pods pull from; a Pod on one worker reaches a Pod
 // on the other by address over TCP and UDP (flannel's VXLAN between the
-// workers); a ClusterIP Service and a NodePort Service lead to it
+// workers; a DNS query for UDP); a ClusterIP Service and a NodePort Service lead to it
 // (kube-proxy on each worker), and its name and kubernetes.default resolve
 // (the cluster DNS).
 func TestHostedDataPlane(t *testing.T) {
@@ -85,10 +85,14 @@ func TestHostedDataPlane(t *testing.T) {
 		seen[podIP] = w
 	}
 
-	// A server on the first worker, its image pulled from the registry.
+	// A server on the first worker, its image pulled from the registry by
+	// its cluster address; a UDP server there too: a DNS server (the
+	// cluster DNS's image, named as the release names it) answering one
+	// name.
 	image := strings.Replace(registryImage(t, f, "tekvirt/busybox"), cluster.RegistryAddr, cluster.RegistryClusterAddr, 1)
 	server := hostedPod(t, hosted, "server", workers[0], image, map[string]string{"app": "web"},
-		"mkdir -p /www && echo from-"+workers[0]+" > /www/index.html && httpd -f -p 8080 -h /www & nc -u -l -p 9000")
+		"mkdir -p /www && echo from-"+workers[0]+" > /www/index.html && exec httpd -f -p 8080 -h /www")
+	udp := udpServer(t, hosted, workers[0])
 	svc, err := hosted.CoreV1().Services("default").Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "web"},
@@ -106,12 +110,12 @@ func TestHostedDataPlane(t *testing.T) {
 	// Service's ClusterIP, by the NodePort on the second worker's address.
 	script := fmt.Sprintf(`get() { for i in $(seq 30); do b=$(wget -q -T 2 -O - "$2") && { echo "$1 $b"; return; }; sleep 1; done; echo "$1 unreachable"; }
 get pod http://%[1]s:8080/
-for i in 1 2 3; do echo udp-hello | nc -u -w 1 %[1]s 9000; done
+nslookup udp.test %[5]s | sed 's/^/udp /'
 get clusterip http://%[2]s/
 get nodeport http://%[3]s:%[4]d/
 get dns http://web.default.svc.cluster.local/
 nslookup kubernetes.default | sed 's/^/lookup /'
-`, server.Status.PodIP, svc.Spec.ClusterIP, nodeAddress(other, corev1.NodeInternalIP), svc.Spec.Ports[0].NodePort)
+`, server.Status.PodIP, svc.Spec.ClusterIP, nodeAddress(other, corev1.NodeInternalIP), svc.Spec.Ports[0].NodePort, udp.Status.PodIP)
 	framework.Eventually(t, 3*time.Minute, "the hosted cluster DNS available", func() error {
 		d, err := hosted.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
 		if err != nil {
@@ -136,13 +140,9 @@ nslookup kubernetes.default | sed 's/^/lookup /'
 	if !strings.Contains(logs, "lookup Address: "+kube.Spec.ClusterIP) && !strings.Contains(logs, "lookup Address 1: "+kube.Spec.ClusterIP) {
 		t.Errorf("kubernetes.default does not resolve to %s:\n%s", kube.Spec.ClusterIP, logs)
 	}
-	framework.Eventually(t, 30*time.Second, "the UDP datagram at the server", func() error {
-		b, err := hosted.CoreV1().Pods("default").GetLogs(server.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		if err != nil || !strings.Contains(string(b), "udp-hello") {
-			return fmt.Errorf("server log %q (%v)", b, err)
-		}
-		return nil
-	})
+	if !strings.Contains(logs, "udp Address: 192.0.2.53") && !strings.Contains(logs, "udp Address 1: 192.0.2.53") {
+		t.Errorf("from worker %s, no DNS answer over UDP from the Pod on %s:\n%s", workers[1], workers[0], logs)
+	}
 	t.Logf("create -> Pods of two workers reached each other: %s", time.Since(start).Round(time.Second))
 }
 
@@ -215,4 +215,54 @@ func waitHostedPodDone(t *testing.T, hosted kubernetes.Interface, name string, t
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// udpServer runs, on node, a DNS server (the hosted cluster DNS's image)
+// that answers udp.test with 192.0.2.53, and returns its Pod.
+func udpServer(t *testing.T, hosted kubernetes.Interface, node string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	dns, err := hosted.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "udp-test"}, Data: map[string]string{"Corefile": `.:53 {
+    template IN A udp.test {
+        answer "{{ .Name }} 60 IN A 192.0.2.53"
+    }
+}
+`}}
+	if _, err := hosted.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "udp", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName: node,
+			SecurityContext: &corev1.PodSecurityContext{
+				Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "53"}},
+			},
+			Containers: []corev1.Container{{
+				Name: "dns", Image: dns.Spec.Template.Spec.Containers[0].Image, Args: []string{"-conf", "/etc/coredns/Corefile"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "conf", MountPath: "/etc/coredns"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}}},
+		},
+	}
+	if _, err := hosted.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var p *corev1.Pod
+	framework.Eventually(t, 3*time.Minute, "hosted UDP server running on "+node, func() error {
+		var err error
+		if p, err = hosted.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+			return fmt.Errorf("phase %s: %v", p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		return nil
+	})
+	return p
 }

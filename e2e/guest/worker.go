@@ -99,8 +99,9 @@ type Node struct {
 
 // nftModules are what kube-proxy's and flannel's nftables rules use.
 var nftModules = []string{
-	"nf_tables", "nft_ct", "nft_nat", "nft_chain_nat", "nft_masq", "nft_numgen", "nft_reject_inet",
-	"nft_fib_inet", "nft_limit", "nft_redir", "nf_nat", "nf_conntrack_netlink",
+	"nf_tables", "nft_ct", "nft_nat", "nft_chain_nat", "nft_masq", "nft_numgen", "nft_limit", "nft_redir",
+	"nft_reject_inet", "nft_reject_ipv4", "nft_reject_ipv6", "nft_fib_inet", "nft_fib_ipv4", "nft_fib_ipv6",
+	"nf_nat", "nf_conntrack_netlink",
 }
 
 // Worker is a hosted-cluster worker: the test guest's agent and dropbear,
