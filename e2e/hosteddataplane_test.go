@@ -108,13 +108,14 @@ func TestHostedDataPlane(t *testing.T) {
 	want := "from-" + workers[0]
 	// From the second worker: by address (TCP, then UDP), by the
 	// Service's ClusterIP, by the NodePort on the second worker's address.
-	script := fmt.Sprintf(`get() { for i in $(seq 30); do b=$(wget -q -T 2 -O - "$2") && { echo "$1 $b"; return; }; sleep 1; done; echo "$1 unreachable"; }
-get pod http://%[1]s:8080/
+	// HTTP by nc: busybox's wget crashes on the workers' emulated CPU.
+	script := fmt.Sprintf(`get() { for i in $(seq 30); do b=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 2 "$2" "$3" | tail -n 1) && [ -n "$b" ] && { echo "$1 $b"; return; }; sleep 1; done; echo "$1 unreachable"; }
+get pod %[1]s 8080
 nslookup udp.test %[5]s | sed 's/^/udp /'
-get clusterip http://%[2]s/
-get nodeport http://%[3]s:%[4]d/
-get dns http://web.default.svc.cluster.local/
-nslookup kubernetes.default | sed 's/^/lookup /'
+get clusterip %[2]s 80
+get nodeport %[3]s %[4]d
+get dns web.default 80
+nslookup kubernetes.default.svc.cluster.local | sed 's/^/lookup /'
 `, server.Status.PodIP, svc.Spec.ClusterIP, nodeAddress(other, corev1.NodeInternalIP), svc.Spec.Ports[0].NodePort, udp.Status.PodIP)
 	framework.Eventually(t, 3*time.Minute, "the hosted cluster DNS available", func() error {
 		d, err := hosted.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
