@@ -43,15 +43,7 @@ func TestHostedDataPlane(t *testing.T) {
 	out, err := run(f, f.Bin("tekvirt"), "create", "cluster", "kubevirt", "--name", name, "--namespace", ns,
 		"--pull-secret", pullSecretFile(t), "--node-pool-replicas", "2", "--memory", "1Gi", "--cores", "1",
 		"--root-volume-size", "1", "--root-volume-cache-strategy", "PVC")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("keeping hosted cluster %s/%s of the failed test", ns, name)
-			return
-		}
-		if out, err := run(f, f.Bin("tekvirt"), "destroy", "cluster", "kubevirt", "--name", name, "--namespace", ns); err != nil {
-			t.Logf("cleanup: %v\n%s", err, out)
-		}
-	})
+	destroyUnlessFailed(t, f, ns, name)
 	if err != nil {
 		t.Fatalf("tekvirt create cluster kubevirt: %v\n%s", err, out)
 	}
@@ -145,6 +137,20 @@ nslookup kubernetes.default.svc.cluster.local | sed 's/^/lookup /'
 		t.Errorf("from worker %s, no DNS answer over UDP from the Pod on %s:\n%s", workers[1], workers[0], logs)
 	}
 	t.Logf("create -> Pods of two workers reached each other: %s", time.Since(start).Round(time.Second))
+}
+
+// destroyUnlessFailed destroys hosted cluster ns/name when t ends, unless
+// it failed (then the cluster is kept to look at).
+func destroyUnlessFailed(t *testing.T, f *framework.Framework, ns, name string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("keeping hosted cluster %s/%s of the failed test", ns, name)
+			return
+		}
+		if out, err := run(f, f.Bin("tekvirt"), "destroy", "cluster", "kubevirt", "--name", name, "--namespace", ns); err != nil {
+			t.Logf("cleanup: %v\n%s", err, out)
+		}
+	})
 }
 
 // hostedClient is a client of hosted cluster ns/name as its admin.

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
@@ -124,15 +123,7 @@ func TestNodePool(t *testing.T) {
 	// under it.
 	env := []string{"CLUSTER_NAME=" + name, "CLUSTER_NAMESPACE=" + ns, "PULL_SECRET=" + pullSecret}
 	created, err := runExample(t, f, docexample.Find(t, "hosted-create"), t.TempDir(), env...)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("keeping hosted cluster %s/%s of the failed test", ns, name)
-			return
-		}
-		if out, err := run(f, f.Bin("tekvirt"), "destroy", "cluster", "kubevirt", "--name", name, "--namespace", ns); err != nil {
-			t.Logf("cleanup: %v\n%s", err, out)
-		}
-	})
+	destroyUnlessFailed(t, f, ns, name)
 
 	if err != nil {
 		t.Fatalf("the docs' create commands: %v\n%s", err, created)
@@ -176,15 +167,7 @@ func TestNodePool(t *testing.T) {
 		t.Errorf("status.version %q, want the nodes' kubelet version", np.Status.Version)
 	}
 
-	kc, err := f.Kube.CoreV1().Secrets(ns).Get(ctx, name+"-admin-kubeconfig", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc.Data["kubeconfig"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	hosted := kubernetes.NewForConfigOrDie(cfg)
+	hosted := hostedClient(t, f, ns, name)
 	if nodes, err := readyNodes(ctx, hosted); err != nil || !slices.Equal(nodes, workers) {
 		t.Fatalf("hosted Ready nodes %v (%v), want the worker VMs %v", nodes, err, workers)
 	}
