@@ -12,7 +12,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
@@ -79,15 +81,8 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	if err := EnsureBindings(ctx, hosted); err != nil {
 		return Result{}, err
 	}
-	if p.CoreDNSImage != "" {
-		hostedClient, err := client.New(admin, client.Options{Scheme: c.Scheme()})
-		if err != nil {
-			return Result{}, err
-		}
-		if err := EnsureDNS(ctx, hostedClient, p.CoreDNSImage, p.ServiceCIDR); err != nil {
-			return Result{}, err
-		}
-		fmt.Fprintf(out, "cluster DNS %s/%s applied (%s)\n", dnsNamespace, DNSDeployment, p.CoreDNSImage)
+	if err := clusterDNS(ctx, c.Scheme(), admin, p, out); err != nil {
+		return Result{}, err
 	}
 	old := &corev1.Secret{}
 	err = c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: hc.WorkerBootstrapSecret}, old)
@@ -98,20 +93,7 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	pull := &corev1.Secret{}
-	err = c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: hc.PullSecret}, pull)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return Result{}, fmt.Errorf("reading Secret %s/%s: %w", p.Namespace, hc.PullSecret, err)
-	}
-	w := Worker{Server: admin.Host, CA: admin.CAData, Token: token, PullSecret: pull.Data[corev1.DockerConfigJsonKey],
-		ClusterCIDR: p.ClusterCIDR, ServiceCIDR: p.ServiceCIDR}
-	if p.LocalRegistry != "" {
-		w.Registries = []Registry{{Name: p.LocalRegistry}}
-		if p.LocalRegistryHost != "" && p.LocalRegistryHost != p.LocalRegistry {
-			w.Registries = append(w.Registries, Registry{Name: p.LocalRegistryHost, Endpoint: p.LocalRegistry})
-		}
-	}
-	userData, err := UserData(w)
+	userData, err := workerUserData(ctx, c, p, admin, token)
 	if err != nil {
 		return Result{}, err
 	}
@@ -133,6 +115,43 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	}
 	fmt.Fprintf(out, "bootstrap token %s %s; bindings %d; Secret %s/%s written (API server %s)\n", id, verb, len(Bindings), p.Namespace, hc.WorkerBootstrapSecret, admin.Host)
 	return Result{Secret: hc.WorkerBootstrapSecret, TokenID: id}, nil
+}
+
+// clusterDNS applies the hosted cluster's DNS (EnsureDNS) as its admin,
+// when p names its image.
+func clusterDNS(ctx context.Context, scheme *runtime.Scheme, admin *rest.Config, p Params, out io.Writer) error {
+	if p.CoreDNSImage == "" {
+		return nil
+	}
+	hosted, err := client.New(admin, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	if err := EnsureDNS(ctx, hosted, p.CoreDNSImage, p.ServiceCIDR); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "cluster DNS %s/%s applied (%s)\n", dnsNamespace, DNSDeployment, p.CoreDNSImage)
+	return nil
+}
+
+// workerUserData is the workers' user-data for the hosted cluster admin
+// reaches, joining with token, pulling with the cluster's pull secret and
+// from p's local registry.
+func workerUserData(ctx context.Context, c client.Client, p Params, admin *rest.Config, token string) (string, error) {
+	pull := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: hc.PullSecret}, pull)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("reading Secret %s/%s: %w", p.Namespace, hc.PullSecret, err)
+	}
+	w := Worker{Server: admin.Host, CA: admin.CAData, Token: token, PullSecret: pull.Data[corev1.DockerConfigJsonKey],
+		ClusterCIDR: p.ClusterCIDR, ServiceCIDR: p.ServiceCIDR}
+	if p.LocalRegistry != "" {
+		w.Registries = []Registry{{Name: p.LocalRegistry}}
+		if p.LocalRegistryHost != "" && p.LocalRegistryHost != p.LocalRegistry {
+			w.Registries = append(w.Registries, Registry{Name: p.LocalRegistryHost, Endpoint: p.LocalRegistry})
+		}
+	}
+	return UserData(w)
 }
 
 // EnsureBindings creates kubeadm's bootstrap ClusterRoleBindings in the
