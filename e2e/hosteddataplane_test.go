@@ -82,8 +82,8 @@ func TestHostedDataPlane(t *testing.T) {
 	// cluster DNS's image, named as the release names it) answering one
 	// name.
 	image := strings.Replace(registryImage(t, f, "tekvirt/busybox"), cluster.RegistryAddr, cluster.RegistryClusterAddr, 1)
-	server := hostedPod(t, hosted, "server", workers[0], image, map[string]string{"app": "web"},
-		"mkdir -p /www && echo from-"+workers[0]+" > /www/index.html && exec httpd -f -p 8080 -h /www")
+	server := hostedPod(t, hosted, shellPod("server", workers[0], image, map[string]string{"app": "web"},
+		"mkdir -p /www && echo from-"+workers[0]+" > /www/index.html && exec httpd -f -p 8080 -h /www"))
 	udp := udpServer(t, hosted, workers[0])
 	svc, err := hosted.CoreV1().Services("default").Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -119,7 +119,7 @@ nslookup kubernetes.default.svc.cluster.local | sed 's/^/lookup /'
 		}
 		return nil
 	})
-	clientPod := hostedPod(t, hosted, "client", workers[1], image, nil, script)
+	clientPod := hostedPod(t, hosted, shellPod("client", workers[1], image, nil, script))
 	logs := waitHostedPodDone(t, hosted, clientPod.Name, 2*time.Minute)
 	for _, way := range []string{"pod", "clusterip", "nodeport", "dns"} {
 		if !strings.Contains(logs, way+" "+want) {
@@ -176,23 +176,27 @@ func nodeAddress(n *corev1.Node, kind corev1.NodeAddressType) string {
 	return ""
 }
 
-// hostedPod runs script in image in default/name pinned to node, and
-// waits for it to run; it returns the Pod as it runs.
-func hostedPod(t *testing.T, hosted kubernetes.Interface, name, node, image string, labels map[string]string, script string) *corev1.Pod {
-	t.Helper()
-	ctx := context.Background()
-	pod := &corev1.Pod{
+// shellPod is default/name running script in image on node, once.
+func shellPod(name, node, image string, labels map[string]string, script string) *corev1.Pod {
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
 		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
 			Name: "c", Image: image, Command: []string{"sh", "-c", script}}}},
 	}
-	if _, err := hosted.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+}
+
+// hostedPod creates pod in the hosted cluster and waits for it to run; it
+// returns the Pod as it runs.
+func hostedPod(t *testing.T, hosted kubernetes.Interface, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := hosted.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var p *corev1.Pod
-	framework.Eventually(t, 3*time.Minute, "hosted Pod "+name+" running on "+node, func() error {
+	framework.Eventually(t, 3*time.Minute, "hosted Pod "+pod.Name+" running on "+pod.Spec.NodeName, func() error {
 		var err error
-		if p, err = hosted.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); err != nil {
+		if p, err = hosted.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
 			return err
 		}
 		if p.Status.Phase == corev1.PodPending || p.Status.PodIP == "" {
@@ -257,19 +261,5 @@ func udpServer(t *testing.T, hosted kubernetes.Interface, node string) *corev1.P
 				LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}}},
 		},
 	}
-	if _, err := hosted.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var p *corev1.Pod
-	framework.Eventually(t, 3*time.Minute, "hosted UDP server running on "+node, func() error {
-		var err error
-		if p, err = hosted.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
-			return err
-		}
-		if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
-			return fmt.Errorf("phase %s: %v", p.Status.Phase, p.Status.ContainerStatuses)
-		}
-		return nil
-	})
-	return p
+	return hostedPod(t, hosted, pod)
 }
