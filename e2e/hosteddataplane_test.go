@@ -30,7 +30,8 @@ import (
 // on the other by address over TCP and UDP (flannel's VXLAN between the
 // workers; a DNS query for UDP); a ClusterIP Service and a NodePort Service lead to it
 // (kube-proxy on each worker), and its name and kubernetes.default resolve
-// (the cluster DNS).
+// (the cluster DNS). Then the ways in from the infrastructure
+// (checkWaysIn): a LoadBalancer Service and the default ingress.
 func TestHostedDataPlane(t *testing.T) {
 	heavy(t, "6 minutes on 2 cores")
 	f := framework.New(t)
@@ -137,6 +138,7 @@ nslookup kubernetes.default.svc.cluster.local | sed 's/^/lookup /'
 		t.Errorf("from worker %s, no DNS answer over UDP from the Pod on %s:\n%s", workers[1], workers[0], logs)
 	}
 	t.Logf("create -> Pods of two workers reached each other: %s", time.Since(start).Round(time.Second))
+	checkWaysIn(t, f, hosted, ns, name, cpNS, workers[1], image, want)
 }
 
 // destroyUnlessFailed destroys hosted cluster ns/name when t ends, unless

@@ -40,6 +40,7 @@ import (
 	"github.com/tekvirt/tekvirt/controllers/eviction"
 	"github.com/tekvirt/tekvirt/controllers/frontproxy"
 	"github.com/tekvirt/tekvirt/controllers/hostedcluster"
+	"github.com/tekvirt/tekvirt/controllers/hostedservices"
 	"github.com/tekvirt/tekvirt/controllers/hotplug"
 	"github.com/tekvirt/tekvirt/controllers/macpool"
 	"github.com/tekvirt/tekvirt/controllers/manager"
@@ -183,13 +184,17 @@ func setupDisks(mgr ctrl.Manager, stepImage string, key ed25519.PrivateKey) erro
 	return nil
 }
 
-// setupHosted sets up the HostedCluster and NodePool controllers.
+// setupHosted sets up the HostedCluster and NodePool controllers and the
+// publishing of hosted Services.
 func setupHosted(mgr ctrl.Manager, img images) error {
 	if err := (&hostedcluster.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: img.step, CoreDNSImage: img.coredns}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the HostedCluster controller: %w", err)
 	}
 	if err := (&nodepool.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), WorkerImage: img.worker}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NodePool controller: %w", err)
+	}
+	if err := (&hostedservices.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the hosted Services controller: %w", err)
 	}
 	return nil
 }

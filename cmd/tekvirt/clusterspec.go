@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -150,9 +151,9 @@ func hostedClusterOf(o clusterOptions, policy hyperv1.AvailabilityPolicy, storag
 	if o.etcdStorageClass != "" {
 		hc.Spec.Etcd.Managed.Storage.PersistentVolume.StorageClassName = &o.etcdStorageClass
 	}
-	if storage != nil {
-		hc.Spec.Platform.Kubevirt = &hyperv1.KubevirtPlatformSpec{StorageDriver: storage}
-	}
+	// As hcp does: the suffix of the cluster's infrastructure objects (its
+	// default-ingress passthrough Service).
+	hc.Spec.Platform.Kubevirt = &hyperv1.KubevirtPlatformSpec{GenerateID: utilrand.String(10), StorageDriver: storage}
 	return hc
 }
 

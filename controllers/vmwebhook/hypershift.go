@@ -23,6 +23,7 @@ import (
 var hostedClusterFields = []string{
 	"release.image",
 	"platform.type=KubeVirt",
+	"platform.kubevirt.generateID",
 	"platform.kubevirt.storageDriver.type=Default|Manual|None",
 	"platform.kubevirt.storageDriver.manual.storageClassMapping.infraStorageClassName",
 	"platform.kubevirt.storageDriver.manual.storageClassMapping.guestStorageClassName",

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/controllers/hostedservices"
+	"github.com/tekvirt/tekvirt/e2e/framework"
+)
+
+// checkWaysIn: the ways into hosted cluster name (control plane in cpNS)
+// from the infrastructure, as HyperShift's KubeVirt platform publishes
+// them. A hosted LoadBalancer Service in front of the app=web Pod (which
+// answers want on 8080) gets an address, reached from the testbed host
+// and from a Pod of the infrastructure (namespace ns); and the hosted
+// cluster's default ingress - a router Pod on router behind
+// openshift-ingress/router-nodeport-default - is reached through the
+// infrastructure Service default-ingress-passthrough-service-*, ports 443
+// and 80 (the passthrough carries TCP untouched; TLS is the router's
+// business, so a plain server stands in for it).
+func checkWaysIn(t *testing.T, f *framework.Framework, hosted kubernetes.Interface, ns, name, cpNS, router, image, want string) {
+	ctx := context.Background()
+	created := time.Now()
+	lb, err := hosted.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-lb"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 8081, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lbIP string
+	framework.Eventually(t, 2*time.Minute, "hosted Service default/web-lb's load-balancer address", func() error {
+		s, err := hosted.CoreV1().Services("default").Get(ctx, lb.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(s.Status.LoadBalancer.Ingress) == 0 {
+			return fmt.Errorf("none yet")
+		}
+		lbIP = s.Status.LoadBalancer.Ingress[0].IP
+		return nil
+	})
+	lbAddr := net.JoinHostPort(lbIP, "8081")
+	framework.Eventually(t, 2*time.Minute, "hosted default/web-lb at "+lbAddr+" from the testbed host", func() error {
+		return httpWants("http://"+lbAddr+"/", want)
+	})
+	t.Logf("hosted LoadBalancer Service created -> reachable from the infrastructure: %s", time.Since(created).Round(100*time.Millisecond))
+
+	// The default ingress.
+	if _, err := hosted.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostedservices.RouterNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	routerPod := shellPod("router", router, image, map[string]string{"app": "router"},
+		"mkdir -p /www && echo router-"+router+" > /www/index.html && exec httpd -f -p 8443 -h /www")
+	routerPod.Namespace = hostedservices.RouterNamespace
+	hostedPod(t, hosted, routerPod)
+	if _, err := hosted.CoreV1().Services(hostedservices.RouterNamespace).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: hostedservices.RouterService},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "router"}, Ports: []corev1.ServicePort{
+			{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8443), Protocol: corev1.ProtocolTCP},
+			{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443), Protocol: corev1.ProtocolTCP},
+		}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var passIP string
+	framework.Eventually(t, time.Minute, "the default-ingress passthrough Service in "+cpNS, func() error {
+		list, err := f.Kube.CoreV1().Services(cpNS).List(ctx, metav1.ListOptions{LabelSelector: hc.ComponentLabel + "=" + hostedservices.IngressPassthroughComponent + "," + hostedservices.ClusterNameLabel + "=" + name})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != 1 || !strings.HasPrefix(list.Items[0].Name, hostedservices.PassthroughServicePrefix) {
+			return fmt.Errorf("%d Services", len(list.Items))
+		}
+		passIP = list.Items[0].Spec.ClusterIP
+		return nil
+	})
+	for _, port := range []string{"443", "80"} {
+		addr := net.JoinHostPort(passIP, port)
+		framework.Eventually(t, 2*time.Minute, "the hosted router through "+addr+" from the testbed host", func() error {
+			return httpWants("http://"+addr+"/", "router-"+router)
+		})
+	}
+
+	// From a Pod of the infrastructure cluster.
+	script := fmt.Sprintf(`get() { for i in $(seq 30); do b=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 2 "$2" "$3" | tail -n 1) && [ -n "$b" ] && { echo "$1 $b"; return; }; sleep 1; done; echo "$1 unreachable"; }
+get lb %s 8081
+get ingress %s 443
+`, lbIP, passIP)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "ways-in", Namespace: ns},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "c", Image: registryImage(t, f, "tekvirt/busybox"), Command: []string{"sh", "-c", script}}}},
+	}
+	if _, err := f.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitPodSucceeded(t, ns, pod.Name, 2*time.Minute)
+	b, err := f.Kube.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"lb " + want, "ingress router-" + router} {
+		if !strings.Contains(string(b), line) {
+			t.Errorf("from a Pod of the infrastructure: want %q\n%s", line, b)
+		}
+	}
+}
+
+// httpWants GETs url and wants body in the answer.
+func httpWants(url, body string) error {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(b), body) {
+		return fmt.Errorf("%s: %q, want %q", resp.Status, b, body)
+	}
+	return nil
+}
