@@ -15,7 +15,7 @@ E2E_PARALLEL ?= 3
 NODES ?= 1
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e$$|/e2e/bench$$')
 
-.PHONY: help build test test-unit e2e e2e-hosted e2e-forge e2e-migration up down demo generate verify-gen lint bench fmt release catalog virtctl prefetch
+.PHONY: help build test test-unit e2e e2e-hosted e2e-forge e2e-migration conformance conformance-hosted up down demo generate verify-gen lint bench fmt release catalog virtctl prefetch
 
 help: ## list the targets (docs/development.md says more, with times)
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -81,6 +81,16 @@ e2e-hosted: up $(TOOLS)/virtctl ## hosted clusters and the pipeline samples, out
 e2e-migration: NODES = 2
 e2e-migration: up $(TOOLS)/virtctl ## live migration's faults, workload updates, timeouts and long runs, outside make test (about 11 min)
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_MIGRATION=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 40m -v -run 'TestMigrationFaults$$|TestWorkloadUpdate$$|TestMigrationMemoryIntegrity$$|TestMigrationUnschedulableTimesOut$$' ./e2e/
+
+conformance: NODES = 2
+conformance: up ## Kubernetes' conformance tests (sig-network, sig-node, sig-apps) against the testbed itself (time: docs/conformance.md)
+	.ci/setup-host conformance
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_CONFORMANCE=1 CONFORMANCE_FOCUS='$(CONFORMANCE_FOCUS)' $(GO) test -count=1 -timeout 10h -v -run 'TestConformance$$' ./e2e/
+
+conformance-hosted: NODES = 2
+conformance-hosted: up ## the same tests against a hosted cluster of 2 workers (time: docs/conformance.md)
+	.ci/setup-host conformance
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_CONFORMANCE=1 CONFORMANCE_FOCUS='$(CONFORMANCE_FOCUS)' $(GO) test -count=1 -timeout 10h -v -run 'TestConformanceHosted$$' ./e2e/
 
 e2e-forge: NODES = 2
 e2e-forge: UP_FLAGS = --forge

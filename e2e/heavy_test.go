@@ -25,3 +25,11 @@ func only(t *testing.T, env, target, why string) {
 		t.Skipf("%s, over CI's budget: set %s=1 (%s)", why, env, target)
 	}
 }
+
+// conformanceRun skips a scenario outside `make conformance` and `make
+// conformance-hosted` (TEKVIRT_E2E_CONFORMANCE=1): Kubernetes' own tests
+// take hours here.
+func conformanceRun(t *testing.T) {
+	t.Helper()
+	only(t, "TEKVIRT_E2E_CONFORMANCE", "make conformance, make conformance-hosted", "Kubernetes' conformance tests")
+}

@@ -41,15 +41,7 @@ func TestHostedDataPlane(t *testing.T) {
 	const name = "dp"
 	cpNS := ns + "-" + name
 	start := time.Now()
-	out, err := run(f, f.Bin("tekvirt"), "create", "cluster", "kubevirt", "--name", name, "--namespace", ns,
-		"--pull-secret", pullSecretFile(t), "--node-pool-replicas", "2", "--memory", "1Gi", "--cores", "1",
-		"--root-volume-size", "1", "--root-volume-cache-strategy", "PVC")
-	destroyUnlessFailed(t, f, ns, name)
-	if err != nil {
-		t.Fatalf("tekvirt create cluster kubevirt: %v\n%s", err, out)
-	}
-	np := &hyperv1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	waitPool(t, c, np, 2, 12*time.Minute)
+	createTwoWorkers(t, f, ns, name, "1Gi", "1")
 	t.Logf("create -> NodePool Ready with 2 nodes: %s", time.Since(start).Round(time.Second))
 	hosted := hostedClient(t, f, ns, name)
 	workers := poolWorkers(t, c, cpNS, name)
@@ -139,6 +131,22 @@ nslookup kubernetes.default.svc.cluster.local | sed 's/^/lookup /'
 	}
 	t.Logf("create -> Pods of two workers reached each other: %s", time.Since(start).Round(time.Second))
 	checkWaysIn(t, f, hosted, ns, name, cpNS, workers[1], image, want)
+}
+
+// createTwoWorkers makes hosted cluster ns/name as a user does, `tekvirt
+// create cluster kubevirt` with two 1-core workers of memory and a root
+// volume of rootGiB, and waits for both to be Ready nodes; the cluster
+// goes when t ends, unless t failed.
+func createTwoWorkers(t *testing.T, f *framework.Framework, ns, name, memory, rootGiB string) {
+	t.Helper()
+	out, err := run(f, f.Bin("tekvirt"), "create", "cluster", "kubevirt", "--name", name, "--namespace", ns,
+		"--pull-secret", pullSecretFile(t), "--node-pool-replicas", "2", "--memory", memory, "--cores", "1",
+		"--root-volume-size", rootGiB, "--root-volume-cache-strategy", "PVC")
+	destroyUnlessFailed(t, f, ns, name)
+	if err != nil {
+		t.Fatalf("tekvirt create cluster kubevirt: %v\n%s", err, out)
+	}
+	waitPool(t, f.VMClient(t), &hyperv1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, 2, 15*time.Minute)
 }
 
 // destroyUnlessFailed destroys hosted cluster ns/name when t ends, unless

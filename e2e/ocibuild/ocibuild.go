@@ -40,8 +40,10 @@ type Spec struct {
 	// Files maps absolute paths in the image to their content.
 	Files      map[string]File
 	Entrypoint []string
-	Env        []string
-	User       string
+	// Cmd is the default arguments (Dockerfile's CMD).
+	Cmd  []string
+	Env  []string
+	User string
 }
 
 // Build assembles the image described by spec. The layer is held in memory;
@@ -78,7 +80,7 @@ func Build(spec Spec) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", "amd64"
-	cfg.Config.Entrypoint = spec.Entrypoint
+	cfg.Config.Entrypoint, cfg.Config.Cmd = spec.Entrypoint, spec.Cmd
 	cfg.Config.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/ko-app"}, spec.Env...)
 	cfg.Config.User = spec.User
 	return mutate.ConfigFile(img, cfg)
