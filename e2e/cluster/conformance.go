@@ -104,6 +104,10 @@ func (c *Cluster) pushConformanceImages(dir string) error {
 	} {
 		agnhost.Files[p] = f
 	}
+	busybox, err := c.debianWithBusybox(busyboxDebian, bb)
+	if err != nil {
+		return err
+	}
 	dnsutils, err := c.debianWithBusybox(dnsutilsDebian, bb)
 	if err != nil {
 		return err
@@ -127,7 +131,7 @@ func (c *Cluster) pushConformanceImages(dir string) error {
 		"e2e-test-images/nginx:1.14-4":        nginx,
 		"e2e-test-images/nginx:1.15-4":        withEnv(nginx, "NGINX_IMAGE_TAG=1.15-4"),
 		"e2e-test-images/agnhost:2.56":        agnhost,
-		"e2e-test-images/busybox:1.37.0-1":    bb,
+		"e2e-test-images/busybox:1.37.0-1":    busybox,
 		"e2e-test-images/jessie-dnsutils:1.7": dnsutils,
 		"k8s/pause:3.10.1":                    goBinaryImage(filepath.Join(c.path("cache", "tekvirt"), "tekvirt-pause")),
 	}
@@ -181,30 +185,33 @@ func (c *Cluster) debianWithBusybox(d debianBase, bb ocibuild.Spec) (ocibuild.Sp
 	if debian["/usr/bin/nc.openbsd"] {
 		spec.Files["/usr/bin/nc"] = ocibuild.File{Link: "nc.openbsd"}
 	}
-	// Debian's busybox runs its own applet of a name before the PATH's
-	// program: with Debian's programs beside it, sh is dash.
-	if debian["/usr/bin/dash"] {
-		spec.Files["/usr/bin/sh"] = ocibuild.File{Link: "dash"}
+	// sh is bash: Debian's busybox sh runs its own applet of a name before
+	// the PATH's program, and drops from the environment it passes on the
+	// variables whose names are no shell names (a ConfigMap's key as
+	// data-1), which Kubernetes' tests read back with sh -c env; dash
+	// drops them too.
+	if debian["/usr/bin/bash"] {
+		spec.Files["/usr/bin/sh"] = ocibuild.File{Link: "bash"}
 	}
 	return spec, nil
 }
 
 // agnhostDebian is agnhost's image base, with what its Dockerfile adds to
 // Alpine, from Debian: dig and nslookup, getent, curl, nc, ip, iperf and
-// bash (and dash as sh); and the account and group the image defines.
+// bash (also as sh); and the account and group the image defines.
 var agnhostDebian = debianBase{
 	name:     "agnhost",
-	packages: []string{"dash", "bind9-dnsutils", "libc-bin", "curl", "netcat-openbsd", "iproute2", "iperf", "bash"},
+	packages: []string{"bind9-dnsutils", "libc-bin", "curl", "netcat-openbsd", "iproute2", "iperf", "bash"},
 	passwd:   "root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n",
 	group:    "root:x:0:\nuser-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n",
 	dirs:     []string{"/home/user-defined-in-image"},
 }
 
 // dnsutilsDebian is the base of jessie-dnsutils, the DNS tests' second
-// prober: dig and getent (and dash as sh).
+// prober: dig and getent (and bash as sh).
 var dnsutilsDebian = debianBase{
 	name:     "dnsutils",
-	packages: []string{"dash", "bind9-dnsutils", "libc-bin"},
+	packages: []string{"bash", "bind9-dnsutils", "libc-bin"},
 	passwd:   "root:x:0:0:root:/root:/bin/sh\n",
 	group:    "root:x:0:\n",
 }
@@ -305,4 +312,13 @@ func (c *Cluster) webServerFiles(httpd, nginx map[string]ocibuild.File) error {
 func withEnv(spec ocibuild.Spec, env string) ocibuild.Spec {
 	spec.Env = append(slices.Clone(spec.Env), env)
 	return spec
+}
+
+// busyboxDebian is the base of the tests' busybox image: busybox's applets
+// with bash as sh (see debianWithBusybox).
+var busyboxDebian = debianBase{
+	name:     "busybox",
+	packages: []string{"bash"},
+	passwd:   "root:x:0:0:root:/root:/bin/sh\n",
+	group:    "root:x:0:\n",
 }
