@@ -13,14 +13,14 @@ import (
 	"github.com/tekvirt/tekvirt/e2e/ocibuild"
 )
 
-// conformanceTool builds Kubernetes' end-to-end suite and agnhost, the
-// program most of its tests run, from the Kubernetes module the testbed
+// conformanceTool builds Kubernetes' end-to-end suite, agnhost (the
+// program most of its tests run) and nonewprivs (the no_new_privs test's), from the Kubernetes module the testbed
 // runs (e2e/tools/conformance pins the same version as e2e/tools/kubernetes).
 var conformanceTool = toolBuild{
 	name:     "conformance",
 	module:   "k8s.io/kubernetes",
-	pkgs:     []string{"agnhost"},
-	paths:    map[string]string{"agnhost": "k8s.io/kubernetes/test/images/agnhost"},
+	pkgs:     []string{"agnhost", "nonewprivs"},
+	paths:    map[string]string{"agnhost": "k8s.io/kubernetes/test/images/agnhost", "nonewprivs": "k8s.io/kubernetes/test/images/nonewprivs"},
 	ldflags:  toolBuilds[0].ldflags,
 	coldHint: "~10 min on 2 cores the first time",
 }
@@ -321,4 +321,11 @@ var busyboxDebian = debianBase{
 	packages: []string{"bash"},
 	passwd:   "root:x:0:0:root:/root:/bin/sh\n",
 	group:    "root:x:0:\n",
+}
+
+// withFile is spec with the file at path added.
+func withFile(spec ocibuild.Spec, path string, f ocibuild.File) ocibuild.Spec {
+	spec.Files = maps.Clone(spec.Files)
+	spec.Files[path] = f
+	return spec
 }

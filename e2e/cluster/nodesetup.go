@@ -74,6 +74,11 @@ func (c *Cluster) setUpNodeNetwork(n node) error {
 	in := func(args ...string) []string { return append([]string{"ip", "-n", netnsName(n)}, args...) }
 	steps = append(steps,
 		[]string{"ip", "link", "set", hostVeth(n), "master", nodeBridge, "up"},
+		// The host's bridge sees its traffic through iptables (kube-proxy
+		// needs that for its Pods' bridge): a node's packet to the first
+		// node's NodePort whose endpoint is on that same node is DNATed at
+		// the bridge and must go back out of the port it came in by.
+		[]string{"bridge", "link", "set", "dev", hostVeth(n), "hairpin", "on"},
 		in("link", "set", "lo", "up"),
 		in("addr", "replace", fmt.Sprintf("%s/%d", n.ip, nodePrefixLen), "dev", "eth0"),
 		in("-6", "addr", "replace", fmt.Sprintf("%s/%d", n.ip6, nodePrefixLen6), "dev", "eth0", "nodad"),
