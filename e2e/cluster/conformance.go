@@ -125,7 +125,15 @@ func (c *Cluster) pushConformanceImages(dir string) error {
 	}
 	httpd.Entrypoint, httpd.Cmd = nil, []string{"httpd-foreground"}
 	nginx.Entrypoint, nginx.Cmd = nil, []string{"nginx", "-g", "daemon off;"}
+	// nonewprivs and nonroot are Debian-based as Kubernetes' own are: nnp
+	// set-uid root, and an image whose user is 1234.
+	nnp := withFile(busybox, "/usr/local/bin/nnp", ocibuild.File{Source: filepath.Join(dir, "nonewprivs"), Mode: 0o4755})
+	nnp.Entrypoint, nnp.Cmd = nil, []string{"nnp"}
+	nonroot := busybox
+	nonroot.User = "1234"
 	images := map[string]ocibuild.Spec{
+		"e2e-test-images/nonewprivs:1.3":      nnp,
+		"e2e-test-images/nonroot:1.4":         nonroot,
 		"e2e-test-images/httpd:2.4.38-4":      httpd,
 		"e2e-test-images/httpd:2.4.39-4":      withEnv(httpd, "HTTPD_IMAGE_TAG=2.4.39-4"),
 		"e2e-test-images/nginx:1.14-4":        nginx,
