@@ -139,3 +139,14 @@ const (
 // NodePool controller: reading the local admin kubeconfig and the worker
 // bootstrap Secret there, and making the worker VMs and their disks.
 const ControllerAccessRole = "tekvirt-hosted-control-plane-access"
+
+// NodePortRange is the hosted API server's --service-node-port-range, the
+// ports the workers take from anywhere (the load balancers and the default
+// ingress of the infrastructure forward to them).
+const (
+	NodePortMin = 30000
+	NodePortMax = 32767
+)
+
+// NodePortRange is the flag's value.
+func NodePortRange() string { return fmt.Sprintf("%d-%d", NodePortMin, NodePortMax) }

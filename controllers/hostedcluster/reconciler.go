@@ -90,6 +90,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.ensureRBAC(ctx, cluster, cpNS); err != nil {
 			return ctrl.Result{}, err
 		}
+		if err := r.ensureNetworkPolicy(ctx, cluster, cpNS); err != nil {
+			return ctrl.Result{}, err
+		}
 		if obs.Run, err = r.ensureRun(ctx, cluster); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -140,7 +140,8 @@ func APIServer(cl Cluster) *appsv1.Deployment {
 		"--enable-admission-plugins=NodeRestriction",
 		"--service-account-key-file=" + d + "pki/sa.pub", "--service-account-signing-key-file=" + d + "pki/sa.key",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-cluster-ip-range=" + cl.ServiceCIDR, "--allow-privileged=true",
+		"--service-cluster-ip-range=" + cl.ServiceCIDR, "--service-node-port-range=" + hc.NodePortRange(),
+		"--allow-privileged=true",
 		"--kubelet-client-certificate=" + d + "pki/kubelet-client.crt", "--kubelet-client-key=" + d + "pki/kubelet-client.key",
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		// A replica going away keeps serving while its endpoint leaves the
