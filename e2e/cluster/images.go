@@ -29,6 +29,9 @@ const (
 	// TektonShellImageKey names Tekton's shell image: busybox as a
 	// non-root user, as Tekton's release ships it.
 	TektonShellImageKey = "tekton-shell"
+	// ProbeImageKey names the image of e2e/cmd/tekvirt-probe, the e2e
+	// attacks' toolbox (pushed as tekvirt/tekvirt-probe).
+	ProbeImageKey = tekvirtModule + "/e2e/cmd/tekvirt-probe"
 )
 
 // goBinaryImage is an image holding one static Go binary at /ko-app/<name>,
@@ -138,6 +141,7 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 		hyperconverged.NetworkAddonsImage:         networkAddonsImage(bb, b.multus),
 		hyperconverged.CSISidecarsImage:           csiSidecarsImage(b.csi),
 		NetworkPolicyImageKey:                     networkPolicyImage(b),
+		ProbeImageKey:                             goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-probe")),
 	}
 	// Tekton's images run as a non-root user, as its release's do: with
 	// set-security-context its init containers must (runAsNonRoot).
