@@ -31,9 +31,10 @@ import (
 // workers; a DNS query for UDP); a ClusterIP Service and a NodePort Service lead to it
 // (kube-proxy on each worker), and its name and kubernetes.default resolve
 // (the cluster DNS). Then the ways in from the infrastructure
-// (checkWaysIn): a LoadBalancer Service and the default ingress.
+// (checkWaysIn): a LoadBalancer Service and the default ingress. Last, a
+// worker replaced (checkWorkerReplaced).
 func TestHostedDataPlane(t *testing.T) {
-	heavy(t, "6 minutes on 2 cores")
+	heavy(t, "9 minutes on 2 cores")
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	c := f.VMClient(t)
@@ -130,22 +131,29 @@ nslookup kubernetes.default.svc.cluster.local | sed 's/^/lookup /'
 		t.Errorf("from worker %s, no DNS answer over UDP from the Pod on %s:\n%s", workers[1], workers[0], logs)
 	}
 	t.Logf("create -> Pods of two workers reached each other: %s", time.Since(start).Round(time.Second))
-	checkWaysIn(t, f, hosted, ns, name, cpNS, workers[1], image, want)
+	lbAddr := checkWaysIn(t, f, hosted, ns, name, cpNS, workers[1], image, want)
+	checkWorkerReplaced(t, f, hosted, cpNS, workers[0], workers[1], image, lbAddr)
 }
 
-// createTwoWorkers makes hosted cluster ns/name as a user does, `tekvirt
-// create cluster kubevirt` with two 1-core workers of memory and a root
-// volume of rootGiB, and waits for both to be Ready nodes; the cluster
-// goes when t ends, unless t failed.
-func createTwoWorkers(t *testing.T, f *framework.Framework, ns, name, memory, rootGiB string) {
+// createWorkers makes hosted cluster ns/name as a user does, `tekvirt
+// create cluster kubevirt` with replicas 1-core workers of memory and a
+// root volume of rootGiB; the cluster goes when t ends, unless t failed.
+// waitPool waits for them to be Ready nodes.
+func createWorkers(t *testing.T, f *framework.Framework, ns, name string, replicas int, memory, rootGiB string) {
 	t.Helper()
 	out, err := run(f, f.Bin("tekvirt"), "create", "cluster", "kubevirt", "--name", name, "--namespace", ns,
-		"--pull-secret", pullSecretFile(t), "--node-pool-replicas", "2", "--memory", memory, "--cores", "1",
+		"--pull-secret", pullSecretFile(t), "--node-pool-replicas", fmt.Sprint(replicas), "--memory", memory, "--cores", "1",
 		"--root-volume-size", rootGiB, "--root-volume-cache-strategy", "PVC")
 	destroyUnlessFailed(t, f, ns, name)
 	if err != nil {
 		t.Fatalf("tekvirt create cluster kubevirt: %v\n%s", err, out)
 	}
+}
+
+// createTwoWorkers is createWorkers of two, waiting for both Ready.
+func createTwoWorkers(t *testing.T, f *framework.Framework, ns, name, memory, rootGiB string) {
+	t.Helper()
+	createWorkers(t, f, ns, name, 2, memory, rootGiB)
 	waitPool(t, f.VMClient(t), &hyperv1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, 2, 15*time.Minute)
 }
 
@@ -239,7 +247,8 @@ func waitHostedPodDone(t *testing.T, hosted kubernetes.Interface, name string, t
 }
 
 // udpServer runs, on node, a DNS server (the hosted cluster DNS's image)
-// that answers udp.test with 192.0.2.53, and returns its Pod.
+// that answers udp.test (and every name under it) with 192.0.2.53 and logs
+// each query, and returns its Pod.
 func udpServer(t *testing.T, hosted kubernetes.Interface, node string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
@@ -248,6 +257,7 @@ func udpServer(t *testing.T, hosted kubernetes.Interface, node string) *corev1.P
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "udp-test"}, Data: map[string]string{"Corefile": `.:53 {
+    log
     template IN A udp.test {
         answer "{{ .Name }} 60 IN A 192.0.2.53"
     }

@@ -29,8 +29,9 @@ import (
 // openshift-ingress/router-nodeport-default - is reached through the
 // infrastructure Service default-ingress-passthrough-service-*, ports 443
 // and 80 (the passthrough carries TCP untouched; TLS is the router's
-// business, so a plain server stands in for it).
-func checkWaysIn(t *testing.T, f *framework.Framework, hosted kubernetes.Interface, ns, name, cpNS, router, image, want string) {
+// business, so a plain server stands in for it). It returns the load
+// balancer's address.
+func checkWaysIn(t *testing.T, f *framework.Framework, hosted kubernetes.Interface, ns, name, cpNS, router, image, want string) string {
 	ctx := context.Background()
 	created := time.Now()
 	lb, err := hosted.CoreV1().Services("default").Create(ctx, &corev1.Service{
@@ -118,6 +119,7 @@ get ingress %s 443
 			t.Errorf("from a Pod of the infrastructure: want %q\n%s", line, b)
 		}
 	}
+	return lbAddr
 }
 
 // httpWants GETs url and wants body in the answer.
