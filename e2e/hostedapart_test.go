@@ -149,7 +149,8 @@ func checkHostNetworkAttack(t *testing.T, f *framework.Framework, a, b *apartSid
 
 	anonymous := func(name string) {
 		got := probeResult(out, name)
-		if !(strings.HasPrefix(got, "401 ") || strings.HasPrefix(got, "403 ") && strings.Contains(got, "system:anonymous")) {
+		refused := strings.HasPrefix(got, "401 ") || strings.HasPrefix(got, "403 ") && strings.Contains(got, "system:anonymous")
+		if !refused {
 			t.Errorf("%s: %q, want Unauthorized or Forbidden to system:anonymous", name, got)
 		}
 	}
@@ -185,7 +186,7 @@ func checkHostNetworkAttack(t *testing.T, f *framework.Framework, a, b *apartSid
 	framework.Eventually(t, time.Minute, b.name+"'s DNS Pod got the query from its own worker", func() error {
 		raw, err := b.hosted.CoreV1().Pods("default").GetLogs(b.dns.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 		if dnsLog = string(raw); !strings.Contains(dnsLog, "control.udp.test.") {
-			return fmt.Errorf("log %q (%v)", dnsLog, err)
+			return fmt.Errorf("log %q (%w)", dnsLog, err)
 		}
 		return nil
 	})

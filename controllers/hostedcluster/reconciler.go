@@ -87,16 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if obs.Conflict == "" {
-		if err := r.ensureRBAC(ctx, cluster, cpNS); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.ensureNetworkPolicy(ctx, cluster, cpNS); err != nil {
-			return ctrl.Result{}, err
-		}
-		if obs.Run, err = r.ensureRun(ctx, cluster); err != nil {
-			return ctrl.Result{}, err
-		}
-		if obs.APIServerReady, err = r.apiServerReady(ctx, cpNS); err != nil {
+		if err := r.provision(ctx, cluster, cpNS, &obs); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -110,6 +101,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: healthInterval}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// provision makes what the control plane needs in its namespace cpNS
+// (RBAC, the workers' NetworkPolicy, the PipelineRun) and observes the run
+// and the API server into obs.
+func (r *Reconciler) provision(ctx context.Context, cluster *hyperv1.HostedCluster, cpNS string, obs *Observed) error {
+	if err := r.ensureRBAC(ctx, cluster, cpNS); err != nil {
+		return err
+	}
+	if err := r.ensureNetworkPolicy(ctx, cluster, cpNS); err != nil {
+		return err
+	}
+	var err error
+	if obs.Run, err = r.ensureRun(ctx, cluster); err != nil {
+		return err
+	}
+	obs.APIServerReady, err = r.apiServerReady(ctx, cpNS)
+	return err
 }
 
 // ensureNamespace makes the control-plane namespace, or says why the one

@@ -46,6 +46,24 @@ func (b *hostedBench) tekvirt(args ...string) {
 	}
 }
 
+// connect makes b.hosted, a client of hosted cluster name as its admin,
+// once its admin kubeconfig is there.
+func (b *hostedBench) connect(name string) error {
+	if b.hosted != nil {
+		return nil
+	}
+	kc, err := b.f.Kube.CoreV1().Secrets(b.ns).Get(context.Background(), name+"-admin-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc.Data["kubeconfig"])
+	if err != nil {
+		return err
+	}
+	b.hosted, err = kubernetes.NewForConfig(cfg)
+	return err
+}
+
 // readyNodes counts the hosted cluster's Ready nodes among names.
 func (b *hostedBench) readyNodes(names []string) int {
 	n := 0
@@ -175,18 +193,7 @@ func TestHostedClusterCreate(t *testing.T) {
 			vms := b.workers("bench")
 			return len(vms) == 2 && vms[0].Status.Ready && vms[1].Status.Ready
 		default:
-			if b.hosted == nil {
-				kc, err := f.Kube.CoreV1().Secrets(ns).Get(ctx, "bench-admin-kubeconfig", metav1.GetOptions{})
-				if err != nil {
-					return false
-				}
-				cfg, err := clientcmd.RESTConfigFromKubeConfig(kc.Data["kubeconfig"])
-				if err != nil {
-					return false
-				}
-				b.hosted = kubernetes.NewForConfigOrDie(cfg)
-			}
-			return b.readyNodes(names(b.workers("bench"))) == 2
+			return b.connect("bench") == nil && b.readyNodes(names(b.workers("bench"))) == 2
 		}
 	})
 	total := seen["2 nodes Ready"]
