@@ -75,8 +75,8 @@ e2e: up $(TOOLS)/virtctl ## up (2 nodes), then the e2e scenarios of make test
 	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v ./e2e/
 
 e2e-hosted: NODES = 2
-e2e-hosted: up $(TOOLS)/virtctl ## hosted clusters and the pipeline samples, outside make test (about 23 min)
-	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 40m -v -run 'TestNodePool$$|TestPipelineSamplesRun$$|TestHostedClusterControlPlane$$|TestHostedClustersIsolated$$|TestHostedSamplesRun$$|TestHostedDataPlane$$|TestHostedClustersApart$$' ./e2e/
+e2e-hosted: up $(TOOLS)/virtctl ## hosted clusters and the pipeline samples, outside make test (about 35 min)
+	KUBECONFIG=$(TEKVIRT_HOME)/kubeconfig TEKVIRT_E2E_NODES=$(NODES) TEKVIRT_E2E_HOSTED=1 TEKVIRT_VIRTCTL=$(TOOLS)/virtctl $(GO) test -count=1 -timeout 60m -v -run 'TestNodePool$$|TestPipelineSamplesRun$$|TestHostedClusterControlPlane$$|TestHostedClustersIsolated$$|TestHostedSamplesRun$$|TestHostedDataPlane$$|TestHostedClustersApart$$' ./e2e/
 
 e2e-migration: NODES = 2
 e2e-migration: up $(TOOLS)/virtctl ## live migration's faults, workload updates, timeouts and long runs, outside make test (about 11 min)
