@@ -101,7 +101,11 @@ func TestHostedPodThroughput(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	httpc := &http.Client{Timeout: 2 * time.Second}
+	// A fresh connection each try: one made before this host's kube-proxy
+	// serves the new address goes elsewhere (on these machines, to the
+	// sandbox's egress proxy, which answers 404) and, kept alive, would
+	// carry every later try there too.
+	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	framework.Eventually(t, 2*time.Minute, "the hosted LoadBalancer Service answering", func() error {
 		s, err := b.hosted.CoreV1().Services("default").Get(ctx, "lb", metav1.GetOptions{})
 		if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
