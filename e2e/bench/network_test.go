@@ -125,17 +125,9 @@ func TestNetworkThroughput(t *testing.T) {
 	ip := server.Status.PodIP
 
 	// Pod -> Pod, this node to the other.
-	var podOut string
-	waitServer := fmt.Sprintf(`until printf "GET / HTTP/1.0\r\n\r\n" | nc %s 8081 | grep -q ok; do sleep 1; done; `, ip)
-	client := runPod(t, f, ns, "client", nodes[0], image, waitServer+netScript(ip)+"; echo done; sleep 600")
-	framework.Eventually(t, 3*time.Minute, "the Pod's transfer", func() error {
-		b, err := f.Kube.CoreV1().Pods(ns).GetLogs(client.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		podOut = string(b)
-		if err != nil || !strings.Contains(podOut, "done") {
-			return fmt.Errorf("logs %q: %w", podOut, err)
-		}
-		return nil
-	})
+	podOut := transfer(t, func(script string) string {
+		return podLogsWhenDone(t, f.Kube, ns, runPod(t, f, ns, "client", nodes[0], image, script).Name)
+	}, ip)
 	podRate, podLat := netFigures(t, "Pod", podOut)
 
 	// The guest on the tap (masquerade), on this node.
