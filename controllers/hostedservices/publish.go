@@ -32,14 +32,10 @@ const (
 // Kubernetes' own EndpointSlice controllers leave them alone.
 const ManagedBy = "hosted-services.tekvirt.io"
 
-// The hosted cluster's default ingress, as OpenShift's ingress operator
-// publishes its router with the NodePortService strategy; and the
-// infrastructure Service that passes it through.
-const (
-	RouterNamespace          = "openshift-ingress"
-	RouterService            = "router-nodeport-default"
-	PassthroughServicePrefix = "default-ingress-passthrough-service-"
-)
+// PassthroughServicePrefix begins the name of the infrastructure Service
+// that passes the hosted cluster's default ingress (hc.RouterService)
+// through.
+const PassthroughServicePrefix = "default-ingress-passthrough-service-"
 
 // LoadBalancerName is the infrastructure Service of hosted Service svc, as
 // Kubernetes' cloud providers name a Service's load balancer by default:

@@ -204,7 +204,7 @@ func (r *Reconciler) publishLoadBalancers(ctx context.Context, cluster *hyperv1.
 // publishIngress passes the hosted router's node ports through the
 // cluster's default-ingress Service.
 func (r *Reconciler) publishIngress(ctx context.Context, cluster *hyperv1.HostedCluster, cpNS string, h *hosted, workers []Worker) error {
-	router, err := h.services.Services(RouterNamespace).Get(RouterService)
+	router, err := h.services.Services(hc.RouterNamespace).Get(hc.RouterService)
 	if apierrors.IsNotFound(err) {
 		router, err = nil, nil
 	}

@@ -128,10 +128,10 @@ func TestPublishHostedServices(t *testing.T) {
 
 	// The default ingress: the router's node ports, once it exists.
 	pass := PassthroughName(cl)
-	if _, err := hosted.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: RouterNamespace}}, metav1.CreateOptions{}); err != nil {
+	if _, err := hosted.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hc.RouterNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	router, err := hosted.CoreV1().Services(RouterNamespace).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: RouterService}, Spec: corev1.ServiceSpec{
+	router, err := hosted.CoreV1().Services(hc.RouterNamespace).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: hc.RouterService}, Spec: corev1.ServiceSpec{
 		Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "router"},
 		Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}, {Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{})
 	if err != nil {

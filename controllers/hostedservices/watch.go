@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
 )
 
 // EventSource is the component named by the events this package records
@@ -156,7 +158,7 @@ func (w *watches) notify(ctx context.Context, key types.NamespacedName, factory 
 		if !ok {
 			return true // a deletion seen late: look again
 		}
-		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer || (svc.Namespace == RouterNamespace && svc.Name == RouterService)
+		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer || (svc.Namespace == hc.RouterNamespace && svc.Name == hc.RouterService)
 	}
 	if _, err := factory.Core().V1().Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { ifThen(service(o), send) },
