@@ -49,6 +49,7 @@ func clusterCmds(g *globalFlags) []*cobra.Command {
 	fl.StringVar(&o.rootVolumeCache, "root-volume-cache-strategy", "None", "None, or PVC: import the boot image once and clone each root volume from it")
 	fl.StringArrayVar(&o.storageMappings, "infra-storage-class-mapping", nil, "<infra>/<guest>[,group=<g>]: an infrastructure StorageClass the hosted cluster sees as <guest> (repeatable)")
 	fl.StringArrayVar(&o.snapshotMappings, "infra-volumesnapshot-class-mapping", nil, "<infra>/<guest>[,group=<g>]: the same for VolumeSnapshotClasses (repeatable)")
+	fl.StringVar(&o.baseDomain, "base-domain", "", "the hosted cluster's base domain: its default ingress serves *.apps.<name>.<base-domain> (default: "+hostedcluster.DefaultBaseDomain+")")
 	fl.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "StorageClass of etcd's volume (default: the default class)")
 	fl.StringArrayVar(&o.hostDevices, "host-device-name", nil, "<name>[,count:<n>]: a host device each worker gets, count 1 unless said (repeatable)")
 	fl.StringVar(&o.availabilityPolicy, "control-plane-availability-policy", string(hyperv1.HighlyAvailable), "SingleReplica or HighlyAvailable")

@@ -31,6 +31,7 @@ type clusterOptions struct {
 	storageMappings    []string
 	snapshotMappings   []string
 	etcdStorageClass   string
+	baseDomain         string
 	hostDevices        []string
 	availabilityPolicy string
 	annotations        []string
@@ -148,6 +149,7 @@ func hostedClusterOf(o clusterOptions, policy hyperv1.AvailabilityPolicy, storag
 			InfrastructureAvailabilityPolicy: hyperv1.SingleReplica,
 		},
 	}
+	hc.Spec.DNS.BaseDomain = o.baseDomain
 	if o.etcdStorageClass != "" {
 		hc.Spec.Etcd.Managed.Storage.PersistentVolume.StorageClassName = &o.etcdStorageClass
 	}
@@ -192,6 +194,9 @@ func checkIdentity(o clusterOptions, pullSecret []byte) error {
 	}
 	if errs := validation.IsDNS1123Label(o.namespace); len(errs) > 0 {
 		return flagError("namespace", "%q is not a DNS label: %s", o.namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(o.baseDomain); o.baseDomain != "" && len(errs) > 0 {
+		return flagError("base-domain", "%q is not a DNS name: %s", o.baseDomain, strings.Join(errs, "; "))
 	}
 	if err := checkPullSecret(pullSecret); err != nil {
 		return flagError("pull-secret", "%s: %v", o.pullSecretFile, err)

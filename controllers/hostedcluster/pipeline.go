@@ -34,8 +34,9 @@ type Env struct {
 	// which the workers pull from over plain HTTP; "" when none.
 	// LocalRegistryHost is the name its images carry from the host.
 	LocalRegistry, LocalRegistryHost string
-	// CoreDNSImage is the hosted cluster DNS's image.
-	CoreDNSImage string
+	// CoreDNSImage is the hosted cluster DNS's image, RouterImage its
+	// default router's.
+	CoreDNSImage, RouterImage string
 }
 
 // Params are the pipeline's params for cluster in env, in a stable order.
@@ -80,6 +81,8 @@ func Params(cluster *hyperv1.HostedCluster, env Env) pipelinev1.Params {
 		str("localRegistry", env.LocalRegistry),
 		str("localRegistryHost", env.LocalRegistryHost),
 		str("corednsImage", env.CoreDNSImage),
+		str("routerImage", env.RouterImage),
+		str("ingressDomain", hc.IngressDomain(cluster.Name, s.DNS.BaseDomain)),
 	}
 }
 

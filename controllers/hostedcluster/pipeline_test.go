@@ -19,6 +19,7 @@ func cluster() *hyperv1.HostedCluster {
 		Spec: hyperv1.HostedClusterSpec{
 			Release:                      hyperv1.Release{Image: "reg/tekvirt/hosted-release@sha256:1"},
 			PullSecret:                   corev1.LocalObjectReference{Name: "demo-pull-secret"},
+			DNS:                          hyperv1.DNSSpec{BaseDomain: "example.com"},
 			Platform:                     hyperv1.PlatformSpec{Type: hyperv1.KubevirtPlatform},
 			ControllerAvailabilityPolicy: hyperv1.SingleReplica,
 			Networking: hyperv1.ClusterNetworking{
@@ -36,7 +37,7 @@ func cluster() *hyperv1.HostedCluster {
 
 func TestParams(t *testing.T) {
 	got := map[string]string{}
-	for _, p := range Params(cluster(), Env{LocalRegistry: "10.96.0.11:5000", LocalRegistryHost: "127.0.0.1:5000", CoreDNSImage: "reg/coredns@sha256:2"}) {
+	for _, p := range Params(cluster(), Env{LocalRegistry: "10.96.0.11:5000", LocalRegistryHost: "127.0.0.1:5000", CoreDNSImage: "reg/coredns@sha256:2", RouterImage: "reg/router@sha256:3"}) {
 		got[p.Name] = p.Value.StringVal
 	}
 	want := map[string]string{
@@ -45,6 +46,7 @@ func TestParams(t *testing.T) {
 		"releaseImage":   "reg/tekvirt/hosted-release@sha256:1", "replicas": "1",
 		"etcdStorageClassName": "fast", "etcdStorageSize": "4Gi",
 		"serviceCIDR": "172.30.0.0/16", "clusterCIDR": "10.128.0.0/14", "apiServerServiceType": "LoadBalancer", "localRegistry": "10.96.0.11:5000", "localRegistryHost": "127.0.0.1:5000", "corednsImage": "reg/coredns@sha256:2",
+		"routerImage": "reg/router@sha256:3", "ingressDomain": "apps.demo.example.com",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -53,6 +55,13 @@ func TestParams(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("params %v", got)
+	}
+	noDomain := cluster()
+	noDomain.Spec.DNS.BaseDomain = ""
+	for _, p := range Params(noDomain, Env{}) {
+		if p.Name == "ingressDomain" && p.Value.StringVal != "apps.demo.internal" {
+			t.Errorf("without a base domain: ingressDomain %q, want apps.demo.internal", p.Value.StringVal)
+		}
 	}
 	ha := cluster()
 	ha.Spec.ControllerAvailabilityPolicy = hyperv1.HighlyAvailable

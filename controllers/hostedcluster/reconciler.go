@@ -52,9 +52,10 @@ type Reconciler struct {
 	// Deployments, Services, Secrets of control planes).
 	Reader    client.Reader
 	StepImage string
-	// CoreDNSImage is the hosted clusters' DNS's image.
-	CoreDNSImage string
-	Now          func() time.Time
+	// CoreDNSImage is the hosted clusters' DNS's image, RouterImage their
+	// default router's.
+	CoreDNSImage, RouterImage string
+	Now                       func() time.Time
 }
 
 func (r *Reconciler) now() metav1.Time {
@@ -216,7 +217,7 @@ func (r *Reconciler) ensureRun(ctx context.Context, cluster *hyperv1.HostedClust
 	if err != nil {
 		return nil, err
 	}
-	want, err := PipelineRun(cluster, Env{StepImage: r.StepImage, LocalRegistry: registry, LocalRegistryHost: registryHost, CoreDNSImage: r.CoreDNSImage})
+	want, err := PipelineRun(cluster, Env{StepImage: r.StepImage, LocalRegistry: registry, LocalRegistryHost: registryHost, CoreDNSImage: r.CoreDNSImage, RouterImage: r.RouterImage})
 	if err != nil {
 		return nil, err
 	}

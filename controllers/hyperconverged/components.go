@@ -41,6 +41,7 @@ var Programs = []string{
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-handler",
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-hostpath",
 	"github.com/tekvirt/tekvirt/cmd/tekvirt-downloads",
+	"github.com/tekvirt/tekvirt/cmd/tekvirt-router",
 	HostedReleaseImage,
 	HostedWorkerImage,
 	HostedCoreDNSImage,

@@ -311,7 +311,7 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 	b.csi = dirs[7]
 	b.flannel = filepath.Join(dirs[8], "flannel")
 	b.tekvirt = c.path("cache", "tekvirt")
-	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath", "./cmd/tekvirt-downloads", "./e2e/cmd/tekvirt-netpol-queue", "./e2e/cmd/tekvirt-probe"}
+	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath", "./cmd/tekvirt-downloads", "./cmd/tekvirt-router", "./e2e/cmd/tekvirt-netpol-queue", "./e2e/cmd/tekvirt-probe"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
 		return b, err
 	}

@@ -136,6 +136,7 @@ func (c *Cluster) pushImages(ctx context.Context, b binaries, registry string) (
 		tekvirtModule + "/cmd/tekvirt-operator":   goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-operator")),
 		tekvirtModule + "/cmd/tekvirt-step":       nonRoot(goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-step"))),
 		tekvirtModule + "/cmd/tekvirt-downloads":  downloadsImage(b),
+		tekvirtModule + "/cmd/tekvirt-router":     nonRoot(goBinaryImage(filepath.Join(b.tekvirt, "tekvirt-router"))),
 		CoreDNSImageKey:                           nonRoot(goBinaryImage(b.coredns)),
 		hyperconverged.HostedCoreDNSImage:         nonRoot(goBinaryImage(b.coredns)),
 		hyperconverged.NetworkAddonsImage:         networkAddonsImage(bb, b.multus),

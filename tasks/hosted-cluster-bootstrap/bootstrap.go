@@ -39,6 +39,9 @@ type Params struct {
 	LocalRegistry, LocalRegistryHost string
 	// CoreDNSImage is the cluster DNS's image; none is made when "".
 	CoreDNSImage string
+	// RouterImage is the default router's image, serving IngressDomain;
+	// no default ingress is made when "".
+	RouterImage, IngressDomain string
 }
 
 // Result names what the task made.
@@ -81,7 +84,7 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	if err := EnsureBindings(ctx, hosted); err != nil {
 		return Result{}, err
 	}
-	if err := clusterDNS(ctx, c.Scheme(), admin, p, out); err != nil {
+	if err := addOns(ctx, c.Scheme(), admin, p, out); err != nil {
 		return Result{}, err
 	}
 	old := &corev1.Secret{}
@@ -117,20 +120,31 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	return Result{Secret: hc.WorkerBootstrapSecret, TokenID: id}, nil
 }
 
-// clusterDNS applies the hosted cluster's DNS (EnsureDNS) as its admin,
-// when p names its image.
-func clusterDNS(ctx context.Context, scheme *runtime.Scheme, admin *rest.Config, p Params, out io.Writer) error {
-	if p.CoreDNSImage == "" {
+// addOns applies the hosted cluster's DNS (EnsureDNS) and default
+// ingress (EnsureRouter) as its admin, those p names an image of.
+func addOns(ctx context.Context, scheme *runtime.Scheme, admin *rest.Config, p Params, out io.Writer) error {
+	if p.CoreDNSImage == "" && p.RouterImage == "" {
 		return nil
 	}
 	hosted, err := client.New(admin, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
-	if err := EnsureDNS(ctx, hosted, p.CoreDNSImage, p.ServiceCIDR); err != nil {
-		return err
+	if p.CoreDNSImage != "" {
+		if err := EnsureDNS(ctx, hosted, p.CoreDNSImage, p.ServiceCIDR); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "cluster DNS %s/%s applied (%s)\n", dnsNamespace, DNSDeployment, p.CoreDNSImage)
 	}
-	fmt.Fprintf(out, "cluster DNS %s/%s applied (%s)\n", dnsNamespace, DNSDeployment, p.CoreDNSImage)
+	if p.RouterImage != "" {
+		if p.IngressDomain == "" {
+			return fmt.Errorf("a router image needs the ingress domain")
+		}
+		if err := EnsureRouter(ctx, hosted, p.RouterImage, p.IngressDomain); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "default ingress %s/%s applied for *.%s (%s)\n", hc.RouterNamespace, hc.RouterDeployment, p.IngressDomain, p.RouterImage)
+	}
 	return nil
 }
 

@@ -2,14 +2,20 @@ package hostedclusterbootstrap
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
+
+	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
 )
 
 func TestEnsureTokenKeepsAHeldTokenAndReplacesAGoneOne(t *testing.T) {
@@ -166,5 +172,46 @@ func TestDNSObjects(t *testing.T) {
 		if !kinds[k] {
 			t.Errorf("%s missing or not as wanted", k)
 		}
+	}
+}
+
+// TestRouterObjects: the default ingress as OpenShift publishes it with
+// the NodePort strategy - the router's NodePort Service with ports http
+// and https reaching the router's container ports, the default
+// IngressClass, the router serving the domain given.
+func TestRouterObjects(t *testing.T) {
+	kinds := map[string]bool{}
+	var selector, podLabels map[string]string
+	for _, o := range RouterObjects("reg/router@sha256:1", "apps.demo.example.com") {
+		switch o := o.(type) {
+		case *corev1.Service:
+			selector = o.Spec.Selector
+			ports := map[string]string{}
+			for _, p := range o.Spec.Ports {
+				ports[p.Name] = fmt.Sprintf("%d->%s", p.Port, p.TargetPort.String())
+			}
+			kinds["Service"] = o.Name == hc.RouterService && o.Namespace == hc.RouterNamespace && o.Spec.Type == corev1.ServiceTypeNodePort &&
+				ports[hc.RouterHTTPPortName] == "80->http" && ports[hc.RouterHTTPSPortName] == "443->https"
+		case *appsv1.Deployment:
+			podLabels = o.Spec.Template.Labels
+			c := o.Spec.Template.Spec.Containers[0]
+			named := map[string]int32{}
+			for _, p := range c.Ports {
+				named[p.Name] = p.ContainerPort
+			}
+			kinds["Deployment"] = o.Name == hc.RouterDeployment && c.Image == "reg/router@sha256:1" &&
+				slices.Contains(c.Args, "--domain=apps.demo.example.com") &&
+				named["http"] == hc.RouterHTTPPort && named["https"] == hc.RouterHTTPSPort
+		case *networkingv1.IngressClass:
+			kinds["IngressClass"] = o.Name == hc.IngressClass && o.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true"
+		}
+	}
+	for _, k := range []string{"Service", "Deployment", "IngressClass"} {
+		if !kinds[k] {
+			t.Errorf("%s missing or not as wanted", k)
+		}
+	}
+	if len(selector) == 0 || !labels.SelectorFromSet(selector).Matches(labels.Set(podLabels)) {
+		t.Errorf("the Service's selector %v does not select the router's Pods %v", selector, podLabels)
 	}
 }

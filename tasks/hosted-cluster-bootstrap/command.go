@@ -21,6 +21,8 @@ func Command() *cobra.Command {
 			f.StringVar(&p.LocalRegistry, "local-registry", "", "the infrastructure's local registry, pulled from over plain HTTP")
 			f.StringVar(&p.LocalRegistryHost, "local-registry-host", "", "the name images of the local registry may carry besides, pulled from --local-registry")
 			f.StringVar(&p.CoreDNSImage, "coredns-image", "", "the hosted cluster DNS's image; no cluster DNS when empty")
+			f.StringVar(&p.RouterImage, "router-image", "", "the hosted cluster's default router's image; no default ingress when empty")
+			f.StringVar(&p.IngressDomain, "ingress-domain", "", "the default ingress's domain (apps.<name>.<baseDomain>)")
 		},
 		func(ctx context.Context, c client.Client, out io.Writer) (Result, error) { return Run(ctx, c, p, out) })
 }
