@@ -131,7 +131,7 @@ nslookup kubernetes.default.svc.cluster.local | sed 's/^/lookup /'
 		t.Errorf("from worker %s, no DNS answer over UDP from the Pod on %s:\n%s", workers[1], workers[0], logs)
 	}
 	t.Logf("create -> Pods of two workers reached each other: %s", time.Since(start).Round(time.Second))
-	lbAddr := checkWaysIn(t, f, hosted, ns, name, cpNS, workers[1], image, want)
+	lbAddr := checkWaysIn(t, f, hosted, ns, name, cpNS, want)
 	checkWorkerReplaced(t, f, hosted, cpNS, workers[0], workers[1], image, lbAddr)
 }
 
