@@ -77,6 +77,9 @@ func runConformance(t *testing.T, f *framework.Framework, target, kubeconfig str
 	if err != nil {
 		t.Fatal(err)
 	}
+	if target == "hosted" {
+		prepull(t, kubeconfig, conf.Images)
+	}
 	report := c.LogFile("conformance-" + target)
 	reportDir := strings.TrimSuffix(report, ".log")
 	if err := os.MkdirAll(reportDir, 0o755); err != nil {

@@ -32,6 +32,8 @@ type Conformance struct {
 	// RepoList is the KUBE_TEST_REPO_LIST file naming where the tests'
 	// images are: the testbed registry, under conformanceRegistry.
 	RepoList string
+	// Images are the images pushed for the tests, as Pods name them.
+	Images []string
 }
 
 // The registries of Kubernetes' test images (test/utils/image), as mapped
@@ -68,7 +70,8 @@ func (c *Cluster) PrepareConformance(ctx context.Context) (Conformance, error) {
 			return Conformance{}, err
 		}
 	}
-	if err := c.pushConformanceImages(dir); err != nil {
+	images, err := c.pushConformanceImages(dir)
+	if err != nil {
 		return Conformance{}, err
 	}
 	list := filepath.Join(dir, "repo-list.yaml")
@@ -79,19 +82,20 @@ func (c *Cluster) PrepareConformance(ctx context.Context) (Conformance, error) {
 	if err := os.WriteFile(list, b, 0o644); err != nil {
 		return Conformance{}, err
 	}
-	return Conformance{Suite: suite, RepoList: list}, nil
+	return Conformance{Suite: suite, RepoList: list, Images: images}, nil
 }
 
 // pushConformanceImages pushes the test images the selected conformance
-// tests pull, by the names and tags Kubernetes' image manifest gives them.
-func (c *Cluster) pushConformanceImages(dir string) error {
+// tests pull, by the names and tags Kubernetes' image manifest gives them,
+// and returns their references.
+func (c *Cluster) pushConformanceImages(dir string) ([]string, error) {
 	bb, err := busyboxImage()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	agnhost, err := c.debianWithBusybox(agnhostDebian, bb)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	agnhost.Entrypoint, agnhost.Cmd = []string{"/agnhost"}, []string{"pause"}
 	source := c.tools[conformanceTool.name].dir
@@ -106,22 +110,22 @@ func (c *Cluster) pushConformanceImages(dir string) error {
 	}
 	busybox, err := c.debianWithBusybox(busyboxDebian, bb)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dnsutils, err := c.debianWithBusybox(dnsutilsDebian, bb)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	httpd, err := c.debianWithBusybox(httpdDebian, bb)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	nginx, err := c.debianWithBusybox(nginxDebian, bb)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.webServerFiles(httpd.Files, nginx.Files); err != nil {
-		return err
+		return nil, err
 	}
 	httpd.Entrypoint, httpd.Cmd = nil, []string{"httpd-foreground"}
 	nginx.Entrypoint, nginx.Cmd = nil, []string{"nginx", "-g", "daemon off;"}
@@ -146,7 +150,7 @@ func (c *Cluster) pushConformanceImages(dir string) error {
 	var refs []string
 	for ref, spec := range images {
 		if _, err := ocibuild.Push(spec, RegistryAddr+"/"+ref); err != nil {
-			return err
+			return nil, err
 		}
 		refs = append(refs, RegistryAddr+"/"+ref)
 	}
@@ -157,7 +161,8 @@ func (c *Cluster) pushConformanceImages(dir string) error {
 		_ = exec.Command("ctr", args...).Run() // refs the node never pulled are refused, and nothing else
 	}
 	c.progress("%-24s pushed %d images for the conformance tests", "conformance", len(images))
-	return nil
+	slices.Sort(refs)
+	return refs, nil
 }
 
 // debianWithBusybox is an image of d's Debian packages with busybox's
