@@ -2,57 +2,34 @@ package router
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/tekvirt/tekvirt/contracts/pki"
 )
 
 // certValidity is how long the self-signed default certificate lasts.
 const certValidity = 2 * 365 * 24 * time.Hour
 
 // SelfSigned is a certificate and key (PEM) for domain and *.domain,
-// signed by itself, valid from now.
+// signed by itself (so a client can trust it as its own authority), valid
+// from now.
 func SelfSigned(domain string, now time.Time) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	kp, err := pki.Sign(nil, pki.Request{
+		CommonName: "*." + domain, Organization: []string{"tekvirt hosted cluster ingress"},
+		DNSNames: []string{"*." + domain, domain}, Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, Lifetime: certValidity,
+	}, now)
 	if err != nil {
 		return nil, nil, err
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "*." + domain, Organization: []string{"tekvirt hosted cluster ingress"}},
-		DNSNames:              []string{"*." + domain, domain},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(certValidity),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true, // so that clients can trust it as its own authority
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+	return kp.CertPEM, kp.KeyPEM, nil
 }
 
 // EnsureDefaultCert makes Secret namespace/name, the router's default
