@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -26,14 +28,16 @@ type Router struct {
 	// DefaultCert is the Secret of the certificate served for hosts no
 	// Ingress gives one to.
 	DefaultCert types.NamespacedName
-	// Transport carries requests to backends; http.DefaultTransport's
-	// settings when nil.
+	// Transport carries requests to backends; when nil, one with
+	// timeouts (transport).
 	Transport http.RoundTripper
 	Log       logr.Logger
 
 	table atomic.Pointer[Table]
 	// certs caches parsed certificates by Secret and resourceVersion.
-	certs sync.Map
+	certs            sync.Map
+	once             sync.Once
+	defaultTransport http.RoundTripper
 }
 
 // SetTable replaces the routes.
@@ -77,19 +81,46 @@ func (r *Router) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	// net/http ends a request's context when the client shuts its side of
+	// the connection after the request (HTTP/1.0 clients such as nc do),
+	// which would abort the proxying; the answer is waited for as HAProxy
+	// waits (the transport's response-header timeout bounds it), and a
+	// client really gone fails the copy of the answer instead. (A context
+	// that can never end would make ReverseProxy watch CloseNotify, which
+	// fires on the same shutdown.)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(req.Context()))
+	defer cancel()
+	req = req.WithContext(ctx)
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(&url.URL{Scheme: "http", Host: target})
 			pr.Out.Host = pr.In.Host // the backend sees the name the client asked for
 			pr.SetXForwarded()
 		},
-		Transport: r.Transport,
+		Transport: r.transport(),
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
 			r.Log.V(1).Info("backend failed", "host", host, "service", b.Namespace+"/"+b.Service, "err", err)
 			http.Error(w, fmt.Sprintf("backend Service %s/%s: %v", b.Namespace, b.Service, err), http.StatusBadGateway)
 		},
 	}
 	proxy.ServeHTTP(w, req)
+}
+
+// transport is r.Transport, or one with timeouts that never goes through
+// an environment's proxy.
+func (r *Router) transport() http.RoundTripper {
+	if r.Transport != nil {
+		return r.Transport
+	}
+	r.once.Do(func() {
+		r.defaultTransport = &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost:   32,
+			IdleConnTimeout:       90 * time.Second,
+			ResponseHeaderTimeout: time.Minute,
+		}
+	})
+	return r.defaultTransport
 }
 
 // address is the host:port requests to b go to: its Service's cluster

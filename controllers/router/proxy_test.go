@@ -26,6 +26,9 @@ import (
 // backend at a Service's cluster address (127.0.0.1 stands in for it).
 func TestRouter(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(300 * time.Millisecond)
+		}
 		fmt.Fprintf(w, "host=%s path=%s proto=%s", r.Host, r.URL.Path, r.Header.Get("X-Forwarded-Proto"))
 	}))
 	defer backend.Close()
@@ -118,6 +121,22 @@ func TestRouter(t *testing.T) {
 	}
 	if code, body, _ := get(plain.URL, "plain.example.com:80", "/page", nil); code != 200 || body != "host=plain.example.com:80 path=/page proto=http" {
 		t.Errorf("HTTP: %d %q", code, body)
+	}
+	// A client that shuts its side after the request (nc with HTTP/1.0)
+	// still gets the answer.
+	conn, err := net.Dial("tcp", plain.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	if _, err := conn.Write([]byte("GET /slow HTTP/1.0\r\nHost: plain.example.com\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(conn); err != nil || !strings.HasPrefix(string(b), "HTTP/1.0 200") || !strings.HasSuffix(string(b), "path=/slow proto=http") {
+		t.Errorf("a half-closed client's request: %v\n%s", err, b)
 	}
 	// What cannot be served says why.
 	for _, tc := range []struct {
