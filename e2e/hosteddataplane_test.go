@@ -76,8 +76,11 @@ func TestHostedDataPlane(t *testing.T) {
 	// cluster DNS's image, named as the release names it) answering one
 	// name.
 	image := strings.Replace(registryImage(t, f, "tekvirt/busybox"), cluster.RegistryAddr, cluster.RegistryClusterAddr, 1)
-	server := hostedPod(t, hosted, shellPod("server", workers[0], image, map[string]string{"app": "web"},
-		"mkdir -p /www && echo from-"+workers[0]+" > /www/index.html && exec httpd -f -p 8080 -h /www"))
+	// Its port is a hostPort of the first worker too (the portmap plugin).
+	serverPod := shellPod("server", workers[0], image, map[string]string{"app": "web"},
+		"mkdir -p /www && echo from-"+workers[0]+" > /www/index.html && exec httpd -f -p 8080 -h /www")
+	serverPod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 18080, Protocol: corev1.ProtocolTCP}}
+	server := hostedPod(t, hosted, serverPod)
 	udp := udpServer(t, hosted, workers[0])
 	svc, err := hosted.CoreV1().Services("default").Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -91,9 +94,14 @@ func TestHostedDataPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	first, err := hosted.CoreV1().Nodes().Get(ctx, workers[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := "from-" + workers[0]
 	// From the second worker: by address (TCP, then UDP), by the
-	// Service's ClusterIP, by the NodePort on the second worker's address.
+	// Service's ClusterIP, by the NodePort on the second worker's address,
+	// by the hostPort on the first's.
 	// HTTP by nc: busybox's wget crashes on the workers' emulated CPU.
 	script := fmt.Sprintf(`get() { for i in $(seq 30); do b=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 2 "$2" "$3" | tail -n 1) && [ -n "$b" ] && { echo "$1 $b"; return; }; sleep 1; done; echo "$1 unreachable"; }
 get pod %[1]s 8080
@@ -101,8 +109,9 @@ nslookup udp.test %[5]s | sed 's/^/udp /'
 get clusterip %[2]s 80
 get nodeport %[3]s %[4]d
 get dns web.default 80
+get hostport %[6]s 18080
 nslookup kubernetes.default.svc.cluster.local | sed 's/^/lookup /'
-`, server.Status.PodIP, svc.Spec.ClusterIP, nodeAddress(other, corev1.NodeInternalIP), svc.Spec.Ports[0].NodePort, udp.Status.PodIP)
+`, server.Status.PodIP, svc.Spec.ClusterIP, nodeAddress(other, corev1.NodeInternalIP), svc.Spec.Ports[0].NodePort, udp.Status.PodIP, nodeAddress(first, corev1.NodeInternalIP))
 	framework.Eventually(t, 3*time.Minute, "the hosted cluster DNS available", func() error {
 		d, err := hosted.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
 		if err != nil {
@@ -115,7 +124,7 @@ nslookup kubernetes.default.svc.cluster.local | sed 's/^/lookup /'
 	})
 	clientPod := hostedPod(t, hosted, shellPod("client", workers[1], image, nil, script))
 	logs := waitHostedPodDone(t, hosted, clientPod.Name, 2*time.Minute)
-	for _, way := range []string{"pod", "clusterip", "nodeport", "dns"} {
+	for _, way := range []string{"pod", "clusterip", "nodeport", "dns", "hostport"} {
 		if !strings.Contains(logs, way+" "+want) {
 			t.Errorf("from worker %s %s: want %q\n%s", workers[1], way, want, logs)
 		}

@@ -18,7 +18,7 @@ type binaries struct {
 	tkn     string
 	etcd    string // the hosted control planes' etcd (the cluster's own is Debian's)
 	coredns string // the cluster DNS server
-	multus  string // dir with multus, thin_entrypoint and the bridge CNI plugin
+	multus  string // dir with multus, thin_entrypoint and the bridge and portmap CNI plugins
 	netpol  string // the NetworkPolicy agent, kube-network-policies
 	csi     string // dir with csi-provisioner, csi-snapshotter and snapshot-controller
 	flannel string // flanneld, the hosted workers' pod network
@@ -107,8 +107,9 @@ var toolBuilds = []toolBuild{
 	{
 		name:   "multus",
 		module: "gopkg.in/k8snetworkplumbingwg/multus-cni.v4",
-		pkgs:   []string{"bridge", "thin_entrypoint", "multus"},
-		paths:  map[string]string{"bridge": "github.com/containernetworking/plugins/plugins/main/bridge"},
+		pkgs:   []string{"bridge", "portmap", "thin_entrypoint", "multus"},
+		paths: map[string]string{"bridge": "github.com/containernetworking/plugins/plugins/main/bridge",
+			"portmap": "github.com/containernetworking/plugins/plugins/meta/portmap"},
 		// Multus's own version stamp, which its binaries print.
 		ldflags: func(v string) string {
 			return "-s -w -X gopkg.in/k8snetworkplumbingwg/multus-cni.v4/pkg/multus.version=" + v

@@ -44,7 +44,7 @@ func (c *Cluster) pushWorker(ctx context.Context, b binaries, registry string) (
 	if err := writePauseTarball(filepath.Join(b.tekvirt, "tekvirt-pause"), pause); err != nil {
 		return "", err
 	}
-	g, err := guest.Worker(guest.Node{Kubelet: b.k("kubelet"), KubeProxy: b.k("kube-proxy"), Flanneld: b.flannel, PauseTar: pause}).Build(ctx, c.path("cache"))
+	g, err := guest.Worker(guest.Node{Kubelet: b.k("kubelet"), KubeProxy: b.k("kube-proxy"), Flanneld: b.flannel, Portmap: filepath.Join(b.multus, "portmap"), PauseTar: pause}).Build(ctx, c.path("cache"))
 	if err != nil {
 		return "", fmt.Errorf("building the worker guest: %w", err)
 	}

@@ -27,6 +27,7 @@ const cniTemplate = `{"cniVersion": "0.4.0", "name": "pods", "plugins": [
    "ipam": {"type": "host-local",
     "ranges": [{{range $i, $r := .PodCIDRRanges}}{{if $i}}, {{end}}[{"subnet": "{{$r}}"}]{{end}}],
     "routes": [{{range $i, $r := .Routes}}{{if $i}}, {{end}}{"dst": "{{$r}}"}{{end}}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}, "backend": "nftables"},
   {"type": "loopback"}]}
 `
 
@@ -95,6 +96,9 @@ detectLocalMode: NodeCIDR
 // the pause image (an image tarball).
 type Node struct {
 	Kubelet, KubeProxy, Flanneld, PauseTar string
+	// Portmap is the CNI portmap plugin (hostPort), built with its
+	// nftables backend: Debian's drives iptables, which workers lack.
+	Portmap string
 }
 
 // nftModules are what kube-proxy's and flannel's nftables rules use.
@@ -118,11 +122,12 @@ func Worker(n Node) Flavor {
 		Inittab: inittab,
 		Programs: append(append([]string{}, Test.Programs...),
 			"usr/bin/containerd", "usr/bin/containerd-shim-runc-v2", "usr/bin/ctr", "usr/sbin/runc",
-			"usr/lib/cni/bridge", "usr/lib/cni/host-local", "usr/lib/cni/loopback", "usr/lib/cni/portmap", "usr/sbin/nft"),
+			"usr/lib/cni/bridge", "usr/lib/cni/host-local", "usr/lib/cni/loopback", "usr/sbin/nft"),
 		Static: map[string]StaticFile{
 			"usr/bin/kubelet":      {Source: n.Kubelet, Mode: 0o755},
 			"usr/bin/kube-proxy":   {Source: n.KubeProxy, Mode: 0o755},
 			"usr/bin/flanneld":     {Source: n.Flanneld, Mode: 0o755},
+			"usr/lib/cni/portmap":  {Source: n.Portmap, Mode: 0o755},
 			"opt/images/pause.tar": {Source: n.PauseTar, Mode: 0o644},
 		},
 	}

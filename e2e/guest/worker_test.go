@@ -15,13 +15,13 @@ import (
 func TestWorkerFlavor(t *testing.T) {
 	dir := t.TempDir()
 	kubelet, pause := filepath.Join(dir, "kubelet"), filepath.Join(dir, "pause.tar")
-	proxy, flanneld := filepath.Join(dir, "kube-proxy"), filepath.Join(dir, "flanneld")
-	for _, f := range []string{kubelet, pause, proxy, flanneld} {
+	proxy, flanneld, portmap := filepath.Join(dir, "kube-proxy"), filepath.Join(dir, "flanneld"), filepath.Join(dir, "portmap")
+	for _, f := range []string{kubelet, pause, proxy, flanneld, portmap} {
 		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w := Worker(Node{Kubelet: kubelet, KubeProxy: proxy, Flanneld: flanneld, PauseTar: pause})
+	w := Worker(Node{Kubelet: kubelet, KubeProxy: proxy, Flanneld: flanneld, Portmap: portmap, PauseTar: pause})
 	for _, p := range []string{"containerd", "runc", "containernetworking-plugins", "qemu-guest-agent", "nftables"} {
 		if !slices.Contains(w.Packages, p) {
 			t.Errorf("worker lacks package %s", p)
@@ -41,6 +41,9 @@ func TestWorkerFlavor(t *testing.T) {
 	if w.Static["usr/bin/kube-proxy"].Source != proxy || w.Static["usr/bin/flanneld"].Source != flanneld ||
 		!bytes.Contains(w.Init, []byte("/usr/bin/kube-proxy --config=/etc/kubernetes/kube-proxy.yaml")) || !bytes.Contains(w.Init, []byte("/usr/bin/flanneld --kubeconfig-file")) {
 		t.Error("the worker does not run the kube-proxy and flanneld given")
+	}
+	if w.Static["usr/lib/cni/portmap"].Source != portmap || !strings.Contains(string(w.Files[cniTemplatePath]), `"type": "portmap", "capabilities": {"portMappings": true}, "backend": "nftables"`) {
+		t.Error("the worker's pods get no hostPort: the portmap plugin given, with nftables, in the CNI chain")
 	}
 	if !bytes.Contains(w.Init, []byte("/etc/"+cniTemplatePath[len("etc/"):])) {
 		t.Error("init does not set the pods' MTU in the CNI template")
