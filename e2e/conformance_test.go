@@ -39,14 +39,17 @@ func TestConformance(t *testing.T) {
 
 // TestConformanceHosted creates a hosted cluster with two workers as a
 // user does and runs the selected conformance tests against it (make
-// conformance-hosted).
+// conformance-hosted). The workers have the CLI's default memory (8Gi):
+// their images live on a tmpfs of half of it, and the tests' images
+// filled the 1 GiB of 2Gi workers (DiskPressure, Pods evicted); one core
+// each, as this machine has two.
 func TestConformanceHosted(t *testing.T) {
 	conformanceRun(t)
 	f := framework.New(t)
 	ns := f.Namespace(t)
 	const name = "conformance"
 	start := time.Now()
-	createTwoWorkers(t, f, ns, name, "2Gi", "2")
+	createTwoWorkers(t, f, ns, name, "8Gi", "2")
 	kc, err := f.Kube.CoreV1().Secrets(ns).Get(context.Background(), name+"-admin-kubeconfig", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
