@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 )
 
 func TestEnsureTokenKeepsAHeldTokenAndReplacesAGoneOne(t *testing.T) {
@@ -198,6 +199,9 @@ func TestRouterObjects(t *testing.T) {
 			named := map[string]int32{}
 			for _, p := range c.Ports {
 				named[p.Name] = p.ContainerPort
+			}
+			if v, err := podsecurity.Violations(&o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec); err != nil || len(v) > 0 {
+				t.Errorf("the router's Pods break Pod Security restricted: %v %v", v, err)
 			}
 			kinds["Deployment"] = o.Name == hc.RouterDeployment && c.Image == "reg/router@sha256:1" &&
 				slices.Contains(c.Args, "--domain=apps.demo.example.com") &&

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
+	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 	"github.com/tekvirt/tekvirt/tasks/hostedcp"
 )
 
@@ -75,10 +76,7 @@ func routerDeployment(image, domain string) *appsv1.Deployment {
 					ServiceAccountName:        "router",
 					PriorityClassName:         "system-cluster-critical",
 					TopologySpreadConstraints: hostedcp.SpreadOverNodes(routerLabels),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)), RunAsGroup: ptr.To(int64(65532)),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					SecurityContext:           podsecurity.Pod(65532),
 					Containers: []corev1.Container{{
 						Name: "router", Image: image, Args: []string{"--domain=" + domain},
 						Ports: []corev1.ContainerPort{
@@ -86,8 +84,7 @@ func routerDeployment(image, domain string) *appsv1.Deployment {
 							{Name: hc.RouterHTTPSPortName, ContainerPort: hc.RouterHTTPSPort, Protocol: corev1.ProtocolTCP},
 							{Name: "health", ContainerPort: hc.RouterHealthPort, Protocol: corev1.ProtocolTCP},
 						},
-						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+						SecurityContext: readOnlyRoot(podsecurity.Container()),
 						// Patient probes, as the DNS's: workers' CPUs may be emulated.
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("health")}},
 							TimeoutSeconds: 5},
@@ -98,6 +95,12 @@ func routerDeployment(image, domain string) *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+// readOnlyRoot is sc with a read-only root file system.
+func readOnlyRoot(sc *corev1.SecurityContext) *corev1.SecurityContext {
+	sc.ReadOnlyRootFilesystem = ptr.To(true)
+	return sc
 }
 
 // EnsureRouter applies the hosted cluster's default ingress
