@@ -35,19 +35,20 @@ for p in /sys/class/virtio-ports/*; do
   [ "$(cat "$p/name" 2>/dev/null)" = org.qemu.guest_agent.0 ] && agent="/dev/${p##*/}"
 done
 [ -n "$agent" ] && /usr/sbin/qemu-ga -d -m virtio-serial -p "$agent" -f /run/qemu-ga.pid
-/usr/bin/containerd --config /etc/containerd/config.toml >/var/log/containerd.log 2>&1 &
-i=0; while [ ! -S /run/containerd/containerd.sock ] && [ $i -lt 60 ]; do sleep 1; i=$((i+1)); done
-/usr/bin/ctr -n k8s.io images import --snapshotter native /opt/images/pause.tar >/var/log/pause-import.log 2>&1
-[ -x /run/user-data ] && /run/user-data >/var/log/user-data.log 2>&1
-# Pods' MTU: the node's less VXLAN's 50 bytes.
-mtu=$(($(cat /sys/class/net/eth0/mtu 2>/dev/null || echo 1500) - 50))
-sed -i "s/\"mtu\": [0-9]*/\"mtu\": $mtu/" /etc/containerd/cni.conflist.tmpl
 # respawn NAME CMD...: runs CMD again whenever it ends, logging to
 # /var/log/NAME.log.
 respawn() {
   name=$1; shift
   (while :; do "$@" >>"/var/log/$name.log" 2>&1; sleep 2; done) &
 }
+# containerd too: the kernel's OOM killer may pick it on a full worker.
+respawn containerd /usr/bin/containerd --config /etc/containerd/config.toml
+i=0; while [ ! -S /run/containerd/containerd.sock ] && [ $i -lt 60 ]; do sleep 1; i=$((i+1)); done
+/usr/bin/ctr -n k8s.io images import --snapshotter overlayfs /opt/images/pause.tar >/var/log/pause-import.log 2>&1
+[ -x /run/user-data ] && /run/user-data >/var/log/user-data.log 2>&1
+# Pods' MTU: the node's less VXLAN's 50 bytes.
+mtu=$(($(cat /sys/class/net/eth0/mtu 2>/dev/null || echo 1500) - 50))
+sed -i "s/\"mtu\": [0-9]*/\"mtu\": $mtu/" /etc/containerd/cni.conflist.tmpl
 # The node's network services, once the kubelet holds its credentials:
 # flannel's VXLAN between the workers (when the user-data configured it)
 # and kube-proxy, both as the node.

@@ -31,8 +31,9 @@ const cniTemplate = `{"cniVersion": "0.4.0", "name": "pods", "plugins": [
   {"type": "loopback"}]}
 `
 
-// workerFiles configure containerd (CRI, the native snapshotter on the
-// initramfs's tmpfs, the CNI bridge), the CNI bridge (pods of one node
+// workerFiles configure containerd (CRI, the overlayfs snapshotter on a
+// tmpfs, so that containers of one image share its unpacked layers; the
+// CNI bridge), the CNI bridge (pods of one node
 // reach each other and, through the guest, the outside) and the kubelet
 // (cgroupfs on cgroup v2, client certificates rotated, webhook
 // authentication and authorization; its resolver, for Pods of dnsPolicy
@@ -51,7 +52,7 @@ var workerFiles = map[string][]byte{
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "` + PauseImage + `"
   [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "native"
+    snapshotter = "overlayfs"
     # The root is the initramfs, which pivot_root cannot leave.
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
