@@ -107,9 +107,24 @@ get other %s
 //     way in; the probe's control) but neither its kubelet nor its pod
 //     network's tunnel: a DNS query wrapped in VXLAN as b's own nodes wrap
 //     it never reaches b's DNS Pod, while the same frame sent from b's own
-//     worker does (the control).
+//     worker does (the control);
+//   - b's Konnectivity proxy server (the way b's API server reaches into
+//     b) takes no agent without a certificate, nor with a's agents'
+//     certificate (which a's admin reads from a's kube-system), while a's
+//     own takes that certificate (the control).
 func checkHostNetworkAttack(t *testing.T, f *framework.Framework, a, b *apartSide) {
 	ctx := context.Background()
+	stolen, err := a.hosted.CoreV1().Secrets("kube-system").Get(ctx, hc.KonnectivityAgent, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.hosted.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: probeFilesSecret},
+		Data: stolen.Data}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	agentCert := func(name, addr string) string {
+		return fmt.Sprintf("tls-cert,%s,%s,%s/tls.crt,%s/tls.key", name, addr, probeFilesDir, probeFilesDir)
+	}
 	infraAPI := kubernetesEndpoint(t, f)
 	service := func(s *apartSide, name string, port int) string {
 		svc, err := f.Kube.CoreV1().Services(s.cpNS).Get(ctx, name, metav1.GetOptions{})
@@ -143,7 +158,10 @@ func checkHostNetworkAttack(t *testing.T, f *framework.Framework, a, b *apartSid
 		"https,own-etcd,https://"+service(a, hc.EtcdClientService, hc.EtcdClientPort)+"/version",
 		"tcp,other-kubelet,"+net.JoinHostPort(b.workerIP, "10250"),
 		"tcp,other-nodeport,"+net.JoinHostPort(b.workerIP, strconv.Itoa(int(b.nodePort))),
-		inject("other-tunnel", "attack.udp.test."))
+		inject("other-tunnel", "attack.udp.test."),
+		"https,other-konnectivity,https://"+service(b, hc.KonnectivityService, hc.KonnectivityAgentPort)+"/",
+		agentCert("other-konnectivity-stolen", service(b, hc.KonnectivityService, hc.KonnectivityAgentPort)),
+		agentCert("own-konnectivity", service(a, hc.KonnectivityService, hc.KonnectivityAgentPort)))
 	control := hostNetworkProbe(t, f, b, "control", inject("own-tunnel", "control.udp.test."))
 	t.Logf("from %s's worker:\n%sfrom %s's own worker:\n%s", a.name, out, b.name, control)
 
@@ -170,6 +188,15 @@ func checkHostNetworkAttack(t *testing.T, f *framework.Framework, a, b *apartSid
 		if got := probeResult(out, name); !strings.HasPrefix(got, "error ") || !strings.Contains(got, "certificate") {
 			t.Errorf("%s: %q, want a TLS refusal for want of a client certificate", name, got)
 		}
+	}
+	if got := probeResult(out, "other-konnectivity"); !strings.HasPrefix(got, "error ") || !strings.Contains(got, "certificate") {
+		t.Errorf("other-konnectivity: %q, want a TLS refusal for want of a client certificate", got)
+	}
+	if got := probeResult(out, "other-konnectivity-stolen"); !strings.HasPrefix(got, "refused ") {
+		t.Errorf("%s's Konnectivity proxy server took %s's agent certificate: %q", b.name, a.name, got)
+	}
+	if got := probeResult(out, "own-konnectivity"); got != "accepted" {
+		t.Errorf("own-konnectivity: %q, want accepted (the control: %s's agents' certificate at its own proxy server)", got, a.name)
 	}
 	if got := probeResult(out, "other-kubelet"); got != "closed" {
 		t.Errorf("%s's worker reached %s's kubelet: %s", a.name, b.name, got)
@@ -200,9 +227,18 @@ func checkHostNetworkAttack(t *testing.T, f *framework.Framework, a, b *apartSid
 	}
 }
 
+// probeFilesSecret, when the hosted cluster's default namespace has it, is
+// mounted into hostNetworkProbe's Pod at probeFilesDir: what an attacker
+// brings.
+const (
+	probeFilesSecret = "probe-files"
+	probeFilesDir    = "/probe-files"
+)
+
 // hostNetworkProbe runs tekvirt-probe with probes in a Pod with hostNetwork
 // on s's worker, the worker's /var/lib/kubelet/pods mounted at
-// /host/var/lib/kubelet/pods, and returns its output.
+// /host/var/lib/kubelet/pods (and probeFilesSecret at probeFilesDir), and
+// returns its output.
 func hostNetworkProbe(t *testing.T, f *framework.Framework, s *apartSide, name string, probes ...string) string {
 	t.Helper()
 	image := strings.Replace(registryImage(t, f, "tekvirt/tekvirt-probe"), cluster.RegistryAddr, cluster.RegistryClusterAddr, 1)
@@ -212,8 +248,10 @@ func hostNetworkProbe(t *testing.T, f *framework.Framework, s *apartSide, name s
 			NodeName: s.worker, HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever,
 			AutomountServiceAccountToken: ptr(false),
 			Containers: []corev1.Container{{Name: "probe", Image: image, Args: probes,
-				VolumeMounts: []corev1.VolumeMount{{Name: "pods", MountPath: "/host/var/lib/kubelet/pods", ReadOnly: true}}}},
-			Volumes: []corev1.Volume{{Name: "pods", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/kubelet/pods"}}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "pods", MountPath: "/host/var/lib/kubelet/pods", ReadOnly: true},
+					{Name: "files", MountPath: probeFilesDir, ReadOnly: true}}}},
+			Volumes: []corev1.Volume{{Name: "pods", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/kubelet/pods"}}},
+				{Name: "files", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: probeFilesSecret, Optional: ptr(true)}}}},
 		},
 	}
 	if _, err := s.hosted.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {

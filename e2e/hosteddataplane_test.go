@@ -140,6 +140,7 @@ nslookup kubernetes.default.svc.cluster.local | sed 's/^/lookup /'
 		t.Errorf("from worker %s, no DNS answer over UDP from the Pod on %s:\n%s", workers[1], workers[0], logs)
 	}
 	t.Logf("create -> Pods of two workers reached each other: %s", time.Since(start).Round(time.Second))
+	checkAPIServerReachesIn(t, hosted, server.Name, want)
 	lbAddr := checkWaysIn(t, f, hosted, ns, name, cpNS, want)
 	checkWorkerReplaced(t, f, hosted, cpNS, workers[0], workers[1], image, lbAddr)
 }
@@ -291,4 +292,32 @@ func udpServer(t *testing.T, hosted kubernetes.Interface, node string) *corev1.P
 		},
 	}
 	return hostedPod(t, hosted, pod)
+}
+
+// checkAPIServerReachesIn: the hosted API server, which runs in the
+// infrastructure cluster, reaches the hosted cluster's Pods and Services
+// through the Konnectivity tunnel the workers' agents hold (the Pod logs
+// read above went the same way, to the kubelet): pods/proxy and
+// services/proxy, as `kubectl proxy` users and Kubernetes' conformance
+// Proxy tests use them.
+func checkAPIServerReachesIn(t *testing.T, hosted kubernetes.Interface, serverPod, want string) {
+	t.Helper()
+	ctx := context.Background()
+	framework.Eventually(t, 2*time.Minute, "the hosted API server proxying to Pod "+serverPod+" and Service web", func() error {
+		for what, req := range map[string]interface {
+			DoRaw(context.Context) ([]byte, error)
+		}{
+			"pods/proxy":     hosted.CoreV1().Pods("default").ProxyGet("http", serverPod, "8080", "/", nil),
+			"services/proxy": hosted.CoreV1().Services("default").ProxyGet("http", "web", "80", "/", nil),
+		} {
+			b, err := req.DoRaw(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			if !strings.Contains(string(b), want) {
+				return fmt.Errorf("%s: %q, want %q", what, b, want)
+			}
+		}
+		return nil
+	})
 }

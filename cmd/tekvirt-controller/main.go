@@ -60,13 +60,14 @@ import (
 )
 
 func main() {
-	var stepImage, launcherImage, workerImage, corednsImage, routerImage, probeAddr, metricsAddr, certDir string
+	var stepImage, launcherImage, workerImage, corednsImage, routerImage, konnectivityImage, probeAddr, metricsAddr, certDir string
 	var webhookPort, apiPort, uploadProxyPort, subresourcesPort int
 	flag.StringVar(&stepImage, "step-image", "", "image reference of tekvirt-step, run by every catalog task")
 	flag.StringVar(&launcherImage, "launcher-image", "", "image reference of tekvirt-launcher, run by every launcher Pod")
 	flag.StringVar(&workerImage, "hosted-worker-image", "", "containerDisk NodePool workers boot unless the pool names one")
 	flag.StringVar(&corednsImage, "hosted-coredns-image", "", "the hosted clusters' DNS (CoreDNS) image")
 	flag.StringVar(&routerImage, "hosted-router-image", "", "the hosted clusters' default router's image")
+	flag.StringVar(&konnectivityImage, "hosted-konnectivity-agent-image", "", "the hosted clusters' Konnectivity agent's image")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "address of /metrics; 0 disables")
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "directory with tls.crt and tls.key of the VM validating webhook; empty disables it")
@@ -78,7 +79,7 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	if err := run(images{step: stepImage, launcher: launcherImage, worker: workerImage, coredns: corednsImage, router: routerImage}, probeAddr, metricsAddr, certDir, ports{webhookPort, apiPort, uploadProxyPort, subresourcesPort}); err != nil {
+	if err := run(images{step: stepImage, launcher: launcherImage, worker: workerImage, coredns: corednsImage, router: routerImage, konnectivity: konnectivityImage}, probeAddr, metricsAddr, certDir, ports{webhookPort, apiPort, uploadProxyPort, subresourcesPort}); err != nil {
 		fmt.Fprintln(os.Stderr, "tekvirt-controller:", err)
 		os.Exit(1)
 	}
@@ -87,7 +88,7 @@ func main() {
 type ports struct{ webhook, api, uploadProxy, subresources int }
 
 // images are the component images the controller runs.
-type images struct{ step, launcher, worker, coredns, router string }
+type images struct{ step, launcher, worker, coredns, router, konnectivity string }
 
 func run(img images, probeAddr, metricsAddr, certDir string, port ports) error {
 	if img.step == "" || img.launcher == "" {
@@ -188,7 +189,7 @@ func setupDisks(mgr ctrl.Manager, stepImage string, key ed25519.PrivateKey) erro
 // setupHosted sets up the HostedCluster and NodePool controllers and the
 // publishing of hosted Services.
 func setupHosted(mgr ctrl.Manager, img images) error {
-	if err := (&hostedcluster.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: img.step, CoreDNSImage: img.coredns, RouterImage: img.router}).SetupWithManager(mgr); err != nil {
+	if err := (&hostedcluster.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), StepImage: img.step, CoreDNSImage: img.coredns, RouterImage: img.router, KonnectivityAgentImage: img.konnectivity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the HostedCluster controller: %w", err)
 	}
 	if err := (&nodepool.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), WorkerImage: img.worker}).SetupWithManager(mgr); err != nil {

@@ -46,7 +46,7 @@ func main() {
 
 func run(images hyperconverged.Images, probeAddr, metricsAddr string) error {
 	if len(images) != len(hyperconverged.Programs) {
-		return fmt.Errorf("--controller-image, --step-image, --launcher-image, --handler-image, --hostpath-image, --downloads-image, --router-image, --hosted-release-image, --hosted-worker-image, --hosted-coredns-image, --network-addons-image and --csi-sidecars-image are required")
+		return fmt.Errorf("--controller-image, --step-image, --launcher-image, --handler-image, --hostpath-image, --downloads-image, --router-image, --hosted-release-image, --hosted-worker-image, --hosted-coredns-image, --hosted-konnectivity-agent-image, --network-addons-image and --csi-sidecars-image are required")
 	}
 	mgr, err := manager.New(manager.Options{
 		ProbeAddr: probeAddr, MetricsAddr: metricsAddr,

@@ -35,8 +35,9 @@ type Env struct {
 	// LocalRegistryHost is the name its images carry from the host.
 	LocalRegistry, LocalRegistryHost string
 	// CoreDNSImage is the hosted cluster DNS's image, RouterImage its
-	// default router's.
-	CoreDNSImage, RouterImage string
+	// default router's, KonnectivityAgentImage its workers' Konnectivity
+	// agent's.
+	CoreDNSImage, RouterImage, KonnectivityAgentImage string
 }
 
 // Params are the pipeline's params for cluster in env, in a stable order.
@@ -83,6 +84,7 @@ func Params(cluster *hyperv1.HostedCluster, env Env) pipelinev1.Params {
 		str("corednsImage", env.CoreDNSImage),
 		str("routerImage", env.RouterImage),
 		str("ingressDomain", hc.IngressDomain(cluster.Name, s.DNS.BaseDomain)),
+		str("konnectivityAgentImage", env.KonnectivityAgentImage),
 	}
 }
 

@@ -37,7 +37,8 @@ func cluster() *hyperv1.HostedCluster {
 
 func TestParams(t *testing.T) {
 	got := map[string]string{}
-	for _, p := range Params(cluster(), Env{LocalRegistry: "10.96.0.11:5000", LocalRegistryHost: "127.0.0.1:5000", CoreDNSImage: "reg/coredns@sha256:2", RouterImage: "reg/router@sha256:3"}) {
+	for _, p := range Params(cluster(), Env{LocalRegistry: "10.96.0.11:5000", LocalRegistryHost: "127.0.0.1:5000", CoreDNSImage: "reg/coredns@sha256:2", RouterImage: "reg/router@sha256:3",
+		KonnectivityAgentImage: "reg/konnectivity-agent@sha256:4"}) {
 		got[p.Name] = p.Value.StringVal
 	}
 	want := map[string]string{
@@ -46,7 +47,7 @@ func TestParams(t *testing.T) {
 		"releaseImage":   "reg/tekvirt/hosted-release@sha256:1", "replicas": "1",
 		"etcdStorageClassName": "fast", "etcdStorageSize": "4Gi",
 		"serviceCIDR": "172.30.0.0/16", "clusterCIDR": "10.128.0.0/14", "apiServerServiceType": "LoadBalancer", "localRegistry": "10.96.0.11:5000", "localRegistryHost": "127.0.0.1:5000", "corednsImage": "reg/coredns@sha256:2",
-		"routerImage": "reg/router@sha256:3", "ingressDomain": "apps.demo.example.com",
+		"routerImage": "reg/router@sha256:3", "ingressDomain": "apps.demo.example.com", "konnectivityAgentImage": "reg/konnectivity-agent@sha256:4",
 	}
 	for k, v := range want {
 		if got[k] != v {

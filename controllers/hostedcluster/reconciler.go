@@ -53,9 +53,10 @@ type Reconciler struct {
 	Reader    client.Reader
 	StepImage string
 	// CoreDNSImage is the hosted clusters' DNS's image, RouterImage their
-	// default router's.
-	CoreDNSImage, RouterImage string
-	Now                       func() time.Time
+	// default router's, KonnectivityAgentImage their workers' Konnectivity
+	// agent's.
+	CoreDNSImage, RouterImage, KonnectivityAgentImage string
+	Now                                               func() time.Time
 }
 
 func (r *Reconciler) now() metav1.Time {
@@ -217,7 +218,8 @@ func (r *Reconciler) ensureRun(ctx context.Context, cluster *hyperv1.HostedClust
 	if err != nil {
 		return nil, err
 	}
-	want, err := PipelineRun(cluster, Env{StepImage: r.StepImage, LocalRegistry: registry, LocalRegistryHost: registryHost, CoreDNSImage: r.CoreDNSImage, RouterImage: r.RouterImage})
+	want, err := PipelineRun(cluster, Env{StepImage: r.StepImage, LocalRegistry: registry, LocalRegistryHost: registryHost, CoreDNSImage: r.CoreDNSImage, RouterImage: r.RouterImage,
+		KonnectivityAgentImage: r.KonnectivityAgentImage})
 	if err != nil {
 		return nil, err
 	}

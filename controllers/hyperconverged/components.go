@@ -45,6 +45,7 @@ var Programs = []string{
 	HostedReleaseImage,
 	HostedWorkerImage,
 	HostedCoreDNSImage,
+	HostedKonnectivityAgentImage,
 	NetworkAddonsImage,
 	CSISidecarsImage,
 }
@@ -59,11 +60,14 @@ const CSISidecarsImage = "tekvirt.io/csi-sidecars"
 
 // HostedReleaseImage is the hosted control plane's release image's name,
 // HostedWorkerImage the containerDisk NodePool workers boot by default,
-// HostedCoreDNSImage the hosted clusters' DNS (CoreDNS).
+// HostedCoreDNSImage the hosted clusters' DNS (CoreDNS),
+// HostedKonnectivityAgentImage their workers' Konnectivity agent
+// (/usr/bin/proxy-agent; the proxy server is in the release image).
 const (
-	HostedReleaseImage = "tekvirt.io/hosted-release"
-	HostedWorkerImage  = "tekvirt.io/hosted-worker"
-	HostedCoreDNSImage = "tekvirt.io/hosted-coredns"
+	HostedReleaseImage           = "tekvirt.io/hosted-release"
+	HostedWorkerImage            = "tekvirt.io/hosted-worker"
+	HostedCoreDNSImage           = "tekvirt.io/hosted-coredns"
+	HostedKonnectivityAgentImage = "tekvirt.io/hosted-konnectivity-agent"
 )
 
 // Images maps each tekvirt program's import path, as the manifests name

@@ -22,6 +22,7 @@ type binaries struct {
 	netpol  string // the NetworkPolicy agent, kube-network-policies
 	csi     string // dir with csi-provisioner, csi-snapshotter and snapshot-controller
 	flannel string // flanneld, the hosted workers' pod network
+	konn    string // dir with Konnectivity's server and agent, the hosted API servers' way in
 	tekvirt string // dir with tekvirt, tekvirt-testbed, tekvirt-controller, tekvirt-step
 }
 
@@ -143,6 +144,14 @@ var toolBuilds = []toolBuild{
 		paths:    map[string]string{"flannel": "github.com/tekvirt/tekvirt/e2e/tools/flannel"},
 		ldflags:  func(string) string { return "-s -w" },
 		coldHint: "~3 min on 2 cores the first time",
+	},
+	{
+		name:   "konnectivity",
+		module: "sigs.k8s.io/apiserver-network-proxy",
+		// The go command names the binaries after their folders.
+		pkgs:     []string{"server", "agent"},
+		ldflags:  func(string) string { return "-s -w" },
+		coldHint: "~2 min on 2 cores the first time",
 	},
 }
 
@@ -311,6 +320,7 @@ func (c *Cluster) buildAll(ctx context.Context) (binaries, error) {
 	b.netpol = filepath.Join(dirs[6], "cmd")
 	b.csi = dirs[7]
 	b.flannel = filepath.Join(dirs[8], "flannel")
+	b.konn = dirs[9]
 	b.tekvirt = c.path("cache", "tekvirt")
 	args := []string{"build", "-trimpath", "-o", b.tekvirt + "/", "./cmd/tekvirt", "./e2e/cmd/tekvirt-testbed", "./cmd/tekvirt-operator", "./cmd/tekvirt-controller", "./cmd/tekvirt-step", "./cmd/tekvirt-pause", "./cmd/tekvirt-hostpath", "./cmd/tekvirt-downloads", "./cmd/tekvirt-router", "./e2e/cmd/tekvirt-netpol-queue", "./e2e/cmd/tekvirt-probe"}
 	if err := c.goBuild(ctx, "building tekvirt", c.Source, "build-tekvirt", false, args); err != nil {
@@ -356,6 +366,7 @@ func (c *Cluster) knownBinaries() binaries {
 	b.netpol = filepath.Join(dirs[6], "cmd")
 	b.csi = dirs[7]
 	b.flannel = filepath.Join(dirs[8], "flannel")
+	b.konn = dirs[9]
 	return b
 }
 

@@ -15,19 +15,33 @@ import (
 
 // HostedReleaseKey names the hosted control plane's release image in
 // Images and in manifests (ko://tekvirt.io/hosted-release): the
-// Kubernetes control-plane binaries the testbed runs and etcd.
+// Kubernetes control-plane binaries the testbed runs, etcd and the
+// Konnectivity proxy server.
 const HostedReleaseKey = "tekvirt.io/hosted-release"
 
 // hostedReleaseImage holds kube-apiserver, kube-controller-manager,
-// kube-scheduler and etcd (all static) under /usr/bin, as the
-// hosted-cluster tasks run them.
+// kube-scheduler, etcd and proxy-server (all static) under /usr/bin, as
+// the hosted-cluster tasks run them.
 func hostedReleaseImage(b binaries) ocibuild.Spec {
 	files := map[string]ocibuild.File{"/tmp": {Dir: true, Mode: 0o1777}}
 	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		files["/usr/bin/"+name] = ocibuild.File{Source: b.k(name), Mode: 0o755}
 	}
 	files["/usr/bin/etcd"] = ocibuild.File{Source: b.etcd, Mode: 0o755}
+	files["/usr/bin/proxy-server"] = ocibuild.File{Source: filepath.Join(b.konn, "server"), Mode: 0o755}
 	return ocibuild.Spec{Files: files, Entrypoint: []string{"/usr/bin/etcd"}}
+}
+
+// konnectivityAgentImage is the workers' Konnectivity agent alone (it
+// is pulled by every worker), at /usr/bin/proxy-agent, non-root.
+func konnectivityAgentImage(b binaries) ocibuild.Spec {
+	return nonRoot(ocibuild.Spec{
+		Files: map[string]ocibuild.File{
+			"/usr/bin/proxy-agent": {Source: filepath.Join(b.konn, "agent"), Mode: 0o755},
+			"/tmp":                 {Dir: true, Mode: 0o1777},
+		},
+		Entrypoint: []string{"/usr/bin/proxy-agent"},
+	})
 }
 
 // HostedWorkerKey names the hosted-cluster worker's containerDisk in

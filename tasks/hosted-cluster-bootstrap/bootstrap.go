@@ -12,7 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,6 +41,9 @@ type Params struct {
 	// RouterImage is the default router's image, serving IngressDomain;
 	// no default ingress is made when "".
 	RouterImage, IngressDomain string
+	// KonnectivityAgentImage is the workers' Konnectivity agent's image,
+	// the API server's way into the hosted cluster; no agents when "".
+	KonnectivityAgentImage string
 }
 
 // Result names what the task made.
@@ -84,7 +86,7 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	if err := EnsureBindings(ctx, hosted); err != nil {
 		return Result{}, err
 	}
-	if err := addOns(ctx, c.Scheme(), admin, p, out); err != nil {
+	if err := addOns(ctx, c, admin, p, out); err != nil {
 		return Result{}, err
 	}
 	old := &corev1.Secret{}
@@ -120,15 +122,27 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	return Result{Secret: hc.WorkerBootstrapSecret, TokenID: id}, nil
 }
 
-// addOns applies the hosted cluster's DNS (EnsureDNS) and default
-// ingress (EnsureRouter) as its admin, those p names an image of.
-func addOns(ctx context.Context, scheme *runtime.Scheme, admin *rest.Config, p Params, out io.Writer) error {
-	if p.CoreDNSImage == "" && p.RouterImage == "" {
+// addOns applies the hosted cluster's Konnectivity agents
+// (EnsureKonnectivity), DNS (EnsureDNS) and default ingress
+// (EnsureRouter) as its admin, those p names an image of; c reads the
+// control plane.
+func addOns(ctx context.Context, c client.Client, admin *rest.Config, p Params, out io.Writer) error {
+	if p.CoreDNSImage == "" && p.RouterImage == "" && p.KonnectivityAgentImage == "" {
 		return nil
 	}
-	hosted, err := client.New(admin, client.Options{Scheme: scheme})
+	hosted, err := client.New(admin, client.Options{Scheme: c.Scheme()})
 	if err != nil {
 		return err
+	}
+	if p.KonnectivityAgentImage != "" {
+		agent, err := agentOf(ctx, c, p.Namespace, p.KonnectivityAgentImage)
+		if err != nil {
+			return err
+		}
+		if err := EnsureKonnectivity(ctx, hosted, agent); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Konnectivity agents %s/%s applied, dialing %s:%d (%s)\n", metav1.NamespaceSystem, hc.KonnectivityAgent, agent.Server, hc.KonnectivityAgentPort, p.KonnectivityAgentImage)
 	}
 	if p.CoreDNSImage != "" {
 		if err := EnsureDNS(ctx, hosted, p.CoreDNSImage, p.ServiceCIDR); err != nil {

@@ -3,6 +3,7 @@ package hostedclusterbootstrap
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -217,5 +218,45 @@ func TestRouterObjects(t *testing.T) {
 	}
 	if len(selector) == 0 || !labels.SelectorFromSet(selector).Matches(labels.Set(podLabels)) {
 		t.Errorf("the Service's selector %v does not select the router's Pods %v", selector, podLabels)
+	}
+}
+
+func TestKonnectivityObjects(t *testing.T) {
+	a := Agent{Image: "reg/konnectivity-agent@sha256:1", Server: net.ParseIP("10.96.7.7"), CA: []byte("ca"), Cert: []byte("crt"), Key: []byte("key")}
+	var secret *corev1.Secret
+	var ds *appsv1.DaemonSet
+	for _, o := range KonnectivityObjects(a) {
+		switch o := o.(type) {
+		case *corev1.Secret:
+			secret = o
+		case *appsv1.DaemonSet:
+			ds = o
+		}
+	}
+	if secret == nil || ds == nil {
+		t.Fatal("no Secret or no DaemonSet")
+	}
+	if secret.Namespace != metav1.NamespaceSystem || string(secret.Data["ca.crt"]) != "ca" || string(secret.Data[corev1.TLSPrivateKeyKey]) != "key" {
+		t.Errorf("secret %s/%s %v", secret.Namespace, secret.Name, secret.Data)
+	}
+	spec := ds.Spec.Template.Spec
+	c := spec.Containers[0]
+	args := strings.Join(c.Command, " ")
+	for _, want := range []string{"--proxy-server-host=10.96.7.7", "--proxy-server-port=8091", "--agent-identifiers=ipv4=$(HOST_IP)", "--ca-cert=", "--agent-key="} {
+		if !strings.Contains(args, want) {
+			t.Errorf("agent lacks %s: %s", want, args)
+		}
+	}
+	if !spec.HostNetwork || len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != corev1.TolerationOpExists {
+		t.Errorf("the agent must run on every node's network: hostNetwork %v, tolerations %v", spec.HostNetwork, spec.Tolerations)
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		t.Error("the agent needs no API credentials")
+	}
+	if c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged || c.SecurityContext.RunAsNonRoot == nil && spec.SecurityContext.RunAsNonRoot == nil {
+		t.Error("the agent runs privileged or as root")
+	}
+	if spec.Volumes[0].Secret == nil || spec.Volumes[0].Secret.SecretName != secret.Name {
+		t.Errorf("the agent mounts %v, not its Secret", spec.Volumes)
 	}
 }

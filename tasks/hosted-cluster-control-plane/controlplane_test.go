@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
+	hc "github.com/tekvirt/tekvirt/contracts/hostedcluster"
 	"github.com/tekvirt/tekvirt/contracts/podsecurity"
 )
 
@@ -58,6 +60,9 @@ func TestAPIServerArgs(t *testing.T) {
 		t.Errorf("kube-apiserver is open: %s", args)
 	}
 	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret == nil {
+			continue
+		}
 		for _, item := range v.Secret.Items {
 			if item.Key == "ca.key" {
 				t.Error("the API server mounts the CA's key")
@@ -66,6 +71,67 @@ func TestAPIServerArgs(t *testing.T) {
 	}
 	if d.Spec.Template.Annotations[ConfigHashAnnotation] != "h" {
 		t.Error("no config hash on the Pod template")
+	}
+}
+
+// TestAPIServerEgressThroughKonnectivity: the API server dials into the
+// hosted cluster through the proxy server beside it, over a socket both
+// containers mount, and the proxy server takes only agents of the
+// konnectivity CA.
+func TestAPIServerEgressThroughKonnectivity(t *testing.T) {
+	d := APIServer(Cluster{Namespace: "ns", Image: "img", Replicas: 3, ServiceCIDR: "172.31.0.0/16", ClusterCIDR: "10.132.0.0/14",
+		AdvertiseIP: "10.96.0.50", EtcdEndpoint: "https://10.96.0.9:2379", Hash: "h"})
+	spec := d.Spec.Template.Spec
+	if len(spec.Containers) != 2 || spec.Containers[1].Name != konnectivityContainer {
+		t.Fatalf("containers %v", spec.Containers)
+	}
+	api, proxy := spec.Containers[0], spec.Containers[1]
+	if !slices.Contains(api.Command, "--egress-selector-config-file="+konnectivityDir+EgressSelectorKey) {
+		t.Errorf("kube-apiserver has no egress selector: %v", api.Command)
+	}
+	if !strings.Contains(EgressSelector, "name: cluster") || !strings.Contains(EgressSelector, "udsName: "+konnectivitySocket) {
+		t.Errorf("egress selector:\n%s", EgressSelector)
+	}
+	proxyArgs := strings.Join(proxy.Command, " ")
+	for _, want := range []string{"--uds-name=" + konnectivitySocket, "--server-port=0", "--agent-port=8091", "--server-count=3",
+		"--cluster-ca-cert=", "--proxy-strategies=destHost,default"} {
+		if !strings.Contains(proxyArgs, want) {
+			t.Errorf("proxy-server lacks %s: %s", want, proxyArgs)
+		}
+	}
+	mountDir := func(c corev1.Container, vol string) string {
+		for _, m := range c.VolumeMounts {
+			if m.Name == vol {
+				return m.MountPath
+			}
+		}
+		return ""
+	}
+	if a, p := mountDir(api, "konnectivity-socket"), mountDir(proxy, "konnectivity-socket"); a == "" || a != p || !strings.HasPrefix(konnectivitySocket, a+"/") {
+		t.Errorf("socket mounted at %q and %q, socket %s", a, p, konnectivitySocket)
+	}
+	names := map[string]bool{}
+	for _, v := range spec.Volumes {
+		if names[v.Name] {
+			t.Errorf("volume %s twice", v.Name)
+		}
+		names[v.Name] = true
+		if v.Secret == nil {
+			continue
+		}
+		for _, item := range v.Secret.Items {
+			if v.Secret.SecretName == hc.PKISecret && strings.HasSuffix(item.Key, ".key") && item.Key != hc.Key(hc.ServiceAccountKey) &&
+				item.Key != hc.Key(hc.EtcdClient) && item.Key != hc.Key(hc.KubeletClient) {
+				t.Errorf("the API server's Pod mounts %s", item.Key)
+			}
+		}
+	}
+}
+
+func TestKonnectivityServingRequest(t *testing.T) {
+	r := KonnectivityServingRequest("clusters-demo", net.ParseIP("10.96.0.77"))
+	if !slices.Contains(r.DNSNames, "konnectivity-server.clusters-demo.svc") || len(r.IPs) != 1 || !r.IPs[0].Equal(net.ParseIP("10.96.0.77")) {
+		t.Errorf("request %v %v", r.DNSNames, r.IPs)
 	}
 }
 

@@ -48,8 +48,9 @@ func APIServerService(ns string, typ corev1.ServiceType) *corev1.Service {
 type secretFile struct{ secret, key, path string }
 
 // mounts turns files into one volume per Secret (only the named keys,
-// readable by the owner only) and the container's mounts of each file.
-func mounts(files []secretFile) ([]corev1.Volume, []corev1.VolumeMount) {
+// readable by the owner only; named prefix-<n>) and the container's
+// mounts of each file.
+func mounts(prefix string, files []secretFile) ([]corev1.Volume, []corev1.VolumeMount) {
 	mode := int32(0o400)
 	var vols []corev1.Volume
 	var vms []corev1.VolumeMount
@@ -59,7 +60,7 @@ func mounts(files []secretFile) ([]corev1.Volume, []corev1.VolumeMount) {
 		if !ok {
 			i = len(vols)
 			index[f.secret] = i
-			vols = append(vols, corev1.Volume{Name: fmt.Sprintf("secret-%d", i), VolumeSource: corev1.VolumeSource{
+			vols = append(vols, corev1.Volume{Name: fmt.Sprintf("%s-%d", prefix, i), VolumeSource: corev1.VolumeSource{
 				Secret: &corev1.SecretVolumeSource{SecretName: f.secret, DefaultMode: &mode}}})
 		}
 		vols[i].Secret.Items = append(vols[i].Secret.Items, corev1.KeyToPath{Key: f.key, Path: f.key})
@@ -70,7 +71,7 @@ func mounts(files []secretFile) ([]corev1.Volume, []corev1.VolumeMount) {
 
 // deployment runs one control-plane binary from the release image.
 func deployment(ns, name, image string, replicas int32, hash string, args []string, files []secretFile, probe *corev1.Probe, port int32, cpu, memory string) *appsv1.Deployment {
-	vols, vms := mounts(files)
+	vols, vms := mounts("secret", files)
 	c := corev1.Container{
 		Name: name, Image: image, Command: append([]string{"/usr/bin/" + name}, args...),
 		VolumeMounts: vms, ReadinessProbe: probe, SecurityContext: podsecurity.Container(),
@@ -118,7 +119,8 @@ func pkiFile(name, path string) secretFile {
 
 // APIServer is the kube-apiserver Deployment: client certificates from the
 // cluster CA, bearer tokens from the token file (kubeadmin), bootstrap
-// tokens (workers joining), Node and RBAC authorization.
+// tokens (workers joining), Node and RBAC authorization; its way into the
+// hosted cluster is the Konnectivity proxy server beside it.
 func APIServer(cl Cluster) *appsv1.Deployment {
 	const d = "/etc/kubernetes/"
 	files := []secretFile{
@@ -150,7 +152,9 @@ func APIServer(cl Cluster) *appsv1.Deployment {
 	}
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(hc.APIServerPort), Scheme: corev1.URISchemeHTTPS}},
 		PeriodSeconds: 3, TimeoutSeconds: 5}
-	return deployment(cl.Namespace, hc.APIServerDeployment, cl.Image, cl.Replicas, cl.Hash, args, files, probe, hc.APIServerPort, "50m", "256Mi")
+	dep := deployment(cl.Namespace, hc.APIServerDeployment, cl.Image, cl.Replicas, cl.Hash, args, files, probe, hc.APIServerPort, "50m", "256Mi")
+	withKonnectivity(dep, cl.Image, cl.Replicas)
+	return dep
 }
 
 // ControllerManager is the kube-controller-manager Deployment: it signs

@@ -99,7 +99,11 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 		return Result{}, err
 	}
 	ns := p.Namespace
-	if err := hostedcp.Apply(ctx, c, FieldOwner, APIServerService(ns, typ)); err != nil {
+	if err := hostedcp.Apply(ctx, c, FieldOwner, APIServerService(ns, typ), KonnectivityService(ns), egressSelectorConfigMap(ns)); err != nil {
+		return Result{}, err
+	}
+	konnIP, err := hostedcp.ServiceIP(ctx, c, ns, hc.KonnectivityService)
+	if err != nil {
 		return Result{}, err
 	}
 	svc := &corev1.Service{}
@@ -132,7 +136,7 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	secrets, err := configSecrets(ctx, c, store, ns, ips, password, out)
+	secrets, err := configSecrets(ctx, c, store, ns, ips, konnIP, password, out)
 	if err != nil {
 		return Result{}, err
 	}
@@ -149,10 +153,11 @@ func Run(ctx context.Context, c client.Client, p Params, out io.Writer) (Result,
 	return Result{Address: hostedcp.APIServerURL(clusterIP.String())}, nil
 }
 
-// configSecrets are the serving certificate (kept while current), the token
-// file and the kubeconfigs of the controller manager, the scheduler and the
-// local admin.
-func configSecrets(ctx context.Context, c client.Client, store *hostedcp.PKI, ns string, ips []net.IP, password string, out io.Writer) ([]client.Object, error) {
+// configSecrets are the serving certificates of the API server and of
+// its Konnectivity proxy server (kept while current), the token file and
+// the kubeconfigs of the controller manager, the scheduler and the local
+// admin.
+func configSecrets(ctx context.Context, c client.Client, store *hostedcp.PKI, ns string, ips []net.IP, konnIP net.IP, password string, out io.Writer) ([]client.Object, error) {
 	ca, err := store.Pair(hc.CAKey)
 	if err != nil {
 		return nil, err
@@ -164,9 +169,21 @@ func configSecrets(ctx context.Context, c client.Client, store *hostedcp.PKI, ns
 	if issued {
 		fmt.Fprintf(out, "Secret %s/%s: issued for %v\n", ns, ServingSecret, ips)
 	}
+	konnCA, err := store.Pair(hc.KonnectivityCAKey)
+	if err != nil {
+		return nil, err
+	}
+	konn, issued, err := hostedcp.ServingCert(ctx, c, ns, hc.KonnectivityServerSecret, konnCA, KonnectivityServingRequest(ns, konnIP))
+	if err != nil {
+		return nil, err
+	}
+	if issued {
+		fmt.Fprintf(out, "Secret %s/%s: issued for %s\n", ns, hc.KonnectivityServerSecret, konnIP)
+	}
 	server := hostedcp.APIServerURL(ips[0].String())
 	objs := []client.Object{
 		secret(ns, ServingSecret, map[string][]byte{corev1.TLSCertKey: kp.CertPEM, corev1.TLSPrivateKeyKey: kp.KeyPEM}),
+		secret(ns, hc.KonnectivityServerSecret, map[string][]byte{corev1.TLSCertKey: konn.CertPEM, corev1.TLSPrivateKeyKey: konn.KeyPEM}),
 		secret(ns, TokensSecret, map[string][]byte{"tokens.csv": TokenFile(password)}),
 	}
 	for name, id := range map[string]string{ControllerManagerKubeconf: hc.ControllerManagerClient, SchedulerKubeconf: hc.SchedulerClient, hc.LocalKubeconfigSecret: hc.AdminClient} {
@@ -202,6 +219,7 @@ func hash(pkiData map[string][]byte, secrets []client.Object) string {
 		}
 	}
 	write(hc.PKISecret, pkiData)
+	write(EgressSelectorConfigMap, map[string][]byte{EgressSelectorKey: []byte(EgressSelector)})
 	for _, o := range secrets {
 		write(o.GetName(), o.(*corev1.Secret).Data)
 	}

@@ -56,12 +56,14 @@ type identity struct {
 var identities = []identity{
 	{name: hc.CAKey, req: pki.Request{CommonName: "hosted-cluster-ca", IsCA: true, Lifetime: caLifetime}},
 	{name: hc.EtcdCAKey, req: pki.Request{CommonName: "hosted-cluster-etcd-ca", IsCA: true, Lifetime: caLifetime}},
+	{name: hc.KonnectivityCAKey, req: pki.Request{CommonName: "hosted-cluster-konnectivity-ca", IsCA: true, Lifetime: caLifetime}},
 	{name: hc.AdminClient, issuer: hc.CAKey, req: clientCert("system:admin", "system:masters")},
 	{name: hc.ControllerManagerClient, issuer: hc.CAKey, req: clientCert("system:kube-controller-manager")},
 	{name: hc.SchedulerClient, issuer: hc.CAKey, req: clientCert("system:kube-scheduler")},
 	{name: hc.KubeletClient, issuer: hc.CAKey, req: clientCert("kube-apiserver-kubelet-client", "system:masters")},
 	{name: hc.EtcdClient, issuer: hc.EtcdCAKey, req: clientCert("kube-apiserver-etcd-client")},
 	{name: hc.EtcdPeerClient, issuer: hc.EtcdCAKey, req: clientCert(hc.EtcdPeerCommonName)},
+	{name: hc.KonnectivityAgentClient, issuer: hc.KonnectivityCAKey, req: clientCert("system:konnectivity-agent")},
 }
 
 func clientCert(cn string, orgs ...string) pki.Request {

@@ -43,6 +43,13 @@ func TestPlanMakesThenKeeps(t *testing.T) {
 		len(peer.Cert.IPAddresses)+len(peer.Cert.DNSNames) != 0 {
 		t.Errorf("etcd peer client %v, IPs %v, DNS names %v", peer.Cert.Subject, peer.Cert.IPAddresses, peer.Cert.DNSNames)
 	}
+	// The agents' certificate opens the tunnel and nothing else: the hosted
+	// API server, which trusts the cluster CA, does not take it.
+	konnCA, _ := pki.Parse(first[hc.Cert(hc.KonnectivityCAKey)], first[hc.Key(hc.KonnectivityCAKey)])
+	agent, _ := pki.Parse(first[hc.Cert(hc.KonnectivityAgentClient)], first[hc.Key(hc.KonnectivityAgentClient)])
+	if agent.Cert.CheckSignatureFrom(konnCA.Cert) != nil || agent.Cert.CheckSignatureFrom(ca.Cert) == nil {
+		t.Error("the konnectivity agent must be signed by the konnectivity CA only")
+	}
 
 	again, made, err := Plan(first, now.Add(time.Hour))
 	if err != nil {

@@ -6,6 +6,10 @@
 //	tcp,NAME,HOST:PORT              open | closed
 //	https,NAME,URL                  "<status> <body>" of an anonymous GET (no
 //	                                certificate checked), or "error <why>"
+//	tls-cert,NAME,HOST:PORT,CRT,KEY a TLS connection presenting the client
+//	                                certificate in files CRT and KEY:
+//	                                "accepted" (the server speaks first or
+//	                                waits) or "refused <why>"
 //	tokens,NAME,DIR,URL             every file named "token" under DIR used as
 //	                                a bearer token for URL: "<n> <statuses>"
 //	vxlan-dns,NAME,HOST:PORT,VNI,DSTMAC,SRC,DST,QNAME
@@ -16,6 +20,7 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -51,6 +56,8 @@ func probe(kind string, args []string) string {
 		return "open"
 	case kind == "https" && len(args) == 1:
 		return get(args[0], "")
+	case kind == "tls-cert" && len(args) == 3:
+		return withCertificate(args[0], args[1], args[2])
 	case kind == "tokens" && len(args) == 2:
 		return withTokens(args[0], args[1])
 	case kind == "vxlan-dns" && len(args) == 6:
@@ -84,6 +91,31 @@ func get(url, token string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 	return strconv.Itoa(resp.StatusCode) + " " + oneLine(string(b))
+}
+
+// withCertificate connects to addr over TLS with the client certificate
+// in certFile and keyFile. Under TLS 1.3 a server refuses a client's
+// certificate after the client's handshake is done, so the verdict is the
+// first read: an alert is a refusal, bytes or silence acceptance.
+func withCertificate(addr, certFile, keyFile string) string {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return "error " + oneLine(err.Error())
+	}
+	d := &net.Dialer{Timeout: 3 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"},
+		InsecureSkipVerify: true}) //nolint:gosec // the probe asks whether the server takes the certificate, not whether to trust the server
+	if err != nil {
+		return "refused " + oneLine(err.Error())
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	_, err = conn.Read(make([]byte, 1))
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		return "accepted"
+	}
+	return "refused " + oneLine(err.Error())
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
