@@ -32,7 +32,9 @@ import (
 // router, serving an Ingress of web.apps.<name>.<DefaultBaseDomain> -
 // is reached through the infrastructure Service
 // default-ingress-passthrough-service-*: HTTPS on 443 with the router's
-// default certificate, HTTP on 80. It returns the load balancer's address.
+// default certificate, HTTP on 80; an Ingress's certificate Secret is
+// taken from its own namespace only (checkIngressSecretsApart). It
+// returns the load balancer's address.
 func checkWaysIn(t *testing.T, f *framework.Framework, hosted kubernetes.Interface, ns, name, cpNS, want string) string {
 	ctx := context.Background()
 	created := time.Now()
@@ -111,6 +113,7 @@ func checkWaysIn(t *testing.T, f *framework.Framework, hosted kubernetes.Interfa
 		}
 		return nil
 	})
+	checkIngressSecretsApart(t, hosted, passIP, domain)
 
 	// From a Pod of the infrastructure cluster.
 	script := fmt.Sprintf(`get() { for i in $(seq 30); do b=$(printf 'GET / HTTP/1.0\r\nHost: %%s\r\n\r\n' "$4" | nc -w 2 "$2" "$3" | tail -n 1) && [ -n "$b" ] && { echo "$1 $b"; return; }; sleep 1; done; echo "$1 unreachable"; }
