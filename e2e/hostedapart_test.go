@@ -46,7 +46,7 @@ func TestHostedClustersApart(t *testing.T) {
 	ctx := context.Background()
 	sides := []*apartSide{{name: "apart-a"}, {name: "apart-b"}}
 	for _, s := range sides {
-		createWorkers(t, f, ns, s.name, 1, "1Gi", "1")
+		createWorkers(t, f, ns, s.name, 1, workerMemory, "1")
 	}
 	image := strings.Replace(registryImage(t, f, "tekvirt/busybox"), cluster.RegistryAddr, cluster.RegistryClusterAddr, 1)
 	for _, s := range sides {

@@ -42,7 +42,7 @@ func TestHostedDataPlane(t *testing.T) {
 	const name = "dp"
 	cpNS := ns + "-" + name
 	start := time.Now()
-	createTwoWorkers(t, f, ns, name, "1Gi", "1")
+	createTwoWorkers(t, f, ns, name, workerMemory, "1")
 	t.Logf("create -> NodePool Ready with 2 nodes: %s", time.Since(start).Round(time.Second))
 	hosted := hostedClient(t, f, ns, name)
 	workers := poolWorkers(t, c, cpNS, name)
@@ -144,6 +144,13 @@ nslookup kubernetes.default.svc.cluster.local | sed 's/^/lookup /'
 	lbAddr := checkWaysIn(t, f, hosted, ns, name, cpNS, want)
 	checkWorkerReplaced(t, f, hosted, cpNS, workers[0], workers[1], image, lbAddr)
 }
+
+// workerMemory is the memory of the workers of the scenarios that run
+// Pods: a worker keeps its programs (initramfs), images and Pod volumes
+// in memory, and each one runs the Konnectivity agent besides what the
+// scenario deploys; at 1Gi a worker with the cluster DNS and the router
+// ran out of memory.
+const workerMemory = "1536Mi"
 
 // createWorkers makes hosted cluster ns/name as a user does, `tekvirt
 // create cluster kubevirt` with replicas 1-core workers of memory and a
