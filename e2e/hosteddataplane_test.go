@@ -229,7 +229,10 @@ func hostedPod(t *testing.T, hosted kubernetes.Interface, pod *corev1.Pod) *core
 		t.Fatal(err)
 	}
 	var p *corev1.Pod
-	framework.Eventually(t, 3*time.Minute, "hosted Pod "+pod.Name+" running on "+pod.Spec.NodeName, func() error {
+	// Patient: a worker busy starting the cluster's own Pods (its CPU
+	// emulated, its host loaded by two highly available control planes)
+	// took more than 3 minutes to start a Pod's sandbox.
+	framework.Eventually(t, 5*time.Minute, "hosted Pod "+pod.Name+" running on "+pod.Spec.NodeName, func() error {
 		var err error
 		if p, err = hosted.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
 			return err

@@ -56,6 +56,13 @@ func Params(cluster *hyperv1.HostedCluster, env Env) pipelinev1.Params {
 			etcdSize = pv.Size.String()
 		}
 	}
+	// The hosted cluster's own infrastructure services, the router among
+	// them, follow infrastructureAvailabilityPolicy (SingleReplica by
+	// default), as OpenShift's ingress operator does.
+	routerReplicas := 1
+	if s.InfrastructureAvailabilityPolicy == hyperv1.HighlyAvailable {
+		routerReplicas = 2
+	}
 	serviceCIDR, clusterCIDR := "172.31.0.0/16", "10.132.0.0/14"
 	if n := s.Networking.ServiceNetwork; len(n) > 0 {
 		serviceCIDR = n[0].CIDR.String()
@@ -84,6 +91,7 @@ func Params(cluster *hyperv1.HostedCluster, env Env) pipelinev1.Params {
 		str("corednsImage", env.CoreDNSImage),
 		str("routerImage", env.RouterImage),
 		str("ingressDomain", hc.IngressDomain(cluster.Name, s.DNS.BaseDomain)),
+		str("routerReplicas", strconv.Itoa(routerReplicas)),
 		str("konnectivityAgentImage", env.KonnectivityAgentImage),
 	}
 }

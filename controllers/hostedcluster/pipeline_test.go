@@ -48,6 +48,7 @@ func TestParams(t *testing.T) {
 		"etcdStorageClassName": "fast", "etcdStorageSize": "4Gi",
 		"serviceCIDR": "172.30.0.0/16", "clusterCIDR": "10.128.0.0/14", "apiServerServiceType": "LoadBalancer", "localRegistry": "10.96.0.11:5000", "localRegistryHost": "127.0.0.1:5000", "corednsImage": "reg/coredns@sha256:2",
 		"routerImage": "reg/router@sha256:3", "ingressDomain": "apps.demo.example.com", "konnectivityAgentImage": "reg/konnectivity-agent@sha256:4",
+		"routerReplicas": "1",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -66,6 +67,7 @@ func TestParams(t *testing.T) {
 	}
 	ha := cluster()
 	ha.Spec.ControllerAvailabilityPolicy = hyperv1.HighlyAvailable
+	ha.Spec.InfrastructureAvailabilityPolicy = hyperv1.HighlyAvailable
 	ha.Spec.Etcd.Managed = nil
 	ha.Spec.Services = nil
 	for _, p := range Params(ha, Env{}) {
@@ -73,6 +75,10 @@ func TestParams(t *testing.T) {
 		case "replicas":
 			if p.Value.StringVal != "3" {
 				t.Errorf("HighlyAvailable: replicas %q", p.Value.StringVal)
+			}
+		case "routerReplicas":
+			if p.Value.StringVal != "2" {
+				t.Errorf("infrastructure HighlyAvailable: routerReplicas %q", p.Value.StringVal)
 			}
 		case "etcdStorageSize":
 			if p.Value.StringVal != "8Gi" {

@@ -38,9 +38,10 @@ type Params struct {
 	LocalRegistry, LocalRegistryHost string
 	// CoreDNSImage is the cluster DNS's image; none is made when "".
 	CoreDNSImage string
-	// RouterImage is the default router's image, serving IngressDomain;
-	// no default ingress is made when "".
+	// RouterImage is the default router's image, serving IngressDomain
+	// with RouterReplicas; no default ingress is made when "".
 	RouterImage, IngressDomain string
+	RouterReplicas             int
 	// KonnectivityAgentImage is the workers' Konnectivity agent's image,
 	// the API server's way into the hosted cluster; no agents when "".
 	KonnectivityAgentImage string
@@ -154,10 +155,13 @@ func addOns(ctx context.Context, c client.Client, admin *rest.Config, p Params, 
 		if p.IngressDomain == "" {
 			return fmt.Errorf("a router image needs the ingress domain")
 		}
-		if err := EnsureRouter(ctx, hosted, p.RouterImage, p.IngressDomain); err != nil {
+		if p.RouterReplicas < 1 {
+			return fmt.Errorf("routerReplicas: %d; want at least 1", p.RouterReplicas)
+		}
+		if err := EnsureRouter(ctx, hosted, p.RouterImage, p.IngressDomain, int32(p.RouterReplicas)); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "default ingress %s/%s applied for *.%s (%s)\n", hc.RouterNamespace, hc.RouterDeployment, p.IngressDomain, p.RouterImage)
+		fmt.Fprintf(out, "default ingress %s/%s applied for *.%s (%s, %d replicas)\n", hc.RouterNamespace, hc.RouterDeployment, p.IngressDomain, p.RouterImage, p.RouterReplicas)
 	}
 	return nil
 }

@@ -184,7 +184,7 @@ func TestDNSObjects(t *testing.T) {
 func TestRouterObjects(t *testing.T) {
 	kinds := map[string]bool{}
 	var selector, podLabels map[string]string
-	for _, o := range RouterObjects("reg/router@sha256:1", "apps.demo.example.com") {
+	for _, o := range RouterObjects("reg/router@sha256:1", "apps.demo.example.com", 2) {
 		switch o := o.(type) {
 		case *corev1.Service:
 			selector = o.Spec.Selector
@@ -206,7 +206,7 @@ func TestRouterObjects(t *testing.T) {
 			}
 			kinds["Deployment"] = o.Name == hc.RouterDeployment && c.Image == "reg/router@sha256:1" &&
 				slices.Contains(c.Args, "--domain=apps.demo.example.com") &&
-				named["http"] == hc.RouterHTTPPort && named["https"] == hc.RouterHTTPSPort
+				named["http"] == hc.RouterHTTPPort && named["https"] == hc.RouterHTTPSPort && *o.Spec.Replicas == 2
 		case *networkingv1.IngressClass:
 			kinds["IngressClass"] = o.Name == hc.IngressClass && o.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true"
 		}

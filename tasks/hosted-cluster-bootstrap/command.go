@@ -23,6 +23,7 @@ func Command() *cobra.Command {
 			f.StringVar(&p.CoreDNSImage, "coredns-image", "", "the hosted cluster DNS's image; no cluster DNS when empty")
 			f.StringVar(&p.RouterImage, "router-image", "", "the hosted cluster's default router's image; no default ingress when empty")
 			f.StringVar(&p.IngressDomain, "ingress-domain", "", "the default ingress's domain (apps.<name>.<baseDomain>)")
+			f.IntVar(&p.RouterReplicas, "router-replicas", 1, "the default router's replicas (1 for SingleReplica, 2 for HighlyAvailable)")
 			f.StringVar(&p.KonnectivityAgentImage, "konnectivity-agent-image", "", "the workers' Konnectivity agent's image; no agents when empty")
 		},
 		func(ctx context.Context, c client.Client, out io.Writer) (Result, error) { return Run(ctx, c, p, out) })

@@ -26,10 +26,10 @@ const routerRole = "tekvirt:router"
 var routerLabels = map[string]string{"ingresscontroller.operator.openshift.io/deployment-ingresscontroller": "default"}
 
 // RouterObjects are the hosted cluster's default ingress: the router
-// (image, serving Ingresses for domain) with its rights, the cluster's
+// (image, serving Ingresses for domain; replicas of it) with its rights, the cluster's
 // default IngressClass, and the NodePort Service the infrastructure's
 // passthrough Service forwards to.
-func RouterObjects(image, domain string) []client.Object {
+func RouterObjects(image, domain string, replicas int32) []client.Object {
 	ns := hc.RouterNamespace
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
@@ -53,7 +53,7 @@ func RouterObjects(image, domain string) []client.Object {
 			ObjectMeta: metav1.ObjectMeta{Name: hc.IngressClass, Annotations: map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}},
 			Spec:       networkingv1.IngressClassSpec{Controller: hc.IngressController},
 		},
-		routerDeployment(image, domain),
+		routerDeployment(image, domain, replicas),
 		&corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hc.RouterService, Labels: routerLabels},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: routerLabels, Ports: []corev1.ServicePort{
@@ -64,11 +64,11 @@ func RouterObjects(image, domain string) []client.Object {
 	}
 }
 
-func routerDeployment(image, domain string) *appsv1.Deployment {
+func routerDeployment(image, domain string, replicas int32) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: hc.RouterNamespace, Name: hc.RouterDeployment, Labels: routerLabels},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(2)),
+			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: routerLabels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: routerLabels},
@@ -105,8 +105,8 @@ func readOnlyRoot(sc *corev1.SecurityContext) *corev1.SecurityContext {
 
 // EnsureRouter applies the hosted cluster's default ingress
 // (RouterObjects) with c, a client of the hosted cluster.
-func EnsureRouter(ctx context.Context, c client.Client, image, domain string) error {
-	if err := hostedcp.Apply(ctx, c, FieldOwner, RouterObjects(image, domain)...); err != nil {
+func EnsureRouter(ctx context.Context, c client.Client, image, domain string, replicas int32) error {
+	if err := hostedcp.Apply(ctx, c, FieldOwner, RouterObjects(image, domain, replicas)...); err != nil {
 		return fmt.Errorf("the hosted cluster's default ingress: %w", err)
 	}
 	return nil
