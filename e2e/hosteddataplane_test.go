@@ -154,13 +154,13 @@ const workerMemory = "1536Mi"
 
 // createWorkers makes hosted cluster ns/name as a user does, `tekvirt
 // create cluster kubevirt` with replicas 1-core workers of memory and a
-// root volume of rootGiB; the cluster goes when t ends, unless t failed.
-// waitPool waits for them to be Ready nodes.
-func createWorkers(t *testing.T, f *framework.Framework, ns, name string, replicas int, memory, rootGiB string) {
+// root volume of rootGiB (and any more flags); the cluster goes when t
+// ends, unless t failed. waitPool waits for them to be Ready nodes.
+func createWorkers(t *testing.T, f *framework.Framework, ns, name string, replicas int, memory, rootGiB string, flags ...string) {
 	t.Helper()
-	out, err := run(f, f.Bin("tekvirt"), "create", "cluster", "kubevirt", "--name", name, "--namespace", ns,
+	out, err := run(f, f.Bin("tekvirt"), append([]string{"create", "cluster", "kubevirt", "--name", name, "--namespace", ns,
 		"--pull-secret", pullSecretFile(t), "--node-pool-replicas", fmt.Sprint(replicas), "--memory", memory, "--cores", "1",
-		"--root-volume-size", rootGiB, "--root-volume-cache-strategy", "PVC")
+		"--root-volume-size", rootGiB, "--root-volume-cache-strategy", "PVC"}, flags...)...)
 	destroyUnlessFailed(t, f, ns, name)
 	if err != nil {
 		t.Fatalf("tekvirt create cluster kubevirt: %v\n%s", err, out)
