@@ -28,9 +28,6 @@ const (
 	konnectivityDir         = "/etc/kubernetes/konnectivity/"
 	konnectivitySocket      = "/run/konnectivity/konnectivity-server.socket"
 	konnectivityHealthPort  = 8092
-	// The admin port listens on localhost only; its default (8095) is kept
-	// clear of anything else the Pod runs.
-	konnectivityAdminPort = 8095
 )
 
 // EgressSelector sends the API server's connections into the hosted
@@ -106,7 +103,7 @@ func withKonnectivity(d *appsv1.Deployment, image string, serverCount int32) {
 			"--mode=grpc", "--uds-name=" + konnectivitySocket, "--delete-existing-uds-file=true", "--server-port=0",
 			fmt.Sprintf("--agent-port=%d", hc.KonnectivityAgentPort),
 			"--cluster-cert=" + d2 + "tls.crt", "--cluster-key=" + d2 + "tls.key", "--cluster-ca-cert=" + d2 + "ca.crt",
-			fmt.Sprintf("--health-port=%d", konnectivityHealthPort), fmt.Sprintf("--admin-port=%d", konnectivityAdminPort),
+			fmt.Sprintf("--health-port=%d", konnectivityHealthPort),
 			fmt.Sprintf("--server-count=%d", serverCount),
 			// A connection to a node goes to that node's agent; anything
 			// else (Pod and Service addresses) to any agent.
