@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,12 @@ func runConformance(t *testing.T, f *framework.Framework, target, kubeconfig str
 	sum := summarize(results, regexp.MustCompile(focus))
 	t.Logf("%s: %d passed, %d failed, %d skipped of %d selected in %s", target, sum.passed, len(sum.failed), sum.skipped,
 		sum.passed+len(sum.failed)+sum.skipped, time.Since(start).Round(time.Second))
+	if len(sum.slowest) > 0 {
+		t.Logf("the slowest:")
+	}
+	for _, c := range sum.slowest {
+		t.Logf("  %6.0f s  %s", c.Seconds, strings.TrimPrefix(c.Name, "[It] "))
+	}
 	for _, name := range sum.failed {
 		if why := knownFailure(name); why != "" {
 			t.Logf("known failure: %s (%s)", name, why)
@@ -142,6 +149,7 @@ func knownFailure(name string) string {
 // junitCase is one test of the suite's JUnit report.
 type junitCase struct {
 	Name    string    `xml:"name,attr"`
+	Seconds float64   `xml:"time,attr"`
 	Skipped *struct{} `xml:"skipped"`
 	Failure *struct{} `xml:"failure"`
 	Error   *struct{} `xml:"error"`
@@ -170,7 +178,12 @@ func readJUnit(path string) ([]junitCase, error) {
 type conformanceSummary struct {
 	passed, skipped int
 	failed          []string
+	// slowest are the selected tests that ran, longest first (at most
+	// slowestShown): where a run's time goes.
+	slowest []junitCase
 }
+
+const slowestShown = 5
 
 // summarize counts the cases that focus selects.
 func summarize(cases []junitCase, focus *regexp.Regexp) conformanceSummary {
@@ -178,13 +191,42 @@ func summarize(cases []junitCase, focus *regexp.Regexp) conformanceSummary {
 	for _, c := range cases {
 		switch {
 		case !focus.MatchString(c.Name):
+			continue
 		case c.Failure != nil || c.Error != nil:
 			s.failed = append(s.failed, c.Name)
 		case c.Skipped != nil:
 			s.skipped++
+			continue
 		default:
 			s.passed++
 		}
+		s.slowest = append(s.slowest, c)
+	}
+	sort.SliceStable(s.slowest, func(i, j int) bool { return s.slowest[i].Seconds > s.slowest[j].Seconds })
+	if len(s.slowest) > slowestShown {
+		s.slowest = s.slowest[:slowestShown]
 	}
 	return s
+}
+
+func TestSummarize(t *testing.T) {
+	cases := []junitCase{
+		{Name: "[It] [sig-network] a [Conformance]", Seconds: 10},
+		{Name: "[It] [sig-network] b [Conformance]", Seconds: 30, Failure: &struct{}{}},
+		{Name: "[It] [sig-network] c [Conformance]", Skipped: &struct{}{}},
+		{Name: "[It] [sig-storage] d [Conformance]", Seconds: 99},
+		{Name: "[It] [sig-network] e [Conformance]", Seconds: 20},
+		{Name: "[SynchronizedBeforeSuite]", Seconds: 1},
+	}
+	s := summarize(cases, regexp.MustCompile(`\[sig-network\].*\[Conformance\]`))
+	if s.passed != 2 || s.skipped != 1 || len(s.failed) != 1 || s.failed[0] != cases[1].Name {
+		t.Errorf("passed %d skipped %d failed %v; want 2, 1, [%s]", s.passed, s.skipped, s.failed, cases[1].Name)
+	}
+	var order []float64
+	for _, c := range s.slowest {
+		order = append(order, c.Seconds)
+	}
+	if fmt.Sprint(order) != "[30 20 10]" {
+		t.Errorf("slowest %v, want [30 20 10] (ran, selected, longest first)", order)
+	}
 }
