@@ -12,6 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// HandlerFinalizer keeps a VMI until the handler of its node has destroyed
+// its domain and removed its files there. The VMI controller removes it
+// itself only when that node is gone (its Node deleted) and so are the
+// VMI's launcher Pods: no handler is left to do it and nothing of the VM
+// runs.
+const HandlerFinalizer = "tekvirt.io/vmi-handler"
+
 // The Pod's emptyDir volumes. VMVolume holds the VM's files, written by
 // the handler (spec, qcow2 overlays, cloud-init seeds) and by the launcher
 // and QEMU (sockets, exit record, console log); it is mounted read-write

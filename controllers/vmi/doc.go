@@ -5,5 +5,7 @@
 // (LauncherPod). The reconciler creates the Pod and mirrors its scheduling
 // into the VMI (SchedulingOf): Scheduling with the scheduler's message,
 // Scheduled on its node, Failed when the Pod fails; the node's handler takes
-// the VMI from Scheduled.
+// the VMI from Scheduled. A deleted VMI whose node is gone, with its
+// launcher Pods, is released from the handler's finalizer here, as no
+// handler is left to release it.
 package vmi

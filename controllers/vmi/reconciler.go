@@ -45,8 +45,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if vmi.DeletionTimestamp != nil ||
-		vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed {
+	if vmi.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.releaseFromGoneNode(ctx, vmi)
+	}
+	if vmi.Status.Phase == v1.Succeeded || vmi.Status.Phase == v1.Failed {
 		return ctrl.Result{}, nil
 	}
 	pod, err := r.launcherPod(ctx, vmi)
@@ -72,19 +74,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // handler takes the VMI over); before, the one that is no migration's
 // target.
 func (r *Reconciler) launcherPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(vmi.Namespace), client.MatchingLabels{CreatedByLabel: string(vmi.UID)}); err != nil {
-		return nil, fmt.Errorf("listing the launcher Pods of %s: %w", klog.KObj(vmi), err)
+	pods, err := r.launcherPods(ctx, vmi)
+	if err != nil {
+		return nil, err
 	}
 	node := vmi.Status.NodeName
 	if ms := vmi.Status.MigrationState; ms != nil && ms.Completed && ms.TargetNode != "" {
 		node = ms.TargetNode
 	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if !metav1.IsControlledBy(p, vmi) {
-			continue
-		}
+	for i := range pods {
+		p := &pods[i]
 		if node != "" && len(vmi.Status.ActivePods) > 0 {
 			if vmi.Status.ActivePods[p.UID] == node {
 				return p, nil

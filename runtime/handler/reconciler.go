@@ -29,13 +29,14 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/tekvirt/tekvirt/contracts/launcherpod"
 	"github.com/tekvirt/tekvirt/runtime/containerdisk"
 	"github.com/tekvirt/tekvirt/runtime/launcher"
 )
 
 // Finalizer keeps a VMI until the handler has destroyed its domain and
 // removed its files.
-const Finalizer = "tekvirt.io/vmi-handler"
+const Finalizer = launcherpod.HandlerFinalizer
 
 // How often a running VMI is looked at: often until its guest agent
 // answers, which is what users wait for, then rarely. A migration's
