@@ -33,12 +33,11 @@ func (r *Reconciler) releaseFromGoneNode(ctx context.Context, vmi *v1.VirtualMac
 	if !controllerutil.ContainsFinalizer(vmi, launcherpod.HandlerFinalizer) || vmi.Status.NodeName == "" {
 		return nil
 	}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: vmi.Status.NodeName}, &corev1.Node{})
-	if err == nil || !apierrors.IsNotFound(err) {
-		if err != nil {
-			return fmt.Errorf("reading node %s of %s: %w", vmi.Status.NodeName, klog.KObj(vmi), err)
-		}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: vmi.Status.NodeName}, &corev1.Node{}); {
+	case err == nil:
 		return nil // its handler finishes the deletion
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading node %s of %s: %w", vmi.Status.NodeName, klog.KObj(vmi), err)
 	}
 	if pods, err := r.launcherPods(ctx, vmi); err != nil || len(pods) > 0 {
 		return err // the Pods' deletion brings the VMI back here
