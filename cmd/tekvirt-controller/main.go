@@ -145,7 +145,7 @@ func setupVMs(mgr ctrl.Manager, img images) error {
 	if err := (&eviction.EvacuationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up evacuations: %w", err)
 	}
-	if err := (&vmi.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
+	if err := (&vmi.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), LauncherImage: img.launcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up launcher Pods: %w", err)
 	}
 	if err := (&hotplug.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tekvirt-controller"), Image: img.launcher}).SetupWithManager(mgr); err != nil {

@@ -21,7 +21,7 @@ import (
 // because its node is gone.
 const NodeGoneReason = "NodeGone"
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 
 // releaseFromGoneNode lets the deletion of vmi finish when the node that
 // ran it is gone: a node removed from the cluster takes its handler with
@@ -33,7 +33,7 @@ func (r *Reconciler) releaseFromGoneNode(ctx context.Context, vmi *v1.VirtualMac
 	if !controllerutil.ContainsFinalizer(vmi, launcherpod.HandlerFinalizer) || vmi.Status.NodeName == "" {
 		return nil
 	}
-	switch err := r.Client.Get(ctx, client.ObjectKey{Name: vmi.Status.NodeName}, &corev1.Node{}); {
+	switch err := r.Reader.Get(ctx, client.ObjectKey{Name: vmi.Status.NodeName}, &corev1.Node{}); {
 	case err == nil:
 		return nil // its handler finishes the deletion
 	case !apierrors.IsNotFound(err):

@@ -25,6 +25,9 @@ import (
 // scheduling into the VMI; the node's handler takes it from Scheduled.
 type Reconciler struct {
 	Client client.Client
+	// Reader reads what the controller may get but not list or watch: a
+	// VMI's Node, and only when a deleted VMI's node may be gone.
+	Reader client.Reader
 	// Recorder records the VMI's events, as KubeVirt's virt-controller
 	// does (nil: none).
 	Recorder events.EventRecorder

@@ -36,7 +36,7 @@ func newPodFixture(t *testing.T, vmi *v1.VirtualMachineInstance) *podFixture {
 		}
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(vmi).WithStatusSubresource(vmi, &corev1.Pod{}).Build()
-	return &podFixture{t: t, c: c, r: &Reconciler{Client: c, LauncherImage: "reg/launcher:1"}}
+	return &podFixture{t: t, c: c, r: &Reconciler{Client: c, Reader: c, LauncherImage: "reg/launcher:1"}}
 }
 
 func (f *podFixture) reconcile() *v1.VirtualMachineInstance {
@@ -233,7 +233,7 @@ func TestMissingNetworkAttachmentIsNamed(t *testing.T) {
 		}
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(vmi).WithStatusSubresource(vmi, &corev1.Pod{}).Build()
-	f := &podFixture{t: t, c: c, r: &Reconciler{Client: c, LauncherImage: "reg/launcher:1"}}
+	f := &podFixture{t: t, c: c, r: &Reconciler{Client: c, Reader: c, LauncherImage: "reg/launcher:1"}}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(vmi)}
 	if _, err := f.r.Reconcile(context.Background(), req); err == nil {
 		t.Fatal("reconcile: no error, want the missing network back (to retry)")
