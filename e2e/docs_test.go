@@ -95,6 +95,9 @@ func TestDocsExamples(t *testing.T) {
 	dir := t.TempDir()
 	deleteDefault(t, f, "vm/demo", "vm/vvm", "vm/sized", "vm/from-clone", "service/vvm-ssh", "dv/imported", "dv/my-disk",
 		"serviceaccount/scraper", "vmrestore/snapped-copy", "vmsnapshot/snapped-1", "vm/snapped", "vm/snapped-copy")
+	// A migration of an earlier vvm that failed would hold up the
+	// example's wait for the VMI's migrations to succeed.
+	deleteDefault(t, f, "vmim", "-l", "kubevirt.io/vmi-name=vvm")
 	deleteCluster := func() {
 		_, _ = exec.Command(f.Bin("kubectl"), "--kubeconfig", f.Kubeconfig, "delete", "--ignore-not-found", "clusterrolebinding", "scraper-metrics").CombinedOutput()
 	}

@@ -7,5 +7,7 @@
 // through status.migrationState: the target handler prepares the Pod and
 // says where it listens, the source handler runs the migration and says
 // how it ended. The migration's phase follows (Next, a pure function);
-// deleting a migration that has not ended aborts it.
+// deleting a migration that has not ended aborts it. As KubeVirt's, it
+// deletes the migrations of a VMI that is gone and keeps a VMI's newest
+// FinalizedKept ended ones.
 package migration

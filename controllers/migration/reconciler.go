@@ -42,7 +42,7 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
-// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations/finalizers,verbs=update
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch
@@ -56,9 +56,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	final := m.Status.Phase == v1.MigrationSucceeded || m.Status.Phase == v1.MigrationFailed
-	if final {
-		return reconcile.Result{}, r.dropFinalizer(ctx, m)
+	if m.DeletionTimestamp == nil {
+		switch gone, err := r.vmiGone(ctx, m); {
+		case err != nil:
+			return reconcile.Result{}, err
+		case gone:
+			return reconcile.Result{}, r.deleteOrphan(ctx, m)
+		}
+	}
+	if m.IsFinal() {
+		if err := r.dropFinalizer(ctx, m); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, r.collect(ctx, m)
 	}
 	if m.DeletionTimestamp == nil && (!controllerutil.ContainsFinalizer(m, v1.VirtualMachineInstanceMigrationFinalizer) || m.Labels[v1.MigrationSelectorLabel] != m.Spec.VMIName) {
 		// The label is what virtctl migrate-cancel finds a VMI's
