@@ -57,6 +57,27 @@ func (r *Reconciler) collect(ctx context.Context, m *v1.VirtualMachineInstanceMi
 	return nil
 }
 
+// settled handles a migration with nothing left to drive (done true): one
+// whose VMI is gone is deleted; one that ended loses its finalizer and
+// makes room among its VMI's ended migrations.
+func (r *Reconciler) settled(ctx context.Context, m *v1.VirtualMachineInstanceMigration) (done bool, err error) {
+	if m.DeletionTimestamp == nil {
+		switch gone, err := r.vmiGone(ctx, m); {
+		case err != nil:
+			return true, err
+		case gone:
+			return true, r.deleteOrphan(ctx, m)
+		}
+	}
+	if !m.IsFinal() {
+		return false, nil
+	}
+	if err := r.dropFinalizer(ctx, m); err != nil {
+		return true, err
+	}
+	return true, r.collect(ctx, m)
+}
+
 // vmiGone says m's VMI does not exist, read past the cache before it says
 // so: a migration created just after its VMI must not be taken for an
 // orphan.

@@ -3,7 +3,6 @@ package migration
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -11,15 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "kubevirt.io/api/core/v1"
-	migrationsv1alpha1 "kubevirt.io/api/migrations/v1alpha1"
-
-	hcov1beta1 "github.com/tekvirt/tekvirt/controllers/apis/hco/v1beta1"
-	"github.com/tekvirt/tekvirt/controllers/testenv"
 )
 
 func TestCollectable(t *testing.T) {
@@ -72,11 +66,7 @@ func TestCollectable(t *testing.T) {
 // that had not ended included (cancelled through its finalizer); another
 // VMI's migrations are not touched.
 func TestCollectOnAPIServer(t *testing.T) {
-	crd := filepath.Join("..", "config", "crd")
-	cfg := testenv.Start(t, filepath.Join(crd, "kubevirt.io_virtualmachineinstances.yaml"),
-		filepath.Join(crd, "kubevirt.io_virtualmachineinstancemigrations.yaml"), filepath.Join(crd, "hco.kubevirt.io_hyperconvergeds.yaml"),
-		filepath.Join(crd, "migrations.kubevirt.io_migrationpolicies.yaml"))
-	c := testenv.Client(t, cfg, clientgoscheme.AddToScheme, v1.AddToScheme, hcov1beta1.AddToScheme, migrationsv1alpha1.AddToScheme)
+	c := startAPIServer(t)
 	ctx := context.Background()
 	r := &Reconciler{Client: c, Reader: c, LauncherImage: "reg/launcher:1"}
 	reconcile := func(name string) {

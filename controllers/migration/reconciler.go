@@ -56,19 +56,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if m.DeletionTimestamp == nil {
-		switch gone, err := r.vmiGone(ctx, m); {
-		case err != nil:
-			return reconcile.Result{}, err
-		case gone:
-			return reconcile.Result{}, r.deleteOrphan(ctx, m)
-		}
-	}
-	if m.IsFinal() {
-		if err := r.dropFinalizer(ctx, m); err != nil {
-			return reconcile.Result{}, err
-		}
-		return reconcile.Result{}, r.collect(ctx, m)
+	if done, err := r.settled(ctx, m); done || err != nil {
+		return reconcile.Result{}, err
 	}
 	if m.DeletionTimestamp == nil && (!controllerutil.ContainsFinalizer(m, v1.VirtualMachineInstanceMigrationFinalizer) || m.Labels[v1.MigrationSelectorLabel] != m.Spec.VMIName) {
 		// The label is what virtctl migrate-cancel finds a VMI's

@@ -30,11 +30,7 @@ import (
 // migration succeeds only once the target's handler took the VMI over;
 // then the VMI's migration bookkeeping is cleared and the finalizer goes.
 func TestReconcilerOnAPIServer(t *testing.T) {
-	crd := filepath.Join("..", "config", "crd")
-	cfg := testenv.Start(t, filepath.Join(crd, "kubevirt.io_virtualmachineinstances.yaml"),
-		filepath.Join(crd, "kubevirt.io_virtualmachineinstancemigrations.yaml"), filepath.Join(crd, "hco.kubevirt.io_hyperconvergeds.yaml"),
-		filepath.Join(crd, "migrations.kubevirt.io_migrationpolicies.yaml"))
-	c := testenv.Client(t, cfg, clientgoscheme.AddToScheme, v1.AddToScheme, hcov1beta1.AddToScheme, migrationsv1alpha1.AddToScheme)
+	c := startAPIServer(t)
 	ctx := context.Background()
 	bw := resource.MustParse("8Mi")
 	for _, p := range []*migrationsv1alpha1.MigrationPolicy{
@@ -183,6 +179,17 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	step(v1.MigrationScheduling)
+}
+
+// startAPIServer starts an API server with the CRDs the reconciler reads
+// and returns a client of it.
+func startAPIServer(t *testing.T) client.Client {
+	t.Helper()
+	crd := filepath.Join("..", "config", "crd")
+	cfg := testenv.Start(t, filepath.Join(crd, "kubevirt.io_virtualmachineinstances.yaml"),
+		filepath.Join(crd, "kubevirt.io_virtualmachineinstancemigrations.yaml"), filepath.Join(crd, "hco.kubevirt.io_hyperconvergeds.yaml"),
+		filepath.Join(crd, "migrations.kubevirt.io_migrationpolicies.yaml"))
+	return testenv.Client(t, cfg, clientgoscheme.AddToScheme, v1.AddToScheme, hcov1beta1.AddToScheme, migrationsv1alpha1.AddToScheme)
 }
 
 func ptrNow() *metav1.Time {
