@@ -3,10 +3,12 @@ package hostpathcsi
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 )
@@ -39,9 +41,13 @@ func TestSanity(t *testing.T) {
 		}
 	}
 	sock := filepath.Join(dir, "csi.sock")
+	l, err := listenUnix(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, sock, "", "") }()
+	go func() { done <- d.serve(ctx, slowAccept{l}, nil, "") }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -55,4 +61,19 @@ func TestSanity(t *testing.T) {
 	cfg.IDGen = &ids{node: d.Node}
 	cfg.TestVolumeSize = 1 << 20
 	sanity.Test(t, cfg)
+}
+
+// slowAccept holds each connection a second before the server takes it.
+// csi-test's Connect waits for the connection's state to change from the
+// one it last read, so a connection that is Ready before its first look
+// is never seen Ready: a minute's timeout, then a failed test, which CI
+// met on a busy machine. A second in Connecting leaves it no such gap.
+type slowAccept struct{ net.Listener }
+
+func (l slowAccept) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		time.Sleep(time.Second)
+	}
+	return c, err
 }

@@ -20,25 +20,38 @@ import (
 // kubelet finds regSocket in its plugins_registry directory and is told
 // the CSI socket as the kubelet itself reaches it, kubeletCSISocket.
 func (d *Driver) Serve(ctx context.Context, csiSocket, regSocket, kubeletCSISocket string) error {
+	csiL, err := listenUnix(csiSocket)
+	if err != nil {
+		return err
+	}
+	var regL net.Listener
+	if regSocket != "" {
+		if regL, err = listenUnix(regSocket); err != nil {
+			csiL.Close()
+			return err
+		}
+	}
+	return d.serve(ctx, csiL, regL, kubeletCSISocket)
+}
+
+// serve answers CSI calls on csiL and, when regL is set, the kubelet's
+// registration on regL, until ctx ends.
+func (d *Driver) serve(ctx context.Context, csiL, regL net.Listener, kubeletCSISocket string) error {
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(logCalls))
 	csi.RegisterIdentityServer(srv, d)
 	csi.RegisterControllerServer(srv, d)
 	csi.RegisterNodeServer(srv, d)
 	servers := []*grpc.Server{srv}
-	sockets := map[*grpc.Server]string{srv: csiSocket}
-	if regSocket != "" {
+	listeners := map[*grpc.Server]net.Listener{srv: csiL}
+	if regL != nil {
 		reg := grpc.NewServer()
 		registration.RegisterRegistrationServer(reg, &registrar{endpoint: kubeletCSISocket})
 		servers = append(servers, reg)
-		sockets[reg] = regSocket
+		listeners[reg] = regL
 	}
 	errs := make(chan error, len(servers))
 	for _, s := range servers {
-		l, err := listenUnix(sockets[s])
-		if err != nil {
-			return err
-		}
-		go func() { errs <- s.Serve(l) }()
+		go func() { errs <- s.Serve(listeners[s]) }()
 	}
 	select {
 	case <-ctx.Done():
