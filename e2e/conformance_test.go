@@ -28,7 +28,11 @@ const conformanceFocus = `\[sig-(network|node|apps)\].*\[Conformance\]`
 // conformanceKnown are the selected tests that do not pass here, by
 // pattern, with why; docs/conformance.md lists them too. Any other failure
 // fails the run.
-var conformanceKnown = map[string]string{}
+var conformanceKnown = map[string]string{
+	`\[sig-node\] Kubelet when scheduling a read only busybox container .*should not write to root filesystem`: "the tests' busybox image runs bash as sh " +
+		"(Debian 12's busybox 1.35 ash drops environment variables whose names are no shell names, which the ConfigMap and Secret tests read back); " +
+		"the root filesystem is read-only, and the test wants ash's wording of the error",
+}
 
 // TestConformance runs the selected conformance tests against the
 // testbed itself, the cluster users run VMs on (make conformance).
